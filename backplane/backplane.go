@@ -1,0 +1,118 @@
+package backplane
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Backplane is the store shared by the servers of one cluster.
+//
+// Every method takes a context and must return when it is done; an
+// implementation that talks to a remote store must let the context's
+// deadline bound the whole call, including the socket read. Implementations
+// are safe for concurrent use.
+type Backplane interface {
+	// Heartbeat writes node's record so that it expires ttl after this
+	// call, by the store's own clock, and returns the records of every live
+	// node of the cluster, node's own included. It is one round trip.
+	Heartbeat(ctx context.Context, node Node, ttl time.Duration) ([]Node, error)
+
+	// Nodes returns the records of every live node of the cluster, in no
+	// particular order. Its cost grows with the number of nodes in the
+	// cluster, never with the size of the store.
+	Nodes(ctx context.Context) ([]Node, error)
+
+	// Leave removes node id's record at once. Its claims then point
+	// nowhere. Removing an absent node is not an error.
+	Leave(ctx context.Context, id string) error
+
+	// Claim records owner as the holder of every key, replacing whoever
+	// held them.
+	Claim(ctx context.Context, owner string, keys ...Key) error
+
+	// ClaimUnique records owner as the holder of key unless a live node
+	// other than owner holds it already, and returns the holder after the
+	// call: owner if the claim was won (or already held), the live holder
+	// otherwise. A claim whose holder is no longer a live node is taken
+	// over. Of any number of racing callers exactly one wins.
+	ClaimUnique(ctx context.Context, owner string, key Key) (holder string, err error)
+
+	// Release removes key's claim if, and only if, owner holds it. It
+	// never removes another node's claim; releasing a claim one does not
+	// hold is not an error.
+	Release(ctx context.Context, owner string, key Key) error
+
+	// Locate returns the live node holding key, or ErrNotFound when the
+	// key is unclaimed or its holder is not a live node.
+	Locate(ctx context.Context, key Key) (owner string, err error)
+
+	// PutHandoff stores data for target under id, replacing an earlier
+	// handoff with the same target and id. It expires after ttl.
+	PutHandoff(ctx context.Context, target, id string, data []byte, ttl time.Duration) error
+
+	// TakeHandoff removes and returns the handoff stored for target under
+	// id. Of racing callers exactly one gets it; the others, and every
+	// caller after expiry, get ErrNotFound.
+	TakeHandoff(ctx context.Context, target, id string) ([]byte, error)
+
+	// Increment adds by to the counter key and returns its new value. The
+	// first increment creates the counter and sets it to expire ttl later;
+	// later increments leave the expiry alone, except that a counter found
+	// without an expiry gets one again. A backplane without counters
+	// returns ErrUnsupported.
+	Increment(ctx context.Context, key string, ttl time.Duration, by int64) (int64, error)
+
+	// PutRecord stores a durable record (no expiry) under id in the named
+	// collection, replacing an earlier one.
+	PutRecord(ctx context.Context, collection, id string, data []byte) error
+
+	// Record returns the record id of the collection, or ErrNotFound.
+	Record(ctx context.Context, collection, id string) ([]byte, error)
+
+	// DeleteRecord removes record id from the collection. Removing an
+	// absent record is not an error.
+	DeleteRecord(ctx context.Context, collection, id string) error
+
+	// Records returns every record of the collection, keyed by id.
+	Records(ctx context.Context, collection string) (map[string][]byte, error)
+
+	// Close releases the backplane's resources. Calls made after Close
+	// return ErrClosed. Close is safe to call more than once.
+	Close() error
+}
+
+// Node is one server's entry in the registry. The backplane treats Data as
+// opaque; the fleet package defines what it holds.
+type Node struct {
+	// ID identifies the node within its cluster.
+	ID string
+	// Data is the node's encoded record.
+	Data []byte
+}
+
+// Key names a claimable unit: a kind such as "player" or "lobby" and an id
+// unique within that kind.
+type Key struct {
+	Kind string
+	ID   string
+}
+
+// String returns the key as "kind/id".
+func (k Key) String() string { return k.Kind + "/" + k.ID }
+
+// ValidateName reports whether s may be used as a cluster name, node id,
+// claim kind or collection: non-empty, at most 256 bytes, and free of the
+// characters the stores use as separators and hash tags.
+func ValidateName(what, s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("backplane: %s is empty", what)
+	case len(s) > 256:
+		return fmt.Errorf("backplane: %s is longer than 256 bytes", what)
+	case strings.ContainsAny(s, "{}:\x00"):
+		return fmt.Errorf("backplane: %s %q contains one of { } : or NUL", what, s)
+	}
+	return nil
+}

@@ -1,0 +1,89 @@
+package testbin
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Redis is a redis-server process started for a test.
+type Redis struct {
+	// Addr is the server's loopback address, host:port.
+	Addr string
+
+	tb   testing.TB
+	bin  string
+	dir  string
+	port int
+	cmd  *exec.Cmd
+	out  bytes.Buffer
+}
+
+// StartRedis starts a redis-server without persistence on a free loopback
+// port and stops it when the test ends.
+func StartRedis(tb testing.TB) *Redis {
+	tb.Helper()
+	r := &Redis{tb: tb, bin: Need(tb, "redis-server"), dir: tb.TempDir()}
+	r.port = FreePort(tb, "127.0.0.1")
+	r.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(r.port))
+	r.Start()
+	tb.Cleanup(r.Stop)
+	return r
+}
+
+// Start starts the server again after Stop, on the same port and empty.
+func (r *Redis) Start() {
+	r.tb.Helper()
+	if r.cmd != nil {
+		r.tb.Fatalf("redis-server on %s is already running", r.Addr)
+	}
+	r.out.Reset()
+	cmd := exec.Command(r.bin,
+		"--port", strconv.Itoa(r.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", r.dir,
+		"--protected-mode", "no", "--loglevel", "warning",
+		"--pidfile", filepath.Join(r.dir, "redis.pid"))
+	cmd.Stdout, cmd.Stderr = &r.out, &r.out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		r.tb.Fatalf("start redis-server: %v", err)
+	}
+	r.cmd = cmd
+	if err := WaitDial(r.Addr, 10*time.Second); err != nil {
+		r.Stop()
+		r.tb.Fatalf("redis-server on %s: %v\n%s", r.Addr, err, r.out.String())
+	}
+}
+
+// Stop kills the server and waits for it to exit. It is safe to call when
+// the server is not running.
+func (r *Redis) Stop() {
+	if r.cmd == nil {
+		return
+	}
+	_ = r.cmd.Process.Kill()
+	_ = r.cmd.Wait()
+	r.cmd = nil
+}
+
+// WaitDial polls addr until it accepts a TCP connection or timeout passes.
+func WaitDial(addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			return c.Close()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not accepting connections after %v: %w", timeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
