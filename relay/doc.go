@@ -1,0 +1,51 @@
+// Package relay gives a fleet of game servers one public address: a player
+// who reaches any server with a WebSocket upgrade naming another server,
+// as in wss://play.example.com/play?node=b7, is connected to that server
+// through the one it reached.
+//
+// # How it works
+//
+// Middleware wraps a server's routes. For a WebSocket upgrade whose node
+// query parameter (Config.NodeParam) names another live server, it dials
+// that server's internal address (found through the Directory the caller
+// provides, normally the fleet's view), and once that server has accepted
+// the upgrade it accepts the client with the same subprotocol and relays
+// messages both ways, each with its type (text or binary), of any size up
+// to Config.ReadLimit, and the close code and reason of whichever side
+// closes first. A side that drops without a close frame is reported to the
+// other as 1001 (going away).
+//
+// Every other request, and every upgrade for this server, an unknown or
+// dead server, or one that does not answer within Config.DialTimeout, is
+// served by the wrapped handler: the client always gets a connection.
+//
+// # Client identity
+//
+// The relaying server signs what it knows of the client — the address it
+// resolved from r.RemoteAddr (put a trusted proxy middleware such as chi's
+// RealIP in front of the relay when behind a load balancer), the scheme
+// and the Host — together with the target node id, the request path, a
+// timestamp and a random nonce, with HMAC-SHA256 under a key derived from
+// Config.Secret. The receiving server removes every Muster-Relay-* header
+// from every request before anything else sees it, and only when the
+// signature is valid, made for this node and this path, and within
+// Config.MaxSkew of its own clock does it restore r.RemoteAddr and r.Host
+// and record the scheme (see FromRelay and ClientScheme). Rate limits, bans
+// and IP-bound tickets then work the same behind the relay. Nonces are not
+// remembered: a captured header set could be replayed to the same node and
+// path within MaxSkew, never elsewhere. With no secret nothing is relayed
+// and relay headers are always stripped.
+//
+// # Lifecycle and concurrency
+//
+// New only builds the Relay; nothing runs until a request arrives. Each
+// relayed connection runs in the goroutine of the HTTP handler that accepted
+// it plus one pump goroutine, both owned by the Relay. Because relayed
+// connections are hijacked, http.Server.Shutdown neither waits for them nor
+// closes them: the owner of the Relay calls Shutdown (let them finish, then
+// close what is left) or Close (close them now, each side with 1001) when
+// the server stops; both return only when every relayed connection and
+// goroutine has ended, and both may be called more than once.
+//
+// A Relay is safe for concurrent use. Its counters are read with Stats.
+package relay

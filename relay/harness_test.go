@@ -1,0 +1,346 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const testSecret = "test-secret-0123456789abcdef"
+
+// waitFor bounds every wait in these tests; it is a failure deadline, never
+// a measurement.
+const waitFor = 10 * time.Second
+
+// dirMap is a Directory backed by a map.
+type dirMap struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (d *dirMap) InternalAddress(id string) (string, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	a, ok := d.m[id]
+	return a, ok
+}
+
+func (d *dirMap) set(id, addr string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.m == nil {
+		d.m = make(map[string]string)
+	}
+	d.m[id] = addr
+}
+
+// seen is what a test node's handler saw of a request.
+type seen struct {
+	Path         string
+	RemoteAddr   string
+	Host         string
+	Scheme       string
+	Relayed      bool
+	RelayHeaders []string
+	Offered      []string
+	Subprotocol  string
+}
+
+func see(r *http.Request) seen {
+	s := seen{
+		Path:       r.URL.Path,
+		RemoteAddr: r.RemoteAddr,
+		Host:       r.Host,
+		Scheme:     ClientScheme(r),
+		Relayed:    FromRelay(r),
+		Offered:    subprotocols(r.Header),
+	}
+	for name := range r.Header {
+		if hasRelayPrefix(name) {
+			s.RelayHeaders = append(s.RelayHeaders, name)
+		}
+	}
+	return s
+}
+
+// testNode is one server: a relay in front of an echo handler.
+type testNode struct {
+	id    string
+	relay *Relay
+	srv   *httptest.Server
+	addr  string // host:port
+	seen  chan seen
+	ends  chan websocket.CloseError // how each WebSocket ended, as the handler read it
+}
+
+type nodeOpt func(*Config)
+
+func withSecret(s string) nodeOpt { return func(c *Config) { c.Secret = s } }
+func withReadLimit(n int64) nodeOpt {
+	return func(c *Config) { c.ReadLimit = n }
+}
+
+// startNode starts node id on loopback, using dir to find others and
+// registering itself in it. It is stopped when the test ends.
+func startNode(t *testing.T, id string, dir *dirMap, opts ...nodeOpt) *testNode {
+	t.Helper()
+	n := newNode(t, id, dir, opts...)
+	n.srv = httptest.NewServer(n.relay.Middleware(n.mux()))
+	n.finish(t, dir)
+	return n
+}
+
+// startTLSNode is startNode with a TLS listener.
+func startTLSNode(t *testing.T, id string, dir *dirMap, opts ...nodeOpt) *testNode {
+	t.Helper()
+	n := newNode(t, id, dir, opts...)
+	n.srv = httptest.NewTLSServer(n.relay.Middleware(n.mux()))
+	n.finish(t, dir)
+	return n
+}
+
+func newNode(t *testing.T, id string, dir *dirMap, opts ...nodeOpt) *testNode {
+	t.Helper()
+	cfg := Config{NodeID: id, Secret: testSecret, DialTimeout: 500 * time.Millisecond}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	var d Directory
+	if dir != nil {
+		d = dir
+	}
+	rl, err := New(cfg, d, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testNode{id: id, relay: rl, seen: make(chan seen, 64), ends: make(chan websocket.CloseError, 64)}
+}
+
+func (n *testNode) finish(t *testing.T, dir *dirMap) {
+	n.addr = n.srv.Listener.Addr().String()
+	if dir != nil {
+		dir.set(n.id, n.addr)
+	}
+	t.Cleanup(func() {
+		if err := n.relay.Close(); err != nil {
+			t.Errorf("close relay %s: %v", n.id, err)
+		}
+		n.srv.Close()
+	})
+}
+
+func (n *testNode) record(s seen) {
+	select {
+	case n.seen <- s:
+	default:
+	}
+}
+
+func (n *testNode) ended(ce websocket.CloseError) {
+	select {
+	case n.ends <- ce:
+	default:
+	}
+}
+
+// mux serves /ws, an echo WebSocket that first says which node it is, and
+// /who, which answers plain HTTP requests.
+//
+// Commands on /ws, as text messages: "close CODE REASON" closes with that
+// status; "drop" closes the TCP connection without a close frame; "die"
+// starts a 1 MiB binary message, sends half of it, and drops. Anything else
+// is echoed with its type.
+func (n *testNode) mux() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/who", func(w http.ResponseWriter, r *http.Request) {
+		s := see(r)
+		n.record(s)
+		fmt.Fprintf(w, "node=%s relayed=%v remote=%s", n.id, s.Relayed, s.RemoteAddr)
+	})
+	mux.HandleFunc("/ws", func(w http.ResponseWriter, r *http.Request) {
+		s := see(r)
+		c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{"v2.echo", "v1.echo"}})
+		if err != nil {
+			return
+		}
+		defer c.CloseNow()
+		s.Subprotocol = c.Subprotocol()
+		n.record(s)
+		c.SetReadLimit(-1)
+		ctx := context.Background()
+		if err := c.Write(ctx, websocket.MessageText, []byte("node="+n.id)); err != nil {
+			return
+		}
+		for {
+			typ, b, err := c.Read(ctx)
+			if err != nil {
+				n.ended(closeErrorOf(err))
+				return
+			}
+			if typ == websocket.MessageText {
+				cmd := string(b)
+				switch {
+				case strings.HasPrefix(cmd, "close "):
+					f := strings.SplitN(cmd, " ", 3)
+					code, _ := strconv.Atoi(f[1])
+					reason := ""
+					if len(f) == 3 {
+						reason = f[2]
+					}
+					_ = c.Close(websocket.StatusCode(code), reason)
+					return
+				case cmd == "drop":
+					_ = c.CloseNow()
+					return
+				case cmd == "die":
+					wr, err := c.Writer(ctx, websocket.MessageBinary)
+					if err != nil {
+						return
+					}
+					_, _ = wr.Write(make([]byte, 512<<10))
+					_ = c.CloseNow()
+					return
+				}
+			}
+			if err := c.Write(ctx, typ, b); err != nil {
+				return
+			}
+		}
+	})
+	return mux
+}
+
+// closeErrorOf returns the close status carried by err, or 1006 when the
+// connection ended without one.
+func closeErrorOf(err error) websocket.CloseError {
+	var ce websocket.CloseError
+	if errors.As(err, &ce) {
+		return ce
+	}
+	return websocket.CloseError{Code: websocket.StatusAbnormalClosure}
+}
+
+// dialOpts are a test client's dial options.
+type dialOpts struct {
+	subprotocols []string
+	header       http.Header
+	host         string
+	client       *http.Client
+}
+
+// dial connects a client to server n at path and returns the connection and
+// the name of the node that served it (its first message).
+func dial(t *testing.T, n *testNode, path string, o dialOpts) (*websocket.Conn, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	scheme := "ws://"
+	if n.srv.TLS != nil {
+		scheme = "wss://"
+		if o.client == nil {
+			o.client = n.srv.Client()
+		}
+	}
+	c, _, err := websocket.Dial(ctx, scheme+n.addr+path, &websocket.DialOptions{
+		HTTPClient:   o.client,
+		HTTPHeader:   o.header,
+		Host:         o.host,
+		Subprotocols: o.subprotocols,
+	})
+	if err != nil {
+		t.Fatalf("dial %s%s: %v", n.id, path, err)
+	}
+	t.Cleanup(func() { _ = c.CloseNow() })
+	c.SetReadLimit(-1)
+	typ, b, err := c.Read(ctx)
+	if err != nil || typ != websocket.MessageText || !strings.HasPrefix(string(b), "node=") {
+		t.Fatalf("first message from %s%s: %v %q, %v", n.id, path, typ, b, err)
+	}
+	return c, strings.TrimPrefix(string(b), "node=")
+}
+
+// recv waits for the next value on ch.
+func recv[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(waitFor):
+		t.Fatalf("no %s within %v", what, waitFor)
+		panic("unreachable")
+	}
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not true within %v", what, waitFor)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// deadAddr returns the address of a listener that has been closed.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// silentAddr returns the address of a listener that accepts connections
+// and never answers; everything is closed when the test ends.
+func silentAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		conns []net.Conn
+		wg    sync.WaitGroup
+	)
+	wg.Go(func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	})
+	t.Cleanup(func() {
+		l.Close()
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return l.Addr().String()
+}

@@ -1,0 +1,436 @@
+package relay
+
+import (
+	"context"
+	"encoding/base64"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// Directory looks up the live servers of the fleet. The fleet implements it;
+// the relay only reads it.
+type Directory interface {
+	// InternalAddress returns the host:port at which the live node nodeID
+	// accepts connections from other servers of the fleet. ok is false
+	// when the node is unknown or no longer live. It is called once per
+	// relay attempt and must not block.
+	InternalAddress(nodeID string) (addr string, ok bool)
+}
+
+// DirectoryFunc adapts a function to the Directory interface.
+type DirectoryFunc func(nodeID string) (addr string, ok bool)
+
+// InternalAddress calls f(nodeID).
+func (f DirectoryFunc) InternalAddress(nodeID string) (string, bool) { return f(nodeID) }
+
+// Stats is a snapshot of a Relay's counters. Counters only grow, except
+// Active.
+type Stats struct {
+	// Active is the number of relayed connections open now.
+	Active int64
+	// Relayed counts the connections relayed to another node.
+	Relayed uint64
+	// Fallbacks counts relay attempts served locally because the target
+	// node could not be reached or refused the handshake.
+	Fallbacks uint64
+	// BytesToNode and BytesToClient count the message payload bytes
+	// relayed from clients to target nodes and back.
+	BytesToNode, BytesToClient uint64
+	// Verified counts incoming requests whose relay signature was valid;
+	// Rejected counts those that carried relay headers that were not.
+	Verified, Rejected uint64
+}
+
+// Relay is the ?node= WebSocket relay of one server. Create it with New,
+// install Middleware in front of the server's routes, and call Shutdown or
+// Close when the server stops: relayed connections are hijacked, so
+// http.Server.Shutdown neither waits for them nor closes them.
+//
+// A Relay is safe for concurrent use.
+type Relay struct {
+	cfg    Config
+	key    []byte // nil when no secret is configured
+	dir    Directory
+	log    *slog.Logger
+	client *http.Client
+	now    func() time.Time
+
+	mu       sync.Mutex
+	closing  bool
+	sessions map[*session]struct{}
+	wg       sync.WaitGroup // one per session, held until its pumps end
+
+	active                     atomic.Int64
+	relayed, fallbacks         atomic.Uint64
+	bytesToNode, bytesToClient atomic.Uint64
+	verified, rejected         atomic.Uint64
+}
+
+// New returns a Relay for cfg. dir may be nil, in which case no node is
+// known and nothing is relayed, but incoming relayed requests are still
+// verified. A nil logger means slog.Default(). New starts nothing.
+func New(cfg Config, dir Directory, logger *slog.Logger) (*Relay, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	rl := &Relay{
+		cfg:      cfg,
+		dir:      dir,
+		log:      logger.With("component", "relay"),
+		now:      time.Now,
+		sessions: make(map[*session]struct{}),
+	}
+	if cfg.Secret != "" {
+		rl.key = deriveKey(cfg.Secret)
+	}
+	rl.client = &http.Client{
+		Transport: &http.Transport{
+			// Internal traffic goes straight to the node, never through
+			// an HTTP proxy from the environment.
+			Proxy:                  nil,
+			DialContext:            (&net.Dialer{Timeout: cfg.DialTimeout}).DialContext,
+			DisableKeepAlives:      true, // an upgraded connection is never reused; a refused one is closed
+			DisableCompression:     true,
+			MaxResponseHeaderBytes: 64 << 10,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return rl, nil
+}
+
+// Middleware returns next wrapped by the relay. For every request it
+//
+//  1. removes every Muster-Relay-* header;
+//  2. if those headers carried a valid, fresh signature made for this node
+//     and this path, restores r.RemoteAddr and r.Host to the client's and
+//     records the client's scheme (see FromRelay and ClientScheme);
+//  3. if r is a WebSocket upgrade naming another node in the NodeParam
+//     query parameter, and that node is live and answers the handshake
+//     within DialTimeout, accepts the client and relays messages both ways
+//     until either side closes;
+//
+// and otherwise serves r with next. A request that carried relay headers,
+// valid or not, is never relayed again, so servers with different or stale
+// views cannot bounce a connection between them.
+//
+// The relay accepts the client only after the target node accepted the
+// upgrade, with the subprotocol the node chose and the node's handshake
+// response headers; the node's own handler therefore decides on origin,
+// tickets and subprotocols, as it would for a direct connection.
+func (rl *Relay) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r, marked := rl.admit(r)
+		if !marked && rl.tryRelay(w, r) {
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// admit strips relay headers from r and, when they carry a valid signature,
+// returns a copy of r describing the client. marked reports whether r had
+// relay headers at all, valid or not: such a request is never relayed again,
+// even when its signature was made for another node (a stale directory entry
+// whose address now belongs to a different server must not start a loop).
+func (rl *Relay) admit(r *http.Request) (_ *http.Request, marked bool) {
+	if !hasRelayHeader(r.Header) {
+		return r, false
+	}
+	r2 := r.WithContext(r.Context())
+	r2.Header = r.Header.Clone()
+	s, _, complete := takeHeaders(r2.Header)
+	if rl.key == nil {
+		return r2, true
+	}
+	var (
+		id  identity
+		err = errMalformed
+	)
+	if complete {
+		id, err = verify(rl.key, &s, rl.cfg.NodeID, r.URL.Path, rl.now(), rl.cfg.MaxSkew)
+	}
+	if err != nil {
+		rl.rejected.Add(1)
+		rl.log.Debug("relay headers ignored", "remote_addr", r.RemoteAddr, "err", err)
+		return r2, true
+	}
+	rl.verified.Add(1)
+	r2 = r2.WithContext(context.WithValue(r.Context(), identityKey{}, &id))
+	r2.RemoteAddr = id.client.String()
+	r2.Host = id.host
+	return r2, true
+}
+
+func hasRelayHeader(h http.Header) bool {
+	for name := range h {
+		if hasRelayPrefix(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// tryRelay relays r to the node it names, if it can, and reports whether it
+// did; when it returns false nothing has been written to w.
+func (rl *Relay) tryRelay(w http.ResponseWriter, r *http.Request) bool {
+	if rl.key == nil || rl.dir == nil || !isUpgrade(r) {
+		return false
+	}
+	target := r.URL.Query().Get(rl.cfg.NodeParam)
+	if target == "" || target == rl.cfg.NodeID {
+		return false
+	}
+	addr, ok := rl.dir.InternalAddress(target)
+	if !ok || addr == "" {
+		return false
+	}
+	client, ok := clientAddr(r.RemoteAddr)
+	if !ok {
+		return false
+	}
+	rl.mu.Lock()
+	closing := rl.closing
+	rl.mu.Unlock()
+	if closing {
+		return false
+	}
+
+	up, resp, err := rl.dial(r, target, addr, client)
+	if err != nil {
+		rl.fallbacks.Add(1)
+		rl.log.Warn("relay target unreachable, serving locally", "node_id", target, "err", err)
+		return false
+	}
+	s := &session{rl: rl, up: up}
+	if !rl.track(s) {
+		_ = up.Close(websocket.StatusGoingAway, "")
+		return false
+	}
+	defer rl.untrack(s)
+
+	copyResponseHeaders(w.Header(), resp.Header)
+	opts := &websocket.AcceptOptions{InsecureSkipVerify: true} // the node checked the origin
+	if p := up.Subprotocol(); p != "" {
+		opts.Subprotocols = []string{p}
+	}
+	c, err := websocket.Accept(w, r, opts)
+	if err != nil {
+		// Accept wrote an error response; the node sees the client leave.
+		_ = up.Close(websocket.StatusGoingAway, "")
+		return true
+	}
+	c.SetReadLimit(rl.cfg.ReadLimit)
+	s.client = c
+	rl.relayed.Add(1)
+	rl.active.Add(1)
+	defer rl.active.Add(-1)
+	s.run()
+	return true
+}
+
+// dial opens the upstream half of a relayed connection: the client's
+// upgrade request, with its end-to-end headers and subprotocols, plus the
+// signed identity, sent to the target node's internal address.
+func (rl *Relay) dial(r *http.Request, target, addr string, client netip.AddrPort) (*websocket.Conn, *http.Response, error) {
+	s := sign(rl.key, client, ClientScheme(r), r.Host, target, r.URL.Path, rl.now())
+	h := forwardHeaders(r.Header)
+	s.setHeaders(h)
+
+	ctx, cancel := context.WithTimeout(r.Context(), rl.cfg.DialTimeout)
+	defer cancel()
+	up, resp, err := websocket.Dial(ctx, "ws://"+addr+r.URL.RequestURI(), &websocket.DialOptions{
+		HTTPClient:   rl.client,
+		HTTPHeader:   h,
+		Host:         r.Host,
+		Subprotocols: subprotocols(r.Header),
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	up.SetReadLimit(rl.cfg.ReadLimit)
+	return up, resp, nil
+}
+
+// track registers s unless the relay is closing.
+func (rl *Relay) track(s *session) bool {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	if rl.closing {
+		return false
+	}
+	rl.sessions[s] = struct{}{}
+	rl.wg.Add(1)
+	return true
+}
+
+func (rl *Relay) untrack(s *session) {
+	rl.mu.Lock()
+	delete(rl.sessions, s)
+	rl.mu.Unlock()
+	rl.wg.Done()
+}
+
+// Close stops relaying new connections, closes every relayed connection on
+// both sides with 1001 (going away), and waits until all of them have ended.
+// Requests that arrive afterwards are served locally. It is safe to call
+// more than once and concurrently with Shutdown.
+func (rl *Relay) Close() error {
+	rl.mu.Lock()
+	rl.closing = true
+	open := make([]*session, 0, len(rl.sessions))
+	for s := range rl.sessions {
+		open = append(open, s)
+	}
+	rl.mu.Unlock()
+
+	var wg sync.WaitGroup
+	for _, s := range open {
+		wg.Go(func() { s.stop(websocket.StatusGoingAway, "server closing") })
+	}
+	wg.Wait()
+	rl.wg.Wait()
+	rl.client.CloseIdleConnections()
+	return nil
+}
+
+// Shutdown stops relaying new connections and waits for the relayed ones to
+// end by themselves. When ctx is done first it closes them as Close does and
+// returns ctx's error. It is safe to call more than once.
+func (rl *Relay) Shutdown(ctx context.Context) error {
+	rl.mu.Lock()
+	rl.closing = true
+	rl.mu.Unlock()
+
+	done := make(chan struct{})
+	go func() { // ends when the last session does, at the latest in Close below
+		rl.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		rl.client.CloseIdleConnections()
+		return nil
+	case <-ctx.Done():
+		_ = rl.Close()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// Stats returns a snapshot of the relay's counters.
+func (rl *Relay) Stats() Stats {
+	return Stats{
+		Active:        rl.active.Load(),
+		Relayed:       rl.relayed.Load(),
+		Fallbacks:     rl.fallbacks.Load(),
+		BytesToNode:   rl.bytesToNode.Load(),
+		BytesToClient: rl.bytesToClient.Load(),
+		Verified:      rl.verified.Load(),
+		Rejected:      rl.rejected.Load(),
+	}
+}
+
+// isUpgrade reports whether r is a WebSocket upgrade request that Accept
+// could take; a malformed one is left to the local handler to refuse.
+func isUpgrade(r *http.Request) bool {
+	if r.Method != http.MethodGet || r.ProtoMajor != 1 || r.ProtoMinor < 1 {
+		return false
+	}
+	if !headerHasToken(r.Header, "Connection", "upgrade") || !headerHasToken(r.Header, "Upgrade", "websocket") {
+		return false
+	}
+	if r.Header.Get("Sec-WebSocket-Version") != "13" {
+		return false
+	}
+	keys := r.Header.Values("Sec-WebSocket-Key")
+	if len(keys) != 1 {
+		return false
+	}
+	k, err := base64.StdEncoding.DecodeString(strings.TrimSpace(keys[0]))
+	return err == nil && len(k) == 16
+}
+
+func headerHasToken(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func subprotocols(h http.Header) []string {
+	var out []string
+	for _, v := range h.Values("Sec-WebSocket-Protocol") {
+		for p := range strings.SplitSeq(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// hopHeaders are not forwarded in either direction: they describe one hop,
+// or are set by the WebSocket library for its own handshake.
+var hopHeaders = map[string]bool{
+	"Connection":               true,
+	"Keep-Alive":               true,
+	"Proxy-Authenticate":       true,
+	"Proxy-Authorization":      true,
+	"Proxy-Connection":         true,
+	"Te":                       true,
+	"Trailer":                  true,
+	"Transfer-Encoding":        true,
+	"Upgrade":                  true,
+	"Host":                     true,
+	"Content-Length":           true,
+	"Date":                     true,
+	"Sec-Websocket-Key":        true,
+	"Sec-Websocket-Version":    true,
+	"Sec-Websocket-Accept":     true,
+	"Sec-Websocket-Protocol":   true,
+	"Sec-Websocket-Extensions": true,
+}
+
+// forwardHeaders returns the client's end-to-end request headers (cookies,
+// origin, user agent, authorization and the like) for the upstream request.
+func forwardHeaders(in http.Header) http.Header {
+	out := make(http.Header, len(in))
+	for k, v := range in {
+		if hopHeaders[http.CanonicalHeaderKey(k)] || hasRelayPrefix(k) || isListedInConnection(in, k) {
+			continue
+		}
+		out[k] = append([]string(nil), v...)
+	}
+	return out
+}
+
+func isListedInConnection(h http.Header, name string) bool {
+	return headerHasToken(h, "Connection", name)
+}
+
+// copyResponseHeaders passes the node's handshake response headers (cookies,
+// for example) on to the client.
+func copyResponseHeaders(dst, src http.Header) {
+	for k, v := range src {
+		if hopHeaders[http.CanonicalHeaderKey(k)] || isListedInConnection(src, k) {
+			continue
+		}
+		dst[k] = append([]string(nil), v...)
+	}
+}
