@@ -1,0 +1,179 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is Muster's configuration: the keys under the root key muster of
+// config.yml. Start from Default; a zero Config is not valid.
+type Config struct {
+	// Server configures this game server and its fleet.
+	Server Server `yaml:"server"`
+	// Security holds the server's secrets.
+	Security Security `yaml:"security"`
+}
+
+// Server is muster.server.
+type Server struct {
+	// HTTP is where the server listens.
+	HTTP HTTP `yaml:"http"`
+	// Capacity is the server's load budget.
+	Capacity Capacity `yaml:"capacity"`
+	// Drain bounds a drain.
+	Drain Drain `yaml:"drain"`
+	// Fleet joins the server to a fleet.
+	Fleet Fleet `yaml:"fleet"`
+}
+
+// HTTP is muster.server.http.
+type HTTP struct {
+	// Host is the address to listen on; "" listens on every interface.
+	// Default "0.0.0.0".
+	Host string `yaml:"host"`
+	// Port is the port to listen on, 1-65535. Default 8080.
+	Port int `yaml:"port"`
+}
+
+// Capacity is muster.server.capacity.
+type Capacity struct {
+	// MaxLoad is the load budget; a server at MaxLoad is full: it sends new
+	// queue entries elsewhere and is not ready for new connections.
+	// Default 200.
+	MaxLoad int `yaml:"max-load"`
+}
+
+// Drain is muster.server.drain.
+type Drain struct {
+	// Timeout bounds the wait for a draining server's rooms to end; at the
+	// timeout they are told and closed. Default 30s (deployments often
+	// use 360s).
+	Timeout Duration `yaml:"timeout"`
+}
+
+// Fleet is muster.server.fleet.
+type Fleet struct {
+	// Redis locates the shared backplane: host:port, a comma-separated list
+	// of them (Redis Cluster, or Sentinel with ?master=name), or a redis://,
+	// rediss:// or unix:// URL. Default "": an in-memory backplane, a fleet
+	// of one.
+	Redis string `yaml:"redis"`
+	// Cluster names the fleet; servers with the same name form one fleet.
+	// Default "default".
+	Cluster string `yaml:"cluster"`
+	// Region is published with the heartbeat. Default "".
+	Region string `yaml:"region"`
+	// Heartbeat is the interval between heartbeats, at least 100ms; a server
+	// that missed 3 is gone. Default 2s.
+	Heartbeat Duration `yaml:"heartbeat"`
+	// InternalAddress is the host:port other servers reach this one at; the
+	// host may be the placeholder {ip} (see Config.InternalAddress).
+	// Default "": the machine address and the HTTP port.
+	InternalAddress string `yaml:"internal-address"`
+	// PublicAddress is the address clients reach this server at, which may
+	// hold the placeholder {node-id} (see Config.PublicAddress). Default "".
+	PublicAddress string `yaml:"public-address"`
+	// NodeParam is the query parameter that names a server. Default "node".
+	NodeParam string `yaml:"node-param"`
+	// Secret is the key relay signatures are made with. Default "": the
+	// security key (see Config.Secret).
+	Secret string `yaml:"secret"`
+	// NodeID names this server in the fleet. Default "": generated from the
+	// host name and a random suffix at start.
+	NodeID string `yaml:"node-id"`
+}
+
+// Security is muster.security.
+type Security struct {
+	// Key is the server's security key. Default "".
+	Key string `yaml:"key"`
+}
+
+// Default returns the default configuration, the one config.yml spells out.
+func Default() Config {
+	return Config{Server: Server{
+		HTTP:     HTTP{Host: "0.0.0.0", Port: 8080},
+		Capacity: Capacity{MaxLoad: 200},
+		Drain:    Drain{Timeout: Duration(30 * time.Second)},
+		Fleet: Fleet{
+			Cluster:   "default",
+			Heartbeat: Duration(2 * time.Second),
+			NodeParam: "node",
+		},
+	}}
+}
+
+// Secret returns the relay signature key: muster.server.fleet.secret, or
+// else muster.security.key. "" means nothing is relayed.
+func (c Config) Secret() string {
+	if c.Server.Fleet.Secret != "" {
+		return c.Server.Fleet.Secret
+	}
+	return c.Security.Key
+}
+
+// InternalAddress returns the address other servers reach this one at,
+// given the machine's IP address: muster.server.fleet.internal-address with
+// {ip} replaced by ip, or ip and the HTTP port when it is empty.
+func (c Config) InternalAddress(ip string) string {
+	a := c.Server.Fleet.InternalAddress
+	if a == "" {
+		return net.JoinHostPort(ip, strconv.Itoa(c.Server.HTTP.Port))
+	}
+	if host, port, err := net.SplitHostPort(a); err == nil && host == "{ip}" {
+		return net.JoinHostPort(ip, port) // brackets an IPv6 ip
+	}
+	return a
+}
+
+// PublicAddress returns muster.server.fleet.public-address with {node-id}
+// replaced by nodeID; "" when none is configured.
+func (c Config) PublicAddress(nodeID string) string {
+	return strings.ReplaceAll(c.Server.Fleet.PublicAddress, "{node-id}", nodeID)
+}
+
+// Duration is a time.Duration written in YAML and the environment as a
+// number of seconds (2, 0.5) or a Go duration string ("1500ms", "2s"). It
+// marshals as seconds.
+type Duration time.Duration
+
+// String formats d as time.Duration does.
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalYAML writes d as a number of seconds.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).Seconds(), nil }
+
+// UnmarshalYAML reads a number of seconds or a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := parseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("config: line %d: %w", n.Line, err)
+	}
+	*d = v
+	return nil
+}
+
+func parseDuration(s string) (Duration, error) {
+	if secs, err := strconv.ParseFloat(s, 64); err == nil {
+		ns := math.Round(secs * float64(time.Second))
+		if math.IsNaN(ns) || math.Abs(ns) >= math.MaxInt64 {
+			return 0, errDuration(s)
+		}
+		return Duration(ns), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, errDuration(s)
+	}
+	return Duration(d), nil
+}
+
+func errDuration(s string) error {
+	return fmt.Errorf(`want seconds (2, 0.5) or a duration ("1500ms"), got %q`, s)
+}

@@ -1,0 +1,566 @@
+package config_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/muster-gg/muster/config"
+)
+
+// file is the shape of config.yml.
+type file struct {
+	Muster config.Config `yaml:"muster"`
+}
+
+func TestDefaultIsConfigYML(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile("../config.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := config.Parse(data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := config.Default(); got != want {
+		t.Errorf("config.yml = %+v, Default() = %+v", got, want)
+	}
+
+	// Decoded over a zero Config, config.yml must still give the defaults:
+	// it spells out every key.
+	var f file
+	dec := yaml.NewDecoder(strings.NewReader(string(data)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		t.Fatal(err)
+	}
+	if want := config.Default(); f.Muster != want {
+		t.Errorf("config.yml over a zero Config = %+v, want %+v", f.Muster, want)
+	}
+}
+
+func TestDefaultIsValid(t *testing.T) {
+	t.Parallel()
+	if err := config.Default().Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOverrides(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		file    string // "" for no file
+		environ []string
+		want    func(*config.Config)
+	}{
+		{
+			name: "defaults",
+			want: func(*config.Config) {},
+		},
+		{
+			name:    "nested key",
+			environ: []string{"MUSTER__SERVER__FLEET__REDIS=redis:6379"},
+			want:    func(c *config.Config) { c.Server.Fleet.Redis = "redis:6379" },
+		},
+		{
+			name:    "dash as underscore",
+			environ: []string{"MUSTER__SERVER__CAPACITY__MAX_LOAD=300", "MUSTER__SERVER__FLEET__NODE_PARAM=n"},
+			want: func(c *config.Config) {
+				c.Server.Capacity.MaxLoad = 300
+				c.Server.Fleet.NodeParam = "n"
+			},
+		},
+		{
+			name:    "any case",
+			environ: []string{"muster__server__http__port=9000", "Muster__Security__Key=k"},
+			want: func(c *config.Config) {
+				c.Server.HTTP.Port = 9000
+				c.Security.Key = "k"
+			},
+		},
+		{
+			name:    "durations",
+			environ: []string{"MUSTER__SERVER__DRAIN__TIMEOUT=360", "MUSTER__SERVER__FLEET__HEARTBEAT=1500ms"},
+			want: func(c *config.Config) {
+				c.Server.Drain.Timeout = config.Duration(360 * time.Second)
+				c.Server.Fleet.Heartbeat = config.Duration(1500 * time.Millisecond)
+			},
+		},
+		{
+			name:    "other variables ignored",
+			environ: []string{"PATH=/bin", "MUSTER_HOME=/x", "MUSTER=1", "NOEQUALS", "=C:=C:\\"},
+			want:    func(*config.Config) {},
+		},
+		{
+			name: "file over default",
+			file: "muster:\n  server:\n    drain:\n      timeout: 0.5\n    fleet:\n      internal-address: \"{ip}:8000\"\n",
+			want: func(c *config.Config) {
+				c.Server.Drain.Timeout = config.Duration(500 * time.Millisecond)
+				c.Server.Fleet.InternalAddress = "{ip}:8000"
+			},
+		},
+		{
+			name:    "environment over file",
+			file:    "muster:\n  server:\n    fleet:\n      cluster: eu\n      region: eu-west\n",
+			environ: []string{"MUSTER__SERVER__FLEET__CLUSTER=us"},
+			want: func(c *config.Config) {
+				c.Server.Fleet.Cluster = "us"
+				c.Server.Fleet.Region = "eu-west"
+			},
+		},
+		{
+			name:    "empty variable sets empty",
+			file:    "muster:\n  security:\n    key: k\n",
+			environ: []string{"MUSTER__SECURITY__KEY="},
+			want:    func(*config.Config) {},
+		},
+		{
+			name: "null keeps default, other root keys ignored",
+			file: "game:\n  levels: [1, 2]\nmuster:\n  server:\n    http:\n      port:\n    fleet: ~\n",
+			want: func(*config.Config) {},
+		},
+		{
+			name: "anchors and quoted numbers",
+			file: "muster:\n  server:\n    http: {host: &h \"127.0.0.1\", port: \"9000\"}\n    fleet: {region: *h}\n",
+			want: func(c *config.Config) {
+				c.Server.HTTP = config.HTTP{Host: "127.0.0.1", Port: 9000}
+				c.Server.Fleet.Region = "127.0.0.1"
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := load(t, tt.file, tt.environ)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := config.Default()
+			tt.want(&want)
+			if got != want {
+				t.Errorf("got  %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}
+
+// load loads content written to a temporary config.yml, or no file if
+// content is "".
+func load(t *testing.T, content string, environ []string) (config.Config, error) {
+	t.Helper()
+	if content == "" {
+		return config.Load("", environ)
+	}
+	path := filepath.Join(t.TempDir(), "config.yml")
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return config.Load(path, environ)
+}
+
+// TestEveryKeyFromEnv sets each setting of Config by its variable.
+func TestEveryKeyFromEnv(t *testing.T) {
+	t.Parallel()
+	n := 0
+	var walk func(typ reflect.Type, index []int, env string)
+	walk = func(typ reflect.Type, index []int, env string) {
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			name := env + "__" + strings.ToUpper(strings.ReplaceAll(f.Tag.Get("yaml"), "-", "_"))
+			index := append(index[:len(index):len(index)], i)
+			if f.Type.Kind() == reflect.Struct {
+				walk(f.Type, index, name)
+				continue
+			}
+			n++
+			var got, want config.Config
+			if err := config.ApplyEnv(&got, []string{name + "=7"}); err != nil {
+				t.Errorf("%s: %v", name, err)
+				continue
+			}
+			switch p := reflect.ValueOf(&want).Elem().FieldByIndex(index).Addr().Interface().(type) {
+			case *string:
+				*p = "7"
+			case *int:
+				*p = 7
+			case *config.Duration:
+				*p = config.Duration(7 * time.Second)
+			default:
+				t.Fatalf("%s: unexpected type %T", name, p)
+			}
+			if got != want {
+				t.Errorf("%s=7: got %+v, want %+v", name, got, want)
+			}
+		}
+	}
+	walk(reflect.TypeFor[config.Config](), nil, "MUSTER")
+	if n != 14 {
+		t.Errorf("walked %d settings, want 14", n)
+	}
+}
+
+func TestBadConfig(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		file    string   // parsed when environ is nil
+		environ []string // loaded with no file
+		want    string   // the whole message
+		err     error
+	}{
+		{
+			name: "YAML syntax",
+			file: "muster:\n  server:\n    http: [\n",
+			want: "config: did not find expected node content (line 3)",
+			err:  config.ErrSyntax,
+		},
+		{
+			name: "YAML syntax without a line",
+			file: "muster: *nowhere\n",
+			want: "config: unknown anchor 'nowhere' referenced",
+			err:  config.ErrSyntax,
+		},
+		{
+			name: "duplicate key",
+			file: "muster:\n  server:\n    http:\n      port: 1\n      port: 2\n",
+			want: "config: muster.server.http.port: key written twice (line 5)",
+			err:  config.ErrSyntax,
+		},
+		{
+			name: "empty file",
+			want: "config: missing root key muster",
+			err:  config.ErrNoRoot,
+		},
+		{
+			name: "no root key",
+			file: "Muster:\n  server: {}\n",
+			want: "config: missing root key muster",
+			err:  config.ErrNoRoot,
+		},
+		{
+			name: "root not a mapping",
+			file: "- muster\n",
+			want: "config: missing root key muster",
+			err:  config.ErrNoRoot,
+		},
+		{
+			name: "unknown key",
+			file: "muster:\n  server:\n    fleet:\n      redis: \"\"\n      hearbeat: 5\n",
+			want: "config: muster.server.fleet.hearbeat: unknown key (line 5)",
+			err:  config.ErrUnknownKey,
+		},
+		{
+			name: "unknown top key",
+			file: "muster:\n  servr: {}\n",
+			want: "config: muster.servr: unknown key (line 2)",
+			err:  config.ErrUnknownKey,
+		},
+		{
+			name: "wrong type",
+			file: "muster:\n  server:\n    capacity:\n      max-load: abc\n",
+			want: `config: muster.server.capacity.max-load: want an integer, got "abc" (line 4)`,
+			err:  config.ErrInvalid,
+		},
+		{
+			name: "list for a value",
+			file: "muster:\n  server:\n    fleet:\n      redis: [a, b]\n",
+			want: "config: muster.server.fleet.redis: want a value, got a list (line 4)",
+			err:  config.ErrInvalid,
+		},
+		{
+			name: "value for a section",
+			file: "muster:\n  server:\n    http: 8080\n",
+			want: `config: muster.server.http: want a mapping, got "8080" (line 3)`,
+			err:  config.ErrInvalid,
+		},
+		{
+			name: "newline in a value",
+			file: "muster:\n  server:\n    http:\n      port: \"80\\n80\"\n",
+			want: `config: muster.server.http.port: want an integer, got "80\n80" (line 4)`,
+			err:  config.ErrInvalid,
+		},
+		{
+			name: "port out of range",
+			file: "muster:\n  server:\n    http:\n      port: 70000\n",
+			want: "config: muster.server.http.port: want a port number 1-65535, got 70000 (line 4)",
+			err:  config.ErrInvalid,
+		},
+		{
+			name:    "port out of range from environment",
+			environ: []string{"MUSTER__SERVER__HTTP__PORT=0"},
+			want:    "config: MUSTER__SERVER__HTTP__PORT: want a port number 1-65535, got 0",
+			err:     config.ErrInvalid,
+		},
+		{
+			name: "bad host",
+			file: "muster:\n  server:\n    http:\n      host: \"a b\"\n",
+			want: `config: muster.server.http.host: want a host name or IP address, got "a b" (line 4)`,
+			err:  config.ErrInvalid,
+		},
+		{
+			name: "zero max-load",
+			file: "muster:\n  server:\n    capacity:\n      max-load: 0\n",
+			want: "config: muster.server.capacity.max-load: want a positive integer, got 0 (line 4)",
+			err:  config.ErrInvalid,
+		},
+		{
+			name:    "negative drain timeout",
+			environ: []string{"MUSTER__SERVER__DRAIN__TIMEOUT=-1"},
+			want:    "config: MUSTER__SERVER__DRAIN__TIMEOUT: want a positive duration, got -1s",
+			err:     config.ErrInvalid,
+		},
+		{
+			name: "bad duration",
+			file: "muster:\n  server:\n    drain:\n      timeout: soon\n",
+			want: `config: muster.server.drain.timeout: want seconds (2, 0.5) or a duration ("1500ms"), got "soon" (line 4)`,
+			err:  config.ErrInvalid,
+		},
+		{
+			name: "infinite duration",
+			file: "muster:\n  server:\n    drain:\n      timeout: .inf\n",
+			want: `config: muster.server.drain.timeout: want seconds (2, 0.5) or a duration ("1500ms"), got ".inf" (line 4)`,
+			err:  config.ErrInvalid,
+		},
+		{
+			name: "heartbeat too short",
+			file: "muster:\n  server:\n    fleet:\n      heartbeat: 0.05\n",
+			want: "config: muster.server.fleet.heartbeat: want at least 100ms, got 50ms (line 4)",
+			err:  config.ErrInvalid,
+		},
+		{
+			name:    "bad redis",
+			environ: []string{"MUSTER__SERVER__FLEET__REDIS=http://redis:6379"},
+			want:    `config: MUSTER__SERVER__FLEET__REDIS: want "", host:port, a comma-separated list of them, or a redis://, rediss:// or unix:// URL, got "http://redis:6379"`,
+			err:     config.ErrInvalid,
+		},
+		{
+			name:    "redis without port",
+			environ: []string{"MUSTER__SERVER__FLEET__REDIS=redis"},
+			want:    `config: MUSTER__SERVER__FLEET__REDIS: want "", host:port, a comma-separated list of them, or a redis://, rediss:// or unix:// URL, got "redis"`,
+			err:     config.ErrInvalid,
+		},
+		{
+			name: "empty cluster",
+			file: "muster:\n  server:\n    fleet:\n      cluster: \"\"\n",
+			want: `config: muster.server.fleet.cluster: want a name of 1-256 bytes without { } : or NUL, got "" (line 4)`,
+			err:  config.ErrInvalid,
+		},
+		{
+			name:    "cluster with a brace",
+			environ: []string{"MUSTER__SERVER__FLEET__CLUSTER=a{b}"},
+			want:    `config: MUSTER__SERVER__FLEET__CLUSTER: want a name of 1-256 bytes without { } : or NUL, got "a{b}"`,
+			err:     config.ErrInvalid,
+		},
+		{
+			name: "internal address without port",
+			file: "muster:\n  server:\n    fleet:\n      internal-address: \"{ip}\"\n",
+			want: `config: muster.server.fleet.internal-address: want host:port or {ip}:port, got "{ip}" (line 4)`,
+			err:  config.ErrInvalid,
+		},
+		{
+			name: "internal address with another placeholder",
+			file: "muster:\n  server:\n    fleet:\n      internal-address: \"{node-id}:8000\"\n",
+			want: `config: muster.server.fleet.internal-address: want host:port or {ip}:port, got "{node-id}:8000" (line 4)`,
+			err:  config.ErrInvalid,
+		},
+		{
+			name: "public address with another placeholder",
+			file: "muster:\n  server:\n    fleet:\n      public-address: \"wss://{ip}.example.com\"\n",
+			want: `config: muster.server.fleet.public-address: want an address or URL, which may hold {node-id}, got "wss://{ip}.example.com" (line 4)`,
+			err:  config.ErrInvalid,
+		},
+		{
+			name:    "bad node-param",
+			environ: []string{"MUSTER__SERVER__FLEET__NODE_PARAM=a&b"},
+			want:    `config: MUSTER__SERVER__FLEET__NODE_PARAM: want a query parameter name of letters, digits and - . _ ~, got "a&b"`,
+			err:     config.ErrInvalid,
+		},
+		{
+			name: "bad node-id",
+			file: "muster:\n  server:\n    fleet:\n      node-id: \"a:b\"\n",
+			want: `config: muster.server.fleet.node-id: want a name of at most 256 bytes without { } : or NUL, got "a:b" (line 4)`,
+			err:  config.ErrInvalid,
+		},
+		{
+			name:    "unknown variable",
+			environ: []string{"MUSTER__SERVER__FLEET__REDIS_URL=x"},
+			want:    "config: MUSTER__SERVER__FLEET__REDIS_URL: unknown key",
+			err:     config.ErrUnknownKey,
+		},
+		{
+			name:    "variable for a section",
+			environ: []string{"MUSTER__SERVER__HTTP=x"},
+			want:    "config: MUSTER__SERVER__HTTP: names a section, not a setting",
+			err:     config.ErrUnknownKey,
+		},
+		{
+			name:    "variable with a newline",
+			environ: []string{"MUSTER__SERVER\n=x"},
+			want:    `config: "MUSTER__SERVER\n": unknown key`,
+			err:     config.ErrUnknownKey,
+		},
+		{
+			name:    "wrong type from environment",
+			environ: []string{"MUSTER__SERVER__CAPACITY__MAX_LOAD=abc"},
+			want:    `config: MUSTER__SERVER__CAPACITY__MAX_LOAD: want an integer, got "abc"`,
+			err:     config.ErrInvalid,
+		},
+		{
+			name:    "set twice",
+			environ: []string{"MUSTER__SERVER__HTTP__PORT=1", "muster__server__http__port=2"},
+			want:    "config: muster__server__http__port: also set by MUSTER__SERVER__HTTP__PORT",
+			err:     config.ErrInvalid,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := config.Parse([]byte(tt.file), nil)
+			if tt.environ != nil {
+				_, err = config.Load("", tt.environ)
+			}
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if msg := err.Error(); msg != tt.want || strings.ContainsAny(msg, "\r\n") {
+				t.Errorf("error\n got %s\nwant %s", msg, tt.want)
+			}
+			if !errors.Is(err, tt.err) {
+				t.Errorf("error %v is not %v", err, tt.err)
+			}
+		})
+	}
+}
+
+func TestLoadNamesFile(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "config.yml")
+	content := "muster:\n  server:\n    capacity:\n      max-load: -3\n"
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := config.Load(path, nil)
+	want := "config: muster.server.capacity.max-load: want a positive integer, got -3 (" + path + " line 4)"
+	if err == nil || err.Error() != want {
+		t.Errorf("Load = %v, want %s", err, want)
+	}
+
+	// The environment's value is the one to blame.
+	_, err = config.Load(path, []string{"MUSTER__SERVER__CAPACITY__MAX_LOAD=-4"})
+	want = "config: MUSTER__SERVER__CAPACITY__MAX_LOAD: want a positive integer, got -4"
+	if err == nil || err.Error() != want {
+		t.Errorf("Load = %v, want %s", err, want)
+	}
+
+	if _, err := config.Load(filepath.Join(t.TempDir(), "missing.yml"), nil); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Load of a missing file = %v, want os.ErrNotExist", err)
+	}
+}
+
+func TestApplyEnvKeepsConfigOnError(t *testing.T) {
+	t.Parallel()
+	c := config.Default()
+	err := config.ApplyEnv(&c, []string{"MUSTER__SERVER__HTTP__PORT=1", "MUSTER__NOPE=1"})
+	var e *config.Error
+	if !errors.As(err, &e) || e.Var != "MUSTER__NOPE" || e.Key != "muster.nope" {
+		t.Fatalf("ApplyEnv = %#v, want an *Error for MUSTER__NOPE", err)
+	}
+	if c != config.Default() {
+		t.Errorf("config changed to %+v", c)
+	}
+}
+
+func TestDuration(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		in   string
+		want time.Duration
+	}{
+		{"2", 2 * time.Second},
+		{"0.5", 500 * time.Millisecond},
+		{"0.1", 100 * time.Millisecond},
+		{"1500ms", 1500 * time.Millisecond},
+		{"2s", 2 * time.Second},
+		{"1m30s", 90 * time.Second},
+	} {
+		var d config.Duration
+		if err := yaml.Unmarshal([]byte(tt.in), &d); err != nil || time.Duration(d) != tt.want {
+			t.Errorf("Unmarshal(%s) = %v, %v; want %v", tt.in, d, err, tt.want)
+		}
+	}
+	for _, in := range []string{"x", "[1]", ".nan", "1e300", "-1e300", "2 s"} {
+		var d config.Duration
+		if err := yaml.Unmarshal([]byte(in), &d); err == nil {
+			t.Errorf("Unmarshal(%s) = %v, want an error", in, d)
+		}
+	}
+}
+
+func TestMarshalRoundTrip(t *testing.T) {
+	t.Parallel()
+	want := config.Default()
+	want.Server.Drain.Timeout = config.Duration(1500 * time.Millisecond)
+	want.Server.Fleet.Redis = "redis://:pw@redis:6379/1"
+	want.Server.Fleet.PublicAddress = "wss://{node-id}.example.com"
+	data, err := yaml.Marshal(file{want})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), "timeout: 1.5\n") {
+		t.Errorf("timeout not marshalled as seconds:\n%s", data)
+	}
+	got, err := config.Parse(data, nil)
+	if err != nil || got != want {
+		t.Errorf("Parse(Marshal(c)) = %+v, %v; want %+v", got, err, want)
+	}
+}
+
+func TestAddresses(t *testing.T) {
+	t.Parallel()
+	c := config.Default()
+	if got := c.InternalAddress("10.0.0.7"); got != "10.0.0.7:8080" {
+		t.Errorf("default InternalAddress = %q", got)
+	}
+	if got := c.InternalAddress("fd00::7"); got != "[fd00::7]:8080" {
+		t.Errorf("default InternalAddress for IPv6 = %q", got)
+	}
+	c.Server.Fleet.InternalAddress = "{ip}:8000"
+	if got := c.InternalAddress("fd00::7"); got != "[fd00::7]:8000" {
+		t.Errorf("{ip}:8000 InternalAddress = %q", got)
+	}
+	c.Server.Fleet.InternalAddress = "game-3.internal:8000"
+	if got := c.InternalAddress("10.0.0.7"); got != "game-3.internal:8000" {
+		t.Errorf("fixed InternalAddress = %q", got)
+	}
+	if got := c.PublicAddress("eu-1"); got != "" {
+		t.Errorf("default PublicAddress = %q", got)
+	}
+	c.Server.Fleet.PublicAddress = "wss://{node-id}.example.com"
+	if got := c.PublicAddress("eu-1"); got != "wss://eu-1.example.com" {
+		t.Errorf("PublicAddress = %q", got)
+	}
+}
+
+func TestSecret(t *testing.T) {
+	t.Parallel()
+	c := config.Default()
+	if c.Secret() != "" {
+		t.Errorf("default Secret = %q", c.Secret())
+	}
+	c.Security.Key = "key"
+	if c.Secret() != "key" {
+		t.Errorf("Secret = %q, want the security key", c.Secret())
+	}
+	c.Server.Fleet.Secret = "relay"
+	if c.Secret() != "relay" {
+		t.Errorf("Secret = %q, want fleet.secret", c.Secret())
+	}
+}

@@ -1,0 +1,25 @@
+// Package config reads Muster's settings: the keys under the root key muster
+// of config.yml, overridden by MUSTER__ environment variables, into one
+// Config that a server's start-up code hands to the packages it wires.
+//
+// Load (or Parse, for file content already in memory) starts from Default,
+// applies the file, then the environment, then Validate. The environment
+// names a key by its path in capitals: a double underscore between levels
+// and a single underscore for a dash inside a key, matched without regard to
+// case:
+//
+//	MUSTER__SERVER__FLEET__REDIS=redis:6379
+//	MUSTER__SERVER__CAPACITY__MAX_LOAD=300
+//
+// A key left empty in the file (null) keeps its default; an empty variable
+// sets the empty string. Durations are seconds (2, 0.5) or Go duration
+// strings ("1500ms").
+//
+// Any bad setting (malformed YAML, an unknown key under muster, a value of the
+// wrong type or out of range) is an *Error whose message is one line naming
+// the key, the problem and where the value came from, fit to stop start-up
+// with. Keys of the file outside muster are left to the game.
+//
+// Loading has no side effects beyond reading the file; a Config is a plain
+// value, safe to copy and to read from many goroutines.
+package config

@@ -1,0 +1,120 @@
+package config
+
+import (
+	"net"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/muster-gg/muster/backplane"
+)
+
+// Validate reports the first bad setting as an *Error naming its key.
+func (c Config) Validate() error {
+	h, f := c.Server.HTTP, c.Server.Fleet
+	bad := func(key, format string, args ...any) error {
+		return origin{}.errorf(ErrInvalid, "muster."+key, format, args...)
+	}
+	switch {
+	case h.Host != "" && !validHost(h.Host):
+		return bad("server.http.host", "want a host name or IP address, got %q", h.Host)
+	case h.Port < 1 || h.Port > 65535:
+		return bad("server.http.port", "want a port number 1-65535, got %d", h.Port)
+	case c.Server.Capacity.MaxLoad < 1:
+		return bad("server.capacity.max-load", "want a positive integer, got %d", c.Server.Capacity.MaxLoad)
+	case c.Server.Drain.Timeout <= 0:
+		return bad("server.drain.timeout", "want a positive duration, got %s", c.Server.Drain.Timeout)
+	case !validRedis(f.Redis):
+		return bad("server.fleet.redis", `want "", host:port, a comma-separated list of them, or a redis://, rediss:// or unix:// URL, got %q`, f.Redis)
+	case backplane.ValidateName("cluster", f.Cluster) != nil:
+		return bad("server.fleet.cluster", "want a name of 1-256 bytes without { } : or NUL, got %q", f.Cluster)
+	case f.Heartbeat < Duration(100*time.Millisecond):
+		return bad("server.fleet.heartbeat", "want at least 100ms, got %s", f.Heartbeat)
+	case f.InternalAddress != "" && !validInternal(f.InternalAddress):
+		return bad("server.fleet.internal-address", "want host:port or {ip}:port, got %q", f.InternalAddress)
+	case !validPublic(f.PublicAddress):
+		return bad("server.fleet.public-address", "want an address or URL, which may hold {node-id}, got %q", f.PublicAddress)
+	case f.NodeParam == "" || strings.ContainsFunc(f.NodeParam, notUnreserved):
+		return bad("server.fleet.node-param", "want a query parameter name of letters, digits and - . _ ~, got %q", f.NodeParam)
+	case f.NodeID != "" && backplane.ValidateName("node id", f.NodeID) != nil:
+		return bad("server.fleet.node-id", "want a name of at most 256 bytes without { } : or NUL, got %q", f.NodeID)
+	}
+	return nil
+}
+
+// validHost reports whether h is an IP address or a host name.
+func validHost(h string) bool {
+	if _, err := netip.ParseAddr(h); err == nil {
+		return true
+	}
+	return h != "" && len(h) <= 253 && !strings.ContainsFunc(h, func(r rune) bool {
+		return notUnreserved(r) || r == '~'
+	})
+}
+
+func validHostPort(s string) bool {
+	host, port, err := net.SplitHostPort(s)
+	return err == nil && validHost(host) && validPort(port)
+}
+
+func validPort(s string) bool {
+	n, err := strconv.ParseUint(s, 10, 16)
+	return err == nil && n > 0
+}
+
+func validInternal(s string) bool {
+	host, port, err := net.SplitHostPort(s)
+	return err == nil && (host == "{ip}" || validHost(host)) && validPort(port)
+}
+
+// validRedis accepts what the Redis backplane opens, and "".
+func validRedis(s string) bool {
+	if s == "" {
+		return true
+	}
+	if strings.Contains(s, "://") {
+		u, err := url.Parse(s)
+		if err != nil {
+			return false
+		}
+		switch u.Scheme {
+		case "redis", "rediss":
+			return validHost(u.Hostname()) && (u.Port() == "" || validPort(u.Port()))
+		case "unix":
+			return u.Path != ""
+		}
+		return false
+	}
+	hosts, query, _ := strings.Cut(s, "?")
+	if _, err := url.ParseQuery(query); err != nil {
+		return false
+	}
+	for h := range strings.SplitSeq(hosts, ",") {
+		if !validHostPort(h) {
+			return false
+		}
+	}
+	return true
+}
+
+// validPublic accepts "" or an address or URL with no space, control
+// character or brace other than the {node-id} placeholder.
+func validPublic(s string) bool {
+	s = strings.ReplaceAll(s, "{node-id}", "n")
+	if strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '{' || r == '}' }) {
+		return false
+	}
+	if strings.Contains(s, "://") {
+		u, err := url.Parse(s)
+		return err == nil && u.Host != ""
+	}
+	return true
+}
+
+// notUnreserved reports whether r may not appear unescaped in a URL
+// (RFC 3986 unreserved characters: letters, digits, - . _ ~).
+func notUnreserved(r rune) bool {
+	return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("-._~", r))
+}
