@@ -60,7 +60,7 @@ type Relay struct {
 	key    []byte // nil when no secret is configured
 	dir    Directory
 	log    *slog.Logger
-	client *http.Client
+	dialer net.Dialer
 	now    func() time.Time
 
 	mu       sync.Mutex
@@ -95,18 +95,7 @@ func New(cfg Config, dir Directory, logger *slog.Logger) (*Relay, error) {
 	if cfg.Secret != "" {
 		rl.key = deriveKey(cfg.Secret)
 	}
-	rl.client = &http.Client{
-		Transport: &http.Transport{
-			// Internal traffic goes straight to the node, never through
-			// an HTTP proxy from the environment.
-			Proxy:                  nil,
-			DialContext:            (&net.Dialer{Timeout: cfg.DialTimeout}).DialContext,
-			DisableKeepAlives:      true, // an upgraded connection is never reused; a refused one is closed
-			DisableCompression:     true,
-			MaxResponseHeaderBytes: 64 << 10,
-		},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+	rl.dialer = net.Dialer{Timeout: cfg.DialTimeout}
 	return rl, nil
 }
 
@@ -207,32 +196,33 @@ func (rl *Relay) tryRelay(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 
-	up, resp, err := rl.dial(r, target, addr, client)
+	up, err := rl.dial(r, target, addr, client)
 	if err != nil {
 		rl.fallbacks.Add(1)
 		rl.log.Warn("relay target unreachable, serving locally", "node_id", target, "err", err)
 		return false
 	}
-	s := &session{rl: rl, up: up}
+	s := &session{rl: rl, up: up.conn, upNet: up.net}
 	if !rl.track(s) {
-		_ = up.Close(websocket.StatusGoingAway, "")
+		_ = up.conn.Close(websocket.StatusGoingAway, "")
 		return false
 	}
 	defer rl.untrack(s)
 
-	copyResponseHeaders(w.Header(), resp.Header)
+	copyResponseHeaders(w.Header(), up.header)
 	opts := &websocket.AcceptOptions{InsecureSkipVerify: true} // the node checked the origin
-	if p := up.Subprotocol(); p != "" {
+	if p := s.up.Subprotocol(); p != "" {
 		opts.Subprotocols = []string{p}
 	}
-	c, err := websocket.Accept(w, r, opts)
+	hw := &hijackWatcher{ResponseWriter: w}
+	c, err := websocket.Accept(hw, r, opts)
 	if err != nil {
 		// Accept wrote an error response; the node sees the client leave.
-		_ = up.Close(websocket.StatusGoingAway, "")
+		_ = s.up.Close(websocket.StatusGoingAway, "")
 		return true
 	}
 	c.SetReadLimit(rl.cfg.ReadLimit)
-	s.client = c
+	s.client, s.clientNet = c, hw.conn
 	rl.relayed.Add(1)
 	rl.active.Add(1)
 	defer rl.active.Add(-1)
@@ -240,27 +230,58 @@ func (rl *Relay) tryRelay(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
+// upstream is the dialled half of a relayed connection.
+type upstream struct {
+	conn   *websocket.Conn
+	net    *watchedConn
+	header http.Header // the node's handshake response headers
+}
+
 // dial opens the upstream half of a relayed connection: the client's
 // upgrade request, with its end-to-end headers and subprotocols, plus the
 // signed identity, sent to the target node's internal address.
-func (rl *Relay) dial(r *http.Request, target, addr string, client netip.AddrPort) (*websocket.Conn, *http.Response, error) {
+func (rl *Relay) dial(r *http.Request, target, addr string, client netip.AddrPort) (upstream, error) {
 	s := sign(rl.key, client, ClientScheme(r), r.Host, target, r.URL.Path, rl.now())
 	h := forwardHeaders(r.Header)
 	s.setHeaders(h)
 
+	// One transport per dial, so the connection it makes is known to be
+	// this one; it keeps nothing alive once the dial is over.
+	var watched atomic.Pointer[watchedConn]
+	tr := &http.Transport{
+		Proxy: nil, // internal traffic never goes through a proxy from the environment
+		DialContext: func(ctx context.Context, network, address string) (net.Conn, error) {
+			c, err := rl.dialer.DialContext(ctx, network, address)
+			if err != nil {
+				return nil, err
+			}
+			w := &watchedConn{Conn: c}
+			watched.Store(w)
+			return w, nil
+		},
+		DisableKeepAlives:      true,
+		DisableCompression:     true,
+		MaxResponseHeaderBytes: 64 << 10,
+	}
+	hc := &http.Client{
+		Transport:     tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+
 	ctx, cancel := context.WithTimeout(r.Context(), rl.cfg.DialTimeout)
 	defer cancel()
-	up, resp, err := websocket.Dial(ctx, "ws://"+addr+r.URL.RequestURI(), &websocket.DialOptions{
-		HTTPClient:   rl.client,
+	conn, resp, err := websocket.Dial(ctx, "ws://"+addr+r.URL.RequestURI(), &websocket.DialOptions{
+		HTTPClient:   hc,
 		HTTPHeader:   h,
 		Host:         r.Host,
 		Subprotocols: subprotocols(r.Header),
 	})
 	if err != nil {
-		return nil, nil, err
+		tr.CloseIdleConnections()
+		return upstream{}, err
 	}
-	up.SetReadLimit(rl.cfg.ReadLimit)
-	return up, resp, nil
+	conn.SetReadLimit(rl.cfg.ReadLimit)
+	return upstream{conn: conn, net: watched.Load(), header: resp.Header}, nil
 }
 
 // track registers s unless the relay is closing.
@@ -301,7 +322,6 @@ func (rl *Relay) Close() error {
 	}
 	wg.Wait()
 	rl.wg.Wait()
-	rl.client.CloseIdleConnections()
 	return nil
 }
 
@@ -320,7 +340,6 @@ func (rl *Relay) Shutdown(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
-		rl.client.CloseIdleConnections()
 		return nil
 	case <-ctx.Done():
 		_ = rl.Close()

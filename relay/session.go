@@ -20,9 +20,9 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, chunk); return &b }}
 // session is one relayed connection: the client's WebSocket accepted here,
 // and the upstream one dialled to the target node.
 type session struct {
-	rl     *Relay
-	client *websocket.Conn
-	up     *websocket.Conn
+	rl               *Relay
+	client, up       *websocket.Conn
+	clientNet, upNet *watchedConn // their network connections
 
 	// once guards the decision of how the session ends: the first pump
 	// whose read fails, or a stop from Close, closes the other side; every
@@ -35,8 +35,8 @@ type session struct {
 // left.
 func (s *session) run() {
 	var wg sync.WaitGroup
-	wg.Go(func() { s.pump(s.up, s.client, &s.rl.bytesToClient) })
-	s.pump(s.client, s.up, &s.rl.bytesToNode)
+	wg.Go(func() { s.pump(s.up, s.upNet, s.client, &s.rl.bytesToClient) })
+	s.pump(s.client, s.clientNet, s.up, &s.rl.bytesToNode)
 	wg.Wait()
 	_ = s.client.CloseNow()
 	_ = s.up.CloseNow()
@@ -46,13 +46,13 @@ func (s *session) run() {
 // decides how the session ends (see end). A failed write means dst is gone;
 // the pump closes dst at once, which makes the other pump's read of dst
 // fail, and that pump decides, with dst's close frame if it sent one.
-func (s *session) pump(src, dst *websocket.Conn, count *atomic.Uint64) {
+func (s *session) pump(src *websocket.Conn, srcNet *watchedConn, dst *websocket.Conn, count *atomic.Uint64) {
 	// Reads and writes are unbounded in time: the session ends when either
 	// peer goes, or when Close closes both connections, which unblocks any
 	// read or write in progress.
 	ctx := context.Background()
 	for {
-		n, readErr, writeErr := copyMessage(ctx, src, dst)
+		n, readErr, writeErr := copyMessage(ctx, src, srcNet, dst)
 		count.Add(uint64(n))
 		switch {
 		case writeErr != nil:
@@ -123,9 +123,15 @@ func sendable(code websocket.StatusCode) bool {
 	return false
 }
 
+// errTruncated reports a message whose source connection failed before its
+// final frame (see watchedConn).
+var errTruncated = errors.New("relay: connection lost inside a message")
+
 // copyMessage copies one message from src to dst and returns the payload
 // bytes written. Exactly one of readErr and writeErr is set when it fails.
-func copyMessage(ctx context.Context, src, dst *websocket.Conn) (n int, readErr, writeErr error) {
+// The final frame is written only once the whole message has been read and
+// srcNet has not failed, so a message cut short is never completed.
+func copyMessage(ctx context.Context, src *websocket.Conn, srcNet *watchedConn, dst *websocket.Conn) (n int, readErr, writeErr error) {
 	typ, r, err := src.Reader(ctx)
 	if err != nil {
 		return 0, err, nil
@@ -137,6 +143,9 @@ func copyMessage(ctx context.Context, src, dst *websocket.Conn) (n int, readErr,
 	m, err := io.ReadFull(r, buf)
 	switch {
 	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		if srcNet.failed.Load() {
+			return 0, errTruncated, nil
+		}
 		// The whole message fits: one frame, one write.
 		if err := dst.Write(ctx, typ, buf[:m]); err != nil {
 			return 0, nil, err
@@ -158,6 +167,9 @@ func copyMessage(ctx context.Context, src, dst *websocket.Conn) (n int, readErr,
 		m, err = io.ReadFull(r, buf)
 		switch {
 		case err == io.EOF || err == io.ErrUnexpectedEOF:
+			if srcNet.failed.Load() {
+				return n, errTruncated, nil
+			}
 			if m > 0 {
 				if _, err := w.Write(buf[:m]); err != nil {
 					return n, nil, err
