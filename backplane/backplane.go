@@ -116,3 +116,20 @@ func ValidateName(what, s string) error {
 	}
 	return nil
 }
+
+// ValidateClaim checks a claim's owner and keys as every implementation
+// must before writing them.
+func ValidateClaim(owner string, keys ...Key) error {
+	if err := ValidateName("claim owner", owner); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := ValidateName("claim kind", k.Kind); err != nil {
+			return err
+		}
+		if k.ID == "" {
+			return ErrEmptyID
+		}
+	}
+	return nil
+}

@@ -13,4 +13,7 @@ var (
 
 	// ErrClosed is returned by every call made after Close.
 	ErrClosed = errors.New("backplane: closed")
+
+	// ErrEmptyID is returned for a claim with an empty id.
+	ErrEmptyID = errors.New("backplane: empty id")
 )

@@ -1,0 +1,517 @@
+// Package backplanetest is the conformance suite that every
+// backplane.Backplane implementation runs (SPEC B4).
+//
+// An implementation's test calls Run with a function that makes a Harness
+// on a fresh store for each case:
+//
+//	func TestConformance(t *testing.T) {
+//		backplanetest.Run(t, func(t *testing.T) backplanetest.Harness { ... })
+//	}
+package backplanetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/muster-gg/muster/backplane"
+)
+
+// Harness connects the suite to one fresh store.
+type Harness struct {
+	// Open returns a backplane bound to the named cluster of the store.
+	// Backplanes opened for the same cluster must see each other's writes.
+	// The harness closes them when the test ends.
+	Open func(t *testing.T, cluster string) backplane.Backplane
+
+	// Advance moves the store's clock forward by d: a fake clock is
+	// advanced, a real store is waited for.
+	Advance func(t *testing.T, d time.Duration)
+
+	// Stop makes the store unreachable for every backplane opened on it.
+	Stop func(t *testing.T)
+}
+
+// hangLimit is how long a call may take, past its own deadline, before the
+// suite reports it as hanging.
+const hangLimit = 10 * time.Second
+
+// Run runs the suite. newHarness is called once per case.
+func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
+	cases := []struct {
+		name string
+		fn   func(t *testing.T, h Harness)
+	}{
+		{"Registry", testRegistry},
+		{"Expiry", testExpiry},
+		{"Leave", testLeave},
+		{"Claims", testClaims},
+		{"ClaimUniqueRace", testClaimUniqueRace},
+		{"ClaimTakeOver", testClaimTakeOver},
+		{"Handoffs", testHandoffs},
+		{"HandoffTakeRace", testHandoffTakeRace},
+		{"Counter", testCounter},
+		{"CounterRace", testCounterRace},
+		{"Records", testRecords},
+		{"ClusterIsolation", testClusterIsolation},
+		{"BadInput", testBadInput},
+		{"Stopped", testStopped},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.fn(t, newHarness(t))
+		})
+	}
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func node(id string) backplane.Node { return backplane.Node{ID: id, Data: []byte("record of " + id)} }
+
+// heartbeat writes id's record with ttl and returns the view.
+func heartbeat(t *testing.T, b backplane.Backplane, id string, ttl time.Duration) []backplane.Node {
+	t.Helper()
+	nodes, err := b.Heartbeat(ctxT(t), node(id), ttl)
+	must(t, err)
+	return nodes
+}
+
+func ids(nodes []backplane.Node) []string {
+	out := make([]string, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.ID
+	}
+	slices.Sort(out)
+	return out
+}
+
+func liveIDs(t *testing.T, b backplane.Backplane) []string {
+	t.Helper()
+	nodes, err := b.Nodes(ctxT(t))
+	must(t, err)
+	return ids(nodes)
+}
+
+func wantIDs(t *testing.T, what string, got []string, want ...string) {
+	t.Helper()
+	if want == nil {
+		want = []string{}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("%s: nodes %q, want %q", what, got, want)
+	}
+}
+
+func testRegistry(t *testing.T, h Harness) {
+	a, b, c := h.Open(t, "reg"), h.Open(t, "reg"), h.Open(t, "reg")
+	heartbeat(t, a, "a", time.Minute)
+	heartbeat(t, b, "b", time.Minute)
+	view := heartbeat(t, c, "c", time.Minute)
+	wantIDs(t, "heartbeat view", ids(view), "a", "b", "c")
+	for _, n := range view {
+		if want := node(n.ID).Data; !bytes.Equal(n.Data, want) {
+			t.Errorf("node %s data %q, want %q", n.ID, n.Data, want)
+		}
+	}
+	wantIDs(t, "Nodes", liveIDs(t, a), "a", "b", "c")
+
+	// A later heartbeat replaces the record.
+	_, err := b.Heartbeat(ctxT(t), backplane.Node{ID: "b", Data: []byte("v2")}, time.Minute)
+	must(t, err)
+	nodes, err := a.Nodes(ctxT(t))
+	must(t, err)
+	for _, n := range nodes {
+		if n.ID == "b" && string(n.Data) != "v2" {
+			t.Errorf("b's record %q after update, want v2", n.Data)
+		}
+	}
+}
+
+func testExpiry(t *testing.T, h Harness) {
+	a, b := h.Open(t, "exp"), h.Open(t, "exp")
+	heartbeat(t, a, "short", 300*time.Millisecond)
+	heartbeat(t, b, "long", time.Minute)
+	must(t, b.Claim(ctxT(t), "short", backplane.Key{Kind: "player", ID: "p1"}))
+	h.Advance(t, 200*time.Millisecond)
+	heartbeat(t, a, "short", 300*time.Millisecond) // refreshed: lives on
+	h.Advance(t, 200*time.Millisecond)
+	wantIDs(t, "after refresh", liveIDs(t, b), "long", "short")
+	h.Advance(t, 200*time.Millisecond)
+	wantIDs(t, "after expiry", liveIDs(t, b), "long")
+	if _, err := b.Locate(ctxT(t), backplane.Key{Kind: "player", ID: "p1"}); !errors.Is(err, backplane.ErrNotFound) {
+		t.Fatalf("Locate of an expired node's claim: %v, want ErrNotFound", err)
+	}
+	// An expired node that heartbeats again is back.
+	wantIDs(t, "after return", ids(heartbeat(t, a, "short", time.Minute)), "long", "short")
+}
+
+func testLeave(t *testing.T, h Harness) {
+	b := h.Open(t, "leave")
+	heartbeat(t, b, "a", time.Minute)
+	heartbeat(t, b, "b", time.Minute)
+	key := backplane.Key{Kind: "lobby", ID: "ABCD"}
+	must(t, b.Claim(ctxT(t), "a", key))
+	must(t, b.Leave(ctxT(t), "a"))
+	wantIDs(t, "after leave", liveIDs(t, b), "b")
+	if _, err := b.Locate(ctxT(t), key); !errors.Is(err, backplane.ErrNotFound) {
+		t.Fatalf("Locate of a departed node's claim: %v, want ErrNotFound", err)
+	}
+	must(t, b.Leave(ctxT(t), "never-was"))
+}
+
+func locate(t *testing.T, b backplane.Backplane, key backplane.Key) string {
+	t.Helper()
+	owner, err := b.Locate(ctxT(t), key)
+	if errors.Is(err, backplane.ErrNotFound) {
+		return ""
+	}
+	must(t, err)
+	return owner
+}
+
+func testClaims(t *testing.T, h Harness) {
+	b := h.Open(t, "claims")
+	heartbeat(t, b, "a", time.Minute)
+	heartbeat(t, b, "b", time.Minute)
+	p1, p2 := backplane.Key{Kind: "player", ID: "p1"}, backplane.Key{Kind: "player", ID: "p2"}
+	if got := locate(t, b, p1); got != "" {
+		t.Fatalf("unclaimed key located at %q", got)
+	}
+	must(t, b.Claim(ctxT(t), "a", p1, p2))
+	if got := locate(t, b, p1); got != "a" {
+		t.Fatalf("Locate(p1) = %q, want a", got)
+	}
+	must(t, b.Claim(ctxT(t), "b", p2)) // Claim replaces
+	if got := locate(t, b, p2); got != "b" {
+		t.Fatalf("Locate(p2) after b's claim = %q, want b", got)
+	}
+	// Same id, other kind: a different unit.
+	if got := locate(t, b, backplane.Key{Kind: "lobby", ID: "p1"}); got != "" {
+		t.Fatalf("lobby/p1 located at %q; kinds must not mix", got)
+	}
+	must(t, b.Release(ctxT(t), "a", p2)) // not a's: untouched
+	if got := locate(t, b, p2); got != "b" {
+		t.Fatalf("a's release removed b's claim: Locate(p2) = %q", got)
+	}
+	must(t, b.Release(ctxT(t), "a", p1))
+	if got := locate(t, b, p1); got != "" {
+		t.Fatalf("Locate(p1) after release = %q, want none", got)
+	}
+	must(t, b.Release(ctxT(t), "a", p1)) // releasing again is fine
+}
+
+func testClaimUniqueRace(t *testing.T, h Harness) {
+	const racers = 32
+	key := backplane.Key{Kind: "lobby", ID: "K7QX"}
+	bps := make([]backplane.Backplane, racers)
+	for i := range bps {
+		bps[i] = h.Open(t, "race")
+		heartbeat(t, bps[i], fmt.Sprintf("n%02d", i), time.Minute)
+	}
+	holders := make([]string, racers)
+	errs := make([]error, racers)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range racers {
+		wg.Go(func() {
+			<-start
+			holders[i], errs[i] = bps[i].ClaimUnique(t.Context(), fmt.Sprintf("n%02d", i), key)
+		})
+	}
+	close(start)
+	wg.Wait()
+	must(t, errors.Join(errs...))
+	winners := 0
+	for i, got := range holders {
+		if got == fmt.Sprintf("n%02d", i) {
+			winners++
+		}
+		if got != holders[0] {
+			t.Fatalf("racers disagree on the holder: %q and %q", holders[0], got)
+		}
+	}
+	if winners != 1 {
+		t.Fatalf("%d winners, want exactly 1", winners)
+	}
+	if got := locate(t, bps[0], key); got != holders[0] {
+		t.Fatalf("Locate = %q, want the winner %q", got, holders[0])
+	}
+	// The winner claiming again keeps it; a loser still loses.
+	if got, err := bps[0].ClaimUnique(ctxT(t), holders[0], key); err != nil || got != holders[0] {
+		t.Fatalf("winner's second claim = %q, %v", got, err)
+	}
+}
+
+func testClaimTakeOver(t *testing.T, h Harness) {
+	b := h.Open(t, "takeover")
+	heartbeat(t, b, "dead", 300*time.Millisecond)
+	heartbeat(t, b, "alive", time.Minute)
+	key := backplane.Key{Kind: "lobby", ID: "ZZZZ"}
+	if got, err := b.ClaimUnique(ctxT(t), "dead", key); err != nil || got != "dead" {
+		t.Fatalf("first claim = %q, %v", got, err)
+	}
+	if got, err := b.ClaimUnique(ctxT(t), "alive", key); err != nil || got != "dead" {
+		t.Fatalf("claim of a live node's key = %q, %v; want dead keeps it", got, err)
+	}
+	h.Advance(t, 500*time.Millisecond)
+	heartbeat(t, b, "alive", time.Minute)
+	if got, err := b.ClaimUnique(ctxT(t), "alive", key); err != nil || got != "alive" {
+		t.Fatalf("claim of a dead node's key = %q, %v; want take-over", got, err)
+	}
+	if got := locate(t, b, key); got != "alive" {
+		t.Fatalf("Locate after take-over = %q", got)
+	}
+}
+
+func testHandoffs(t *testing.T, h Harness) {
+	b := h.Open(t, "handoffs")
+	must(t, b.PutHandoff(ctxT(t), "B", "p1", []byte("waited 4.2s"), time.Minute))
+	if _, err := b.TakeHandoff(ctxT(t), "C", "p1"); !errors.Is(err, backplane.ErrNotFound) {
+		t.Fatalf("another target took the handoff: %v", err)
+	}
+	data, err := b.TakeHandoff(ctxT(t), "B", "p1")
+	must(t, err)
+	if string(data) != "waited 4.2s" {
+		t.Fatalf("handoff data %q", data)
+	}
+	if _, err := b.TakeHandoff(ctxT(t), "B", "p1"); !errors.Is(err, backplane.ErrNotFound) {
+		t.Fatalf("second take: %v, want ErrNotFound", err)
+	}
+	// A handoff replaced keeps only its latest data; one untaken expires.
+	must(t, b.PutHandoff(ctxT(t), "B", "p2", []byte("old"), 300*time.Millisecond))
+	must(t, b.PutHandoff(ctxT(t), "B", "p2", []byte("new"), 300*time.Millisecond))
+	must(t, b.PutHandoff(ctxT(t), "B", "p3", []byte("x"), 300*time.Millisecond))
+	data, err = b.TakeHandoff(ctxT(t), "B", "p2")
+	must(t, err)
+	if string(data) != "new" {
+		t.Fatalf("replaced handoff data %q, want new", data)
+	}
+	h.Advance(t, 500*time.Millisecond)
+	if _, err := b.TakeHandoff(ctxT(t), "B", "p3"); !errors.Is(err, backplane.ErrNotFound) {
+		t.Fatalf("take after expiry: %v, want ErrNotFound", err)
+	}
+}
+
+func testHandoffTakeRace(t *testing.T, h Harness) {
+	const racers = 32
+	bps := make([]backplane.Backplane, racers)
+	for i := range bps {
+		bps[i] = h.Open(t, "takerace")
+	}
+	must(t, bps[0].PutHandoff(ctxT(t), "B", "p1", []byte("once"), time.Minute))
+	var got, notFound, other int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range racers {
+		wg.Go(func() {
+			<-start
+			_, err := bps[i].TakeHandoff(t.Context(), "B", "p1")
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				got++
+			case errors.Is(err, backplane.ErrNotFound):
+				notFound++
+			default:
+				other++
+				t.Error(err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if got != 1 || notFound != racers-1 {
+		t.Fatalf("%d takers got the handoff, %d did not, %d failed; want exactly one", got, notFound, other)
+	}
+}
+
+func testCounter(t *testing.T, h Harness) {
+	b := h.Open(t, "counter")
+	incr := func(by int64) int64 {
+		t.Helper()
+		n, err := b.Increment(ctxT(t), "ticket:t1", 500*time.Millisecond, by)
+		must(t, err)
+		return n
+	}
+	if n := incr(1); n != 1 {
+		t.Fatalf("first increment = %d, want 1", n)
+	}
+	h.Advance(t, 300*time.Millisecond)
+	if n := incr(2); n != 3 {
+		t.Fatalf("second increment = %d, want 3", n)
+	}
+	// The expiry was set by the first increment, not moved by the second.
+	h.Advance(t, 300*time.Millisecond)
+	if n := incr(5); n != 5 {
+		t.Fatalf("increment after the first one's expiry = %d, want 5 (a new counter)", n)
+	}
+}
+
+func testCounterRace(t *testing.T, h Harness) {
+	const racers, each = 32, 10
+	bps := make([]backplane.Backplane, racers)
+	for i := range bps {
+		bps[i] = h.Open(t, "counterrace")
+	}
+	var wg sync.WaitGroup
+	for i := range racers {
+		wg.Go(func() {
+			for range each {
+				if _, err := bps[i].Increment(t.Context(), "hits", time.Minute, 1); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	n, err := bps[0].Increment(ctxT(t), "hits", time.Minute, 0)
+	must(t, err)
+	if n != racers*each {
+		t.Fatalf("counter = %d after %d increments", n, racers*each)
+	}
+}
+
+func testRecords(t *testing.T, h Harness) {
+	b := h.Open(t, "records")
+	if _, err := b.Record(ctxT(t), "fed-nodes", "au"); !errors.Is(err, backplane.ErrNotFound) {
+		t.Fatalf("absent record: %v, want ErrNotFound", err)
+	}
+	must(t, b.PutRecord(ctxT(t), "fed-nodes", "au", []byte(`{"name":"au-sydney"}`)))
+	must(t, b.PutRecord(ctxT(t), "fed-nodes", "fr", []byte(`{"name":"fr-paris"}`)))
+	must(t, b.PutRecord(ctxT(t), "fed-nodes", "au", []byte(`{"name":"au-sydney","approved":true}`)))
+	data, err := b.Record(ctxT(t), "fed-nodes", "au")
+	must(t, err)
+	if string(data) != `{"name":"au-sydney","approved":true}` {
+		t.Fatalf("record %q", data)
+	}
+	// Records are durable: time does not remove them.
+	h.Advance(t, 500*time.Millisecond)
+	all, err := b.Records(ctxT(t), "fed-nodes")
+	must(t, err)
+	if len(all) != 2 || string(all["fr"]) != `{"name":"fr-paris"}` {
+		t.Fatalf("Records = %q", all)
+	}
+	must(t, b.DeleteRecord(ctxT(t), "fed-nodes", "au"))
+	must(t, b.DeleteRecord(ctxT(t), "fed-nodes", "au"))
+	all, err = b.Records(ctxT(t), "fed-nodes")
+	must(t, err)
+	if len(all) != 1 {
+		t.Fatalf("Records after delete = %q", all)
+	}
+	empty, err := b.Records(ctxT(t), "none")
+	must(t, err)
+	if len(empty) != 0 {
+		t.Fatalf("Records of an empty collection = %q", empty)
+	}
+}
+
+func testClusterIsolation(t *testing.T, h Harness) {
+	one, two := h.Open(t, "one"), h.Open(t, "two")
+	key := backplane.Key{Kind: "lobby", ID: "SAME"}
+	heartbeat(t, one, "a", time.Minute)
+	must(t, one.Claim(ctxT(t), "a", key))
+	must(t, one.PutHandoff(ctxT(t), "a", "p", []byte("x"), time.Minute))
+	must(t, one.PutRecord(ctxT(t), "coll", "r", []byte("x")))
+	if _, err := one.Increment(ctxT(t), "c", time.Minute, 7); err != nil {
+		t.Fatal(err)
+	}
+
+	wantIDs(t, "other cluster", liveIDs(t, two))
+	heartbeat(t, two, "a", time.Minute) // same node id, other cluster
+	if got := locate(t, two, key); got != "" {
+		t.Fatalf("claim crossed clusters: %q", got)
+	}
+	if _, err := two.TakeHandoff(ctxT(t), "a", "p"); !errors.Is(err, backplane.ErrNotFound) {
+		t.Fatalf("handoff crossed clusters: %v", err)
+	}
+	if _, err := two.Record(ctxT(t), "coll", "r"); !errors.Is(err, backplane.ErrNotFound) {
+		t.Fatalf("record crossed clusters: %v", err)
+	}
+	if n, err := two.Increment(ctxT(t), "c", time.Minute, 1); err != nil || n != 1 {
+		t.Fatalf("counter crossed clusters: %d, %v", n, err)
+	}
+	if got, err := two.ClaimUnique(ctxT(t), "a", key); err != nil || got != "a" {
+		t.Fatalf("unique claim in the other cluster = %q, %v", got, err)
+	}
+	wantIDs(t, "first cluster", liveIDs(t, one), "a")
+}
+
+func testBadInput(t *testing.T, h Harness) {
+	b := h.Open(t, "bad")
+	ctx := ctxT(t)
+	checks := map[string]error{
+		"empty node id":    func() error { _, err := b.Heartbeat(ctx, backplane.Node{}, time.Second); return err }(),
+		"node id with {":   func() error { _, err := b.Heartbeat(ctx, backplane.Node{ID: "a{b}"}, time.Second); return err }(),
+		"empty owner":      b.Claim(ctx, "", backplane.Key{Kind: "player", ID: "p"}),
+		"empty kind":       b.Claim(ctx, "a", backplane.Key{ID: "p"}),
+		"empty claim id":   b.Claim(ctx, "a", backplane.Key{Kind: "player"}),
+		"unique no kind":   func() error { _, err := b.ClaimUnique(ctx, "a", backplane.Key{ID: "p"}); return err }(),
+		"handoff target":   b.PutHandoff(ctx, "", "p", nil, time.Second),
+		"empty collection": b.PutRecord(ctx, "", "id", nil),
+	}
+	for name, err := range checks {
+		if err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+func testStopped(t *testing.T, h Harness) {
+	b := h.Open(t, "stopped")
+	heartbeat(t, b, "a", time.Minute)
+	h.Stop(t)
+	key := backplane.Key{Kind: "player", ID: "p"}
+	calls := map[string]func(ctx context.Context) error{
+		"Heartbeat": func(ctx context.Context) error { _, err := b.Heartbeat(ctx, node("a"), time.Minute); return err },
+		"Nodes":     func(ctx context.Context) error { _, err := b.Nodes(ctx); return err },
+		"Leave":     func(ctx context.Context) error { return b.Leave(ctx, "a") },
+		"Claim":     func(ctx context.Context) error { return b.Claim(ctx, "a", key) },
+		"ClaimUnique": func(ctx context.Context) error {
+			_, err := b.ClaimUnique(ctx, "a", key)
+			return err
+		},
+		"Release":      func(ctx context.Context) error { return b.Release(ctx, "a", key) },
+		"Locate":       func(ctx context.Context) error { _, err := b.Locate(ctx, key); return err },
+		"PutHandoff":   func(ctx context.Context) error { return b.PutHandoff(ctx, "a", "p", nil, time.Minute) },
+		"TakeHandoff":  func(ctx context.Context) error { _, err := b.TakeHandoff(ctx, "a", "p"); return err },
+		"Increment":    func(ctx context.Context) error { _, err := b.Increment(ctx, "k", time.Minute, 1); return err },
+		"PutRecord":    func(ctx context.Context) error { return b.PutRecord(ctx, "c", "r", nil) },
+		"Record":       func(ctx context.Context) error { _, err := b.Record(ctx, "c", "r"); return err },
+		"DeleteRecord": func(ctx context.Context) error { return b.DeleteRecord(ctx, "c", "r") },
+		"Records":      func(ctx context.Context) error { _, err := b.Records(ctx, "c"); return err },
+	}
+	for name, call := range calls {
+		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+		done := make(chan error, 1)
+		go func() { done <- call(ctx) }()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Errorf("%s on a stopped store: no error", name)
+			}
+		case <-time.After(hangLimit):
+			t.Errorf("%s on a stopped store hangs past its deadline", name)
+			<-done
+		}
+		cancel()
+	}
+}

@@ -1,0 +1,85 @@
+package backplanetest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/muster-gg/muster/backplane"
+)
+
+// Benchmark measures each call of the backplane made by open. When
+// roundTrips is not nil it must return the number of round trips to the
+// store made so far, and each benchmark reports roundtrips/op.
+func Benchmark(b *testing.B, open func(b *testing.B, cluster string) backplane.Backplane, roundTrips func() int64) {
+	ctx := context.Background()
+	run := func(name string, setup func(bp backplane.Backplane), op func(bp backplane.Backplane, i int) error) {
+		b.Run(name, func(b *testing.B) {
+			bp := open(b, fmt.Sprintf("bench-%s", name))
+			if setup != nil {
+				setup(bp)
+			}
+			var before int64
+			if roundTrips != nil {
+				before = roundTrips()
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if err := op(bp, i); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+			if roundTrips != nil {
+				b.ReportMetric(float64(roundTrips()-before)/float64(b.N), "roundtrips/op")
+			}
+		})
+	}
+	fleet := func(n int) func(bp backplane.Backplane) {
+		return func(bp backplane.Backplane) {
+			for i := range n {
+				id := fmt.Sprintf("node-%03d", i)
+				if _, err := bp.Heartbeat(ctx, backplane.Node{ID: id, Data: make([]byte, 256)}, time.Hour); err != nil {
+					b.Fatal(err)
+				}
+				if err := bp.Claim(ctx, id, backplane.Key{Kind: "player", ID: id}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	record := make([]byte, 256)
+	run("Heartbeat10", fleet(10), func(bp backplane.Backplane, _ int) error {
+		_, err := bp.Heartbeat(ctx, backplane.Node{ID: "node-000", Data: record}, time.Hour)
+		return err
+	})
+	run("Nodes10", fleet(10), func(bp backplane.Backplane, _ int) error {
+		_, err := bp.Nodes(ctx)
+		return err
+	})
+	run("Locate", fleet(10), func(bp backplane.Backplane, _ int) error {
+		_, err := bp.Locate(ctx, backplane.Key{Kind: "player", ID: "node-005"})
+		return err
+	})
+	run("Claim", fleet(1), func(bp backplane.Backplane, i int) error {
+		return bp.Claim(ctx, "node-000", backplane.Key{Kind: "player", ID: fmt.Sprint(i % 1024)})
+	})
+	run("ClaimUnique", fleet(1), func(bp backplane.Backplane, i int) error {
+		_, err := bp.ClaimUnique(ctx, "node-000", backplane.Key{Kind: "lobby", ID: fmt.Sprint(i % 1024)})
+		return err
+	})
+	run("HandoffPutTake", nil, func(bp backplane.Backplane, i int) error {
+		id := fmt.Sprint(i)
+		if err := bp.PutHandoff(ctx, "node-001", id, record, time.Minute); err != nil {
+			return err
+		}
+		_, err := bp.TakeHandoff(ctx, "node-001", id)
+		return err
+	})
+	run("Increment", nil, func(bp backplane.Backplane, i int) error {
+		_, err := bp.Increment(ctx, fmt.Sprint(i%1024), time.Minute, 1)
+		return err
+	})
+}

@@ -1,0 +1,348 @@
+// Package memory is the in-memory backplane: the default, for one server,
+// for development, and for tests that run many servers in one process.
+//
+// A Store plays the part of a shared store such as one Redis server; each
+// Backplane returned by Store.Cluster is bound to one cluster of it. A
+// single server needs only New. Everything is safe for concurrent use, and
+// nothing here starts a goroutine: expiry is judged on every read.
+package memory
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/muster-gg/muster/backplane"
+)
+
+// Config configures a Store. The zero value is ready to use.
+type Config struct {
+	// Now is the store's clock. Default time.Now, which synctest fakes.
+	Now func() time.Time
+}
+
+// Store is shared state for any number of clusters.
+type Store struct {
+	now func() time.Time
+
+	mu       sync.Mutex
+	clusters map[string]*cluster
+	writes   int // writes since the last sweep of expired entries
+}
+
+// sweepEvery is how many writes pass between sweeps of expired entries,
+// which bounds memory without a goroutine.
+const sweepEvery = 4096
+
+type expiring struct {
+	data    []byte
+	expires time.Time
+}
+
+type counter struct {
+	n       int64
+	expires time.Time // zero: no expiry
+}
+
+type cluster struct {
+	nodes    map[string]expiring
+	claims   map[backplane.Key]string
+	handoffs map[handoffKey]expiring
+	counters map[string]counter
+	records  map[string]map[string][]byte
+}
+
+type handoffKey struct{ target, id string }
+
+// NewStore returns an empty store.
+func NewStore(cfg Config) *Store {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Store{now: cfg.Now, clusters: make(map[string]*cluster)}
+}
+
+// New returns a backplane for the cluster "default" of a new, private store:
+// what one server needs.
+func New() *Backplane {
+	b, _ := NewStore(Config{}).Cluster("default")
+	return b
+}
+
+// Cluster returns a backplane bound to the named cluster of s. Backplanes
+// of one store and cluster see each other's writes; those of different
+// clusters never do.
+func (s *Store) Cluster(name string) (*Backplane, error) {
+	if err := backplane.ValidateName("cluster", name); err != nil {
+		return nil, err
+	}
+	return &Backplane{store: s, name: name}, nil
+}
+
+// Backplane is a cluster's view of a Store. It implements
+// backplane.Backplane; Close affects only this value.
+type Backplane struct {
+	store *Store
+	name  string
+
+	mu     sync.Mutex
+	closed bool
+}
+
+var _ backplane.Backplane = (*Backplane)(nil)
+
+// do runs fn on the cluster's state under the store's lock, after checking
+// the context and that b is open.
+func (b *Backplane) do(ctx context.Context, write bool, fn func(c *cluster, now time.Time) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
+	if closed {
+		return backplane.ErrClosed
+	}
+	s := b.store
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.clusters[b.name]
+	if c == nil {
+		c = &cluster{
+			nodes:    make(map[string]expiring),
+			claims:   make(map[backplane.Key]string),
+			handoffs: make(map[handoffKey]expiring),
+			counters: make(map[string]counter),
+			records:  make(map[string]map[string][]byte),
+		}
+		s.clusters[b.name] = c
+	}
+	now := s.now()
+	if write {
+		if s.writes++; s.writes >= sweepEvery {
+			s.writes = 0
+			for _, c := range s.clusters {
+				c.sweep(now)
+			}
+		}
+	}
+	return fn(c, now)
+}
+
+// sweep drops every expired entry, and claims held by nodes that are gone.
+func (c *cluster) sweep(now time.Time) {
+	maps.DeleteFunc(c.nodes, func(_ string, e expiring) bool { return !now.Before(e.expires) })
+	maps.DeleteFunc(c.handoffs, func(_ handoffKey, e expiring) bool { return !now.Before(e.expires) })
+	maps.DeleteFunc(c.counters, func(_ string, e counter) bool { return !now.Before(e.expires) })
+	maps.DeleteFunc(c.claims, func(_ backplane.Key, owner string) bool { return !c.live(owner, now) })
+}
+
+func (c *cluster) live(id string, now time.Time) bool {
+	e, ok := c.nodes[id]
+	return ok && now.Before(e.expires)
+}
+
+func (c *cluster) list(now time.Time) []backplane.Node {
+	out := make([]backplane.Node, 0, len(c.nodes))
+	for id, e := range c.nodes {
+		if now.Before(e.expires) {
+			out = append(out, backplane.Node{ID: id, Data: slices.Clone(e.data)})
+		} else {
+			delete(c.nodes, id)
+		}
+	}
+	return out
+}
+
+// Heartbeat implements backplane.Backplane.
+func (b *Backplane) Heartbeat(ctx context.Context, node backplane.Node, ttl time.Duration) ([]backplane.Node, error) {
+	if err := backplane.ValidateName("node id", node.ID); err != nil {
+		return nil, err
+	}
+	var out []backplane.Node
+	err := b.do(ctx, true, func(c *cluster, now time.Time) error {
+		c.nodes[node.ID] = expiring{data: slices.Clone(node.Data), expires: now.Add(ttl)}
+		out = c.list(now)
+		return nil
+	})
+	return out, err
+}
+
+// Nodes implements backplane.Backplane.
+func (b *Backplane) Nodes(ctx context.Context) ([]backplane.Node, error) {
+	var out []backplane.Node
+	err := b.do(ctx, false, func(c *cluster, now time.Time) error {
+		out = c.list(now)
+		return nil
+	})
+	return out, err
+}
+
+// Leave implements backplane.Backplane.
+func (b *Backplane) Leave(ctx context.Context, id string) error {
+	return b.do(ctx, true, func(c *cluster, _ time.Time) error {
+		delete(c.nodes, id)
+		return nil
+	})
+}
+
+// Claim implements backplane.Backplane.
+func (b *Backplane) Claim(ctx context.Context, owner string, keys ...backplane.Key) error {
+	if err := backplane.ValidateClaim(owner, keys...); err != nil {
+		return err
+	}
+	return b.do(ctx, true, func(c *cluster, _ time.Time) error {
+		for _, k := range keys {
+			c.claims[k] = owner
+		}
+		return nil
+	})
+}
+
+// ClaimUnique implements backplane.Backplane.
+func (b *Backplane) ClaimUnique(ctx context.Context, owner string, key backplane.Key) (string, error) {
+	if err := backplane.ValidateClaim(owner, key); err != nil {
+		return "", err
+	}
+	holder := owner
+	err := b.do(ctx, true, func(c *cluster, now time.Time) error {
+		if cur, ok := c.claims[key]; ok && cur != owner && c.live(cur, now) {
+			holder = cur
+			return nil
+		}
+		c.claims[key] = owner
+		return nil
+	})
+	return holder, err
+}
+
+// Release implements backplane.Backplane.
+func (b *Backplane) Release(ctx context.Context, owner string, key backplane.Key) error {
+	return b.do(ctx, true, func(c *cluster, _ time.Time) error {
+		if c.claims[key] == owner {
+			delete(c.claims, key)
+		}
+		return nil
+	})
+}
+
+// Locate implements backplane.Backplane.
+func (b *Backplane) Locate(ctx context.Context, key backplane.Key) (string, error) {
+	var owner string
+	err := b.do(ctx, false, func(c *cluster, now time.Time) error {
+		cur, ok := c.claims[key]
+		if !ok || !c.live(cur, now) {
+			return backplane.ErrNotFound
+		}
+		owner = cur
+		return nil
+	})
+	return owner, err
+}
+
+// PutHandoff implements backplane.Backplane.
+func (b *Backplane) PutHandoff(ctx context.Context, target, id string, data []byte, ttl time.Duration) error {
+	if err := backplane.ValidateName("handoff target", target); err != nil {
+		return err
+	}
+	return b.do(ctx, true, func(c *cluster, now time.Time) error {
+		c.handoffs[handoffKey{target, id}] = expiring{data: slices.Clone(data), expires: now.Add(ttl)}
+		return nil
+	})
+}
+
+// TakeHandoff implements backplane.Backplane.
+func (b *Backplane) TakeHandoff(ctx context.Context, target, id string) ([]byte, error) {
+	var data []byte
+	err := b.do(ctx, true, func(c *cluster, now time.Time) error {
+		k := handoffKey{target, id}
+		e, ok := c.handoffs[k]
+		delete(c.handoffs, k)
+		if !ok || !now.Before(e.expires) {
+			return backplane.ErrNotFound
+		}
+		data = e.data
+		return nil
+	})
+	return data, err
+}
+
+// Increment implements backplane.Backplane.
+func (b *Backplane) Increment(ctx context.Context, key string, ttl time.Duration, by int64) (int64, error) {
+	var n int64
+	err := b.do(ctx, true, func(c *cluster, now time.Time) error {
+		e, ok := c.counters[key]
+		if !ok || (!e.expires.IsZero() && !now.Before(e.expires)) {
+			e = counter{}
+		}
+		e.n += by
+		if e.expires.IsZero() {
+			e.expires = now.Add(ttl)
+		}
+		c.counters[key] = e
+		n = e.n
+		return nil
+	})
+	return n, err
+}
+
+// PutRecord implements backplane.Backplane.
+func (b *Backplane) PutRecord(ctx context.Context, collection, id string, data []byte) error {
+	if err := backplane.ValidateName("collection", collection); err != nil {
+		return err
+	}
+	return b.do(ctx, true, func(c *cluster, _ time.Time) error {
+		coll := c.records[collection]
+		if coll == nil {
+			coll = make(map[string][]byte)
+			c.records[collection] = coll
+		}
+		coll[id] = slices.Clone(data)
+		return nil
+	})
+}
+
+// Record implements backplane.Backplane.
+func (b *Backplane) Record(ctx context.Context, collection, id string) ([]byte, error) {
+	var data []byte
+	err := b.do(ctx, false, func(c *cluster, _ time.Time) error {
+		d, ok := c.records[collection][id]
+		if !ok {
+			return backplane.ErrNotFound
+		}
+		data = slices.Clone(d)
+		return nil
+	})
+	return data, err
+}
+
+// DeleteRecord implements backplane.Backplane.
+func (b *Backplane) DeleteRecord(ctx context.Context, collection, id string) error {
+	return b.do(ctx, true, func(c *cluster, _ time.Time) error {
+		delete(c.records[collection], id)
+		return nil
+	})
+}
+
+// Records implements backplane.Backplane.
+func (b *Backplane) Records(ctx context.Context, collection string) (map[string][]byte, error) {
+	out := make(map[string][]byte)
+	err := b.do(ctx, false, func(c *cluster, _ time.Time) error {
+		for id, d := range c.records[collection] {
+			out[id] = slices.Clone(d)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Close implements backplane.Backplane. It closes only b; other backplanes
+// of the same store keep working.
+func (b *Backplane) Close() error {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,401 @@
+// Package redis is the Redis backplane, for fleets of more than one server.
+//
+// It works over any go-redis v9 UniversalClient, so one Redis, a Sentinel
+// group or a Redis Cluster serve alike. Every key of a cluster shares the
+// hash tag {cluster}, so each multi-key step is one Lua script or command
+// that Redis Cluster runs on one shard, atomically. Liveness is judged by
+// Redis's own key expiry, so the servers' clocks do not matter, and the
+// fleet view is read from a per-cluster member set: its cost grows with the
+// servers of the cluster, never with the keyspace.
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/muster-gg/muster/backplane"
+)
+
+// Config configures a Redis backplane.
+type Config struct {
+	// URL locates Redis: "host:port", a comma-separated list of host:port
+	// for Redis Cluster (or Sentinel with ?master=name), or a redis://,
+	// rediss:// or unix:// URL. Required by Open.
+	URL string `yaml:"url"`
+
+	// Cluster namespaces every key; servers with the same cluster name form
+	// one fleet. Default "default".
+	Cluster string `yaml:"cluster"`
+
+	// Timeout bounds dialing and each socket read and write, below any
+	// deadline the caller's context sets. Default 500ms.
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// Backplane is a backplane.Backplane on Redis. It is safe for concurrent
+// use; Close closes the client when Open made it.
+type Backplane struct {
+	rdb       goredis.UniversalClient
+	ownClient bool
+	prefix    string // "muster:{cluster}:"
+}
+
+var _ backplane.Backplane = (*Backplane)(nil)
+
+// Open connects to the Redis named by cfg.URL with options chosen for a
+// control plane: a short dial timeout, socket reads bounded by the call's
+// context, and no retries, so that an unreachable Redis fails a call fast
+// instead of hanging a heartbeat. Open does not wait for Redis to answer.
+//
+// go-redis logs failed dials through its own package-level logger; a program
+// that wants its logs quiet while Redis is away sets goredis.SetLogger.
+func Open(cfg Config) (*Backplane, error) {
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 500 * time.Millisecond
+	}
+	rdb, err := newClient(cfg.URL, cfg.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	b, err := New(rdb, cfg.Cluster)
+	if err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	b.ownClient = true
+	return b, nil
+}
+
+// New returns a backplane for the named cluster over rdb. The caller keeps
+// ownership of rdb (Close does not close it) and should set
+// ContextTimeoutEnabled so that deadlines bound socket reads.
+func New(rdb goredis.UniversalClient, cluster string) (*Backplane, error) {
+	if cluster == "" {
+		cluster = "default"
+	}
+	if err := backplane.ValidateName("cluster", cluster); err != nil {
+		return nil, err
+	}
+	return &Backplane{rdb: rdb, prefix: "muster:{" + cluster + "}:"}, nil
+}
+
+// newClient makes a client for a Config.URL with the control-plane options.
+func newClient(s string, timeout time.Duration) (goredis.UniversalClient, error) {
+	if s == "" {
+		return nil, errors.New("backplane/redis: url is empty")
+	}
+	if strings.Contains(s, "://") {
+		o, err := goredis.ParseURL(s)
+		if err != nil {
+			return nil, fmt.Errorf("backplane/redis: url: %w", err)
+		}
+		o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.PoolTimeout = timeout, timeout, timeout, timeout
+		o.ContextTimeoutEnabled, o.MaxRetries, o.DialerRetries, o.DisableIdentity = true, -1, 1, true
+		return goredis.NewClient(o), nil
+	}
+	hosts, query, _ := strings.Cut(s, "?")
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return nil, fmt.Errorf("backplane/redis: url query: %w", err)
+	}
+	o := &goredis.UniversalOptions{
+		MasterName:  q.Get("master"),
+		DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, PoolTimeout: timeout,
+		ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1, DisableIdentity: true,
+	}
+	for _, h := range strings.Split(hosts, ",") {
+		if _, _, err := net.SplitHostPort(h); err != nil {
+			return nil, fmt.Errorf("backplane/redis: url: %q: %w", h, err)
+		}
+		o.Addrs = append(o.Addrs, h)
+	}
+	return goredis.NewUniversalClient(o), nil
+}
+
+// Close implements backplane.Backplane.
+func (b *Backplane) Close() error {
+	if !b.ownClient {
+		return nil
+	}
+	err := b.rdb.Close()
+	if errors.Is(err, goredis.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+func (b *Backplane) nodesKey() string         { return b.prefix + "nodes" }
+func (b *Backplane) nodeKey(id string) string { return b.prefix + "n:" + id }
+func (b *Backplane) claimKey(k backplane.Key) string {
+	return b.prefix + "c:" + k.Kind + ":" + k.ID
+}
+func (b *Backplane) handoffKey(target, id string) string {
+	return b.prefix + "h:" + target + ":" + id
+}
+func (b *Backplane) counterKey(key string) string  { return b.prefix + "k:" + key }
+func (b *Backplane) recordsKey(coll string) string { return b.prefix + "r:" + coll }
+
+// wrap turns a client error into the backplane's: ErrClosed after Close,
+// otherwise the error with the operation named.
+func wrap(op string, err error) error {
+	if errors.Is(err, goredis.ErrClosed) {
+		err = backplane.ErrClosed
+	}
+	return fmt.Errorf("backplane/redis: %s: %w", op, err)
+}
+
+// listNodes is the Lua body shared by the heartbeat and the view: it reads
+// every member's record with MGET, in chunks below Lua's unpack limit, and
+// drops members whose record has expired. KEYS[1] is the member set,
+// ARGV[1] the node-key prefix. Returns a flat id, data, id, data... list.
+const listNodes = `
+local ids = redis.call('SMEMBERS', KEYS[1])
+local out = {}
+for first = 1, #ids, 1000 do
+  local keys = {}
+  local last = math.min(first + 999, #ids)
+  for i = first, last do keys[#keys + 1] = ARGV[1] .. ids[i] end
+  local vals = redis.call('MGET', unpack(keys))
+  for i = first, last do
+    local v = vals[i - first + 1]
+    if v then
+      out[#out + 1] = ids[i]
+      out[#out + 1] = v
+    else
+      redis.call('SREM', KEYS[1], ids[i])
+    end
+  end
+end
+return out
+`
+
+var (
+	// KEYS: members, node key. ARGV: node-key prefix, id, data, ttl ms.
+	heartbeatScript = goredis.NewScript(`
+redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4])
+redis.call('SADD', KEYS[1], ARGV[2])
+` + listNodes)
+
+	nodesScript = goredis.NewScript(listNodes)
+
+	// KEYS: claim. ARGV: owner, node-key prefix.
+	claimUniqueScript = goredis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if cur and cur ~= ARGV[1] and redis.call('EXISTS', ARGV[2] .. cur) == 1 then
+  return cur
+end
+redis.call('SET', KEYS[1], ARGV[1])
+return ARGV[1]
+`)
+
+	// KEYS: claim. ARGV: node-key prefix.
+	locateScript = goredis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if cur and redis.call('EXISTS', ARGV[1] .. cur) == 1 then return cur end
+return false
+`)
+
+	// KEYS: claim. ARGV: owner.
+	releaseScript = goredis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
+
+	// KEYS: counter. ARGV: by, ttl ms. Sets the expiry on the first
+	// increment, and again whenever it is found missing.
+	incrementScript = goredis.NewScript(`
+local n = redis.call('INCRBY', KEYS[1], ARGV[1])
+if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return n
+`)
+)
+
+// Heartbeat implements backplane.Backplane in one round trip.
+func (b *Backplane) Heartbeat(ctx context.Context, node backplane.Node, ttl time.Duration) ([]backplane.Node, error) {
+	if err := backplane.ValidateName("node id", node.ID); err != nil {
+		return nil, err
+	}
+	res, err := heartbeatScript.Run(ctx, b.rdb,
+		[]string{b.nodesKey(), b.nodeKey(node.ID)},
+		b.nodeKey(""), node.ID, node.Data, ttlMillis(ttl)).Slice()
+	if err != nil {
+		return nil, wrap("heartbeat", err)
+	}
+	return decodeNodes(res)
+}
+
+// Nodes implements backplane.Backplane in one round trip.
+func (b *Backplane) Nodes(ctx context.Context) ([]backplane.Node, error) {
+	res, err := nodesScript.Run(ctx, b.rdb, []string{b.nodesKey()}, b.nodeKey("")).Slice()
+	if err != nil {
+		return nil, wrap("nodes", err)
+	}
+	return decodeNodes(res)
+}
+
+func decodeNodes(res []any) ([]backplane.Node, error) {
+	if len(res)%2 != 0 {
+		return nil, fmt.Errorf("backplane/redis: nodes: odd reply length %d", len(res))
+	}
+	out := make([]backplane.Node, 0, len(res)/2)
+	for i := 0; i < len(res); i += 2 {
+		id, ok1 := res[i].(string)
+		data, ok2 := res[i+1].(string)
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("backplane/redis: nodes: unexpected reply types %T, %T", res[i], res[i+1])
+		}
+		out = append(out, backplane.Node{ID: id, Data: []byte(data)})
+	}
+	return out, nil
+}
+
+// Leave implements backplane.Backplane.
+func (b *Backplane) Leave(ctx context.Context, id string) error {
+	_, err := b.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		p.Del(ctx, b.nodeKey(id))
+		p.SRem(ctx, b.nodesKey(), id)
+		return nil
+	})
+	if err != nil {
+		return wrap("leave", err)
+	}
+	return nil
+}
+
+// Claim implements backplane.Backplane with one MSET.
+func (b *Backplane) Claim(ctx context.Context, owner string, keys ...backplane.Key) error {
+	if err := backplane.ValidateClaim(owner, keys...); err != nil {
+		return err
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	pairs := make([]any, 0, 2*len(keys))
+	for _, k := range keys {
+		pairs = append(pairs, b.claimKey(k), owner)
+	}
+	if err := b.rdb.MSet(ctx, pairs...).Err(); err != nil {
+		return wrap("claim", err)
+	}
+	return nil
+}
+
+// ClaimUnique implements backplane.Backplane.
+func (b *Backplane) ClaimUnique(ctx context.Context, owner string, key backplane.Key) (string, error) {
+	if err := backplane.ValidateClaim(owner, key); err != nil {
+		return "", err
+	}
+	holder, err := claimUniqueScript.Run(ctx, b.rdb, []string{b.claimKey(key)}, owner, b.nodeKey("")).Text()
+	if err != nil {
+		return "", wrap("claim unique", err)
+	}
+	return holder, nil
+}
+
+// Release implements backplane.Backplane.
+func (b *Backplane) Release(ctx context.Context, owner string, key backplane.Key) error {
+	if err := releaseScript.Run(ctx, b.rdb, []string{b.claimKey(key)}, owner).Err(); err != nil {
+		return wrap("release", err)
+	}
+	return nil
+}
+
+// Locate implements backplane.Backplane.
+func (b *Backplane) Locate(ctx context.Context, key backplane.Key) (string, error) {
+	owner, err := locateScript.Run(ctx, b.rdb, []string{b.claimKey(key)}, b.nodeKey("")).Text()
+	if errors.Is(err, goredis.Nil) {
+		return "", backplane.ErrNotFound
+	}
+	if err != nil {
+		return "", wrap("locate", err)
+	}
+	return owner, nil
+}
+
+// PutHandoff implements backplane.Backplane.
+func (b *Backplane) PutHandoff(ctx context.Context, target, id string, data []byte, ttl time.Duration) error {
+	if err := backplane.ValidateName("handoff target", target); err != nil {
+		return err
+	}
+	if err := b.rdb.Set(ctx, b.handoffKey(target, id), data, ttl).Err(); err != nil {
+		return wrap("put handoff", err)
+	}
+	return nil
+}
+
+// TakeHandoff implements backplane.Backplane with GETDEL.
+func (b *Backplane) TakeHandoff(ctx context.Context, target, id string) ([]byte, error) {
+	data, err := b.rdb.GetDel(ctx, b.handoffKey(target, id)).Bytes()
+	if errors.Is(err, goredis.Nil) {
+		return nil, backplane.ErrNotFound
+	}
+	if err != nil {
+		return nil, wrap("take handoff", err)
+	}
+	return data, nil
+}
+
+// Increment implements backplane.Backplane.
+func (b *Backplane) Increment(ctx context.Context, key string, ttl time.Duration, by int64) (int64, error) {
+	n, err := incrementScript.Run(ctx, b.rdb, []string{b.counterKey(key)}, by, ttlMillis(ttl)).Int64()
+	if err != nil {
+		return 0, wrap("increment", err)
+	}
+	return n, nil
+}
+
+// PutRecord implements backplane.Backplane.
+func (b *Backplane) PutRecord(ctx context.Context, collection, id string, data []byte) error {
+	if err := backplane.ValidateName("collection", collection); err != nil {
+		return err
+	}
+	if err := b.rdb.HSet(ctx, b.recordsKey(collection), id, data).Err(); err != nil {
+		return wrap("put record", err)
+	}
+	return nil
+}
+
+// Record implements backplane.Backplane.
+func (b *Backplane) Record(ctx context.Context, collection, id string) ([]byte, error) {
+	data, err := b.rdb.HGet(ctx, b.recordsKey(collection), id).Bytes()
+	if errors.Is(err, goredis.Nil) {
+		return nil, backplane.ErrNotFound
+	}
+	if err != nil {
+		return nil, wrap("record", err)
+	}
+	return data, nil
+}
+
+// DeleteRecord implements backplane.Backplane.
+func (b *Backplane) DeleteRecord(ctx context.Context, collection, id string) error {
+	if err := b.rdb.HDel(ctx, b.recordsKey(collection), id).Err(); err != nil {
+		return wrap("delete record", err)
+	}
+	return nil
+}
+
+// Records implements backplane.Backplane.
+func (b *Backplane) Records(ctx context.Context, collection string) (map[string][]byte, error) {
+	m, err := b.rdb.HGetAll(ctx, b.recordsKey(collection)).Result()
+	if err != nil {
+		return nil, wrap("records", err)
+	}
+	out := make(map[string][]byte, len(m))
+	for id, v := range m {
+		out[id] = []byte(v)
+	}
+	return out, nil
+}
+
+// ttlMillis rounds ttl up to whole milliseconds, at least one.
+func ttlMillis(ttl time.Duration) int64 {
+	return max(1, int64((ttl+time.Millisecond-1)/time.Millisecond))
+}
