@@ -15,5 +15,6 @@ var (
 	errUnsigned     = errors.New("relay: no relay headers")
 	errMalformed    = errors.New("relay: malformed relay headers")
 	errBadSignature = errors.New("relay: bad signature")
+	errWrongTarget  = errors.New("relay: signed for another node")
 	errStale        = errors.New("relay: signature outside the freshness window")
 )

@@ -110,9 +110,9 @@ func New(cfg Config, dir Directory, logger *slog.Logger) (*Relay, error) {
 //     within DialTimeout, accepts the client and relays messages both ways
 //     until either side closes;
 //
-// and otherwise serves r with next. A request that carried relay headers,
-// valid or not, is never relayed again, so servers with different or stale
-// views cannot bounce a connection between them.
+// and otherwise serves r with next. A request that carries relay headers
+// made by a server of the fleet is never relayed again, so servers with
+// different or stale views cannot bounce a connection between them.
 //
 // The relay accepts the client only after the target node accepted the
 // upgrade, with the subprotocol the node chose and the node's handshake
@@ -129,31 +129,34 @@ func (rl *Relay) Middleware(next http.Handler) http.Handler {
 }
 
 // admit strips relay headers from r and, when they carry a valid signature,
-// returns a copy of r describing the client. marked reports whether r had
-// relay headers at all, valid or not: such a request is never relayed again,
-// even when its signature was made for another node (a stale directory entry
-// whose address now belongs to a different server must not start a loop).
+// returns a copy of r describing the client. marked reports whether the
+// headers were made by a server of the fleet, valid for this request or
+// not: such a request has been relayed once already and is never relayed
+// again, so servers with different or stale views (an address that now
+// belongs to another server) cannot bounce a connection between them.
+// Headers a client made up are stripped and have no other effect.
 func (rl *Relay) admit(r *http.Request) (_ *http.Request, marked bool) {
 	if !hasRelayHeader(r.Header) {
 		return r, false
 	}
 	r2 := r.WithContext(r.Context())
 	r2.Header = r.Header.Clone()
-	s, _, complete := takeHeaders(r2.Header)
+	s, complete := takeHeaders(r2.Header)
 	if rl.key == nil {
-		return r2, true
+		return r2, false
 	}
 	var (
-		id  identity
-		err = errMalformed
+		id        identity
+		authentic bool
+		err       = errMalformed
 	)
 	if complete {
-		id, err = verify(rl.key, &s, rl.cfg.NodeID, r.URL.Path, rl.now(), rl.cfg.MaxSkew)
+		id, authentic, err = verify(rl.key, &s, rl.cfg.NodeID, r.URL.Path, rl.now(), rl.cfg.MaxSkew)
 	}
 	if err != nil {
 		rl.rejected.Add(1)
 		rl.log.Debug("relay headers ignored", "remote_addr", r.RemoteAddr, "err", err)
-		return r2, true
+		return r2, authentic
 	}
 	rl.verified.Add(1)
 	r2 = r2.WithContext(context.WithValue(r.Context(), identityKey{}, &id))

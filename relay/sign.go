@@ -22,6 +22,7 @@ const (
 	headerClient    = "Muster-Relay-Client"    // client address as ip:port
 	headerScheme    = "Muster-Relay-Scheme"    // http or https
 	headerHost      = "Muster-Relay-Host"      // Host the client asked for
+	headerNode      = "Muster-Relay-Node"      // id of the target node
 	headerTime      = "Muster-Relay-Time"      // unix seconds, decimal
 	headerNonce     = "Muster-Relay-Nonce"     // 16 random bytes, base64url
 	headerSignature = "Muster-Relay-Signature" // HMAC-SHA256, base64url
@@ -43,7 +44,7 @@ func deriveKey(secret string) []byte {
 
 // signed is the set of relay header values, signature included.
 type signed struct {
-	Client, Scheme, Host, Time, Nonce, Signature string
+	Client, Scheme, Host, Node, Time, Nonce, Signature string
 }
 
 // identity is what a valid signature vouches for.
@@ -53,12 +54,12 @@ type identity struct {
 	host   string
 }
 
-// mac computes the signature of s's fields for target node and path. Each
-// field is written with a length prefix, so no two different field lists
-// hash the same input.
-func mac(key []byte, s *signed, node, path string) []byte {
+// mac computes the signature of s's fields and the request path. Each field
+// is written with a length prefix, so no two different field lists hash the
+// same input.
+func mac(key []byte, s *signed, path string) []byte {
 	m := hmac.New(sha256.New, key)
-	for _, f := range [...]string{s.Client, s.Scheme, s.Host, node, path, s.Time, s.Nonce} {
+	for _, f := range [...]string{s.Client, s.Scheme, s.Host, s.Node, path, s.Time, s.Nonce} {
 		writeField(m, f)
 	}
 	return m.Sum(nil)
@@ -80,10 +81,11 @@ func sign(key []byte, client netip.AddrPort, scheme, host, node, path string, no
 		Client: client.String(),
 		Scheme: scheme,
 		Host:   host,
+		Node:   node,
 		Time:   strconv.FormatInt(now.Unix(), 10),
 		Nonce:  base64.RawURLEncoding.EncodeToString(nonce[:]),
 	}
-	s.Signature = base64.RawURLEncoding.EncodeToString(mac(key, &s, node, path))
+	s.Signature = base64.RawURLEncoding.EncodeToString(mac(key, &s, path))
 	return s
 }
 
@@ -92,47 +94,44 @@ func (s *signed) setHeaders(h http.Header) {
 	h.Set(headerClient, s.Client)
 	h.Set(headerScheme, s.Scheme)
 	h.Set(headerHost, s.Host)
+	h.Set(headerNode, s.Node)
 	h.Set(headerTime, s.Time)
 	h.Set(headerNonce, s.Nonce)
 	h.Set(headerSignature, s.Signature)
 }
 
 // takeHeaders removes every relay header from h and returns the values of
-// the known ones. found reports whether h had any relay header at all; ok
-// is false when a known header is missing or repeated.
-func takeHeaders(h http.Header) (s signed, found, ok bool) {
-	ok = true
+// the known ones. complete is false when one of them is missing or repeated.
+func takeHeaders(h http.Header) (s signed, complete bool) {
+	complete = true
 	get := func(name string) string {
 		v := h[name]
 		if len(v) != 1 {
-			ok = false
+			complete = false
 			return ""
 		}
 		return v[0]
-	}
-	for name := range h {
-		if !hasRelayPrefix(name) {
-			continue
-		}
-		found = true
-	}
-	if !found {
-		return s, false, false
 	}
 	s = signed{
 		Client:    get(headerClient),
 		Scheme:    get(headerScheme),
 		Host:      get(headerHost),
+		Node:      get(headerNode),
 		Time:      get(headerTime),
 		Nonce:     get(headerNonce),
 		Signature: get(headerSignature),
 	}
 	for name := range h {
 		if hasRelayPrefix(name) {
+			// A name in another letter case is a second copy of a
+			// known header, or an unknown one: either way not ours.
+			if http.CanonicalHeaderKey(name) != name {
+				complete = false
+			}
 			delete(h, name)
 		}
 	}
-	return s, true, ok
+	return s, complete
 }
 
 // hasRelayPrefix reports whether a header name is a relay header, in any
@@ -143,40 +142,45 @@ func hasRelayPrefix(name string) bool {
 
 // verify checks that s was signed with key for this node and path, at a
 // time within maxSkew of now, and returns the identity it vouches for.
-func verify(key []byte, s *signed, node, path string, now time.Time, maxSkew time.Duration) (identity, error) {
-	for _, f := range [...]string{s.Client, s.Scheme, s.Host, s.Time, s.Nonce, s.Signature} {
+//
+// authentic reports whether the signature itself is valid, that is, whether
+// a server holding the key made these headers, even if for another node or
+// too long ago; such a request has already been relayed once and must not
+// be relayed again. Headers a client made up are not authentic.
+func verify(key []byte, s *signed, node, path string, now time.Time, maxSkew time.Duration) (id identity, authentic bool, err error) {
+	for _, f := range [...]string{s.Client, s.Scheme, s.Host, s.Node, s.Time, s.Nonce, s.Signature} {
 		if len(f) > maxField {
-			return identity{}, errMalformed
+			return identity{}, false, errMalformed
 		}
-	}
-	if len(node) > maxField || len(path) > 64*maxField {
-		return identity{}, errMalformed
 	}
 	got, err := base64.RawURLEncoding.DecodeString(s.Signature)
 	if err != nil || len(got) != sha256.Size {
-		return identity{}, errMalformed
+		return identity{}, false, errMalformed
 	}
-	if !hmac.Equal(got, mac(key, s, node, path)) {
-		return identity{}, errBadSignature
+	if !hmac.Equal(got, mac(key, s, path)) {
+		return identity{}, false, errBadSignature
+	}
+	if s.Node != node {
+		return identity{}, true, errWrongTarget
+	}
+	sec, err := strconv.ParseInt(s.Time, 10, 64)
+	if err != nil {
+		return identity{}, true, errMalformed
+	}
+	if d := now.Sub(time.Unix(sec, 0)); d > maxSkew || d < -maxSkew {
+		return identity{}, true, errStale
 	}
 	// The fields below were made by a server holding the key; they are
 	// still checked, so a bug on the signing side cannot smuggle in an
 	// address that does not parse.
-	sec, err := strconv.ParseInt(s.Time, 10, 64)
-	if err != nil {
-		return identity{}, errMalformed
-	}
-	if d := now.Sub(time.Unix(sec, 0)); d > maxSkew || d < -maxSkew {
-		return identity{}, errStale
-	}
 	client, err := netip.ParseAddrPort(s.Client)
 	if err != nil {
-		return identity{}, errMalformed
+		return identity{}, true, errMalformed
 	}
 	if s.Scheme != "http" && s.Scheme != "https" {
-		return identity{}, errMalformed
+		return identity{}, true, errMalformed
 	}
-	return identity{client: client, scheme: s.Scheme, host: s.Host}, nil
+	return identity{client: client, scheme: s.Scheme, host: s.Host}, true, nil
 }
 
 // clientAddr parses the address of the client as this server resolved it

@@ -1,0 +1,162 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/coder/websocket"
+)
+
+func TestCloseEndsRelayedConnections(t *testing.T) {
+	t.Parallel()
+	dir := &dirMap{}
+	a := startNode(t, "a", dir)
+	b := startNode(t, "b", dir)
+	const n = 8
+	clients := make([]*websocket.Conn, n)
+	for i := range clients {
+		c, served := dial(t, a, "/ws?node=b", dialOpts{})
+		if served != "b" {
+			t.Fatalf("served by %q, want b", served)
+		}
+		clients[i] = c
+	}
+	if got := a.relay.Stats().Active; got != n {
+		t.Fatalf("Active = %d, want %d", got, n)
+	}
+	// Clients keep reading, as real ones do, so they answer the close
+	// handshake.
+	ends := make(chan error, n)
+	for _, c := range clients {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+			defer cancel()
+			_, err := readUntilError(ctx, c)
+			ends <- err
+		}()
+	}
+	if err := a.relay.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Close has waited: nothing is left.
+	if st := a.relay.Stats(); st.Active != 0 {
+		t.Errorf("after Close, Active = %d", st.Active)
+	}
+	for range clients {
+		err := recv(t, ends, "end of a client")
+		if ce := closeErrorOf(err); ce.Code != websocket.StatusGoingAway || ce.Reason != "server closing" {
+			t.Errorf("client saw %v, want 1001 server closing", err)
+		}
+		if ce := recv(t, b.ends, "end at b"); ce.Code != websocket.StatusGoingAway {
+			t.Errorf("b saw %d %q, want 1001", ce.Code, ce.Reason)
+		}
+	}
+	if err := a.relay.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	// A closed relay serves everything locally.
+	c, served := dial(t, a, "/ws?node=b", dialOpts{})
+	c.CloseNow()
+	if served != "a" {
+		t.Errorf("after Close, served by %q, want a", served)
+	}
+}
+
+func TestShutdownWaitsForConnections(t *testing.T) {
+	t.Parallel()
+	dir := &dirMap{}
+	a := startNode(t, "a", dir)
+	startNode(t, "b", dir)
+	c, _ := dial(t, a, "/ws?node=b", dialOpts{})
+
+	done := make(chan error, 1)
+	go func() { done <- a.relay.Shutdown(context.Background()) }()
+	// New connections are served locally once shutdown has begun.
+	eventually(t, "new upgrades served locally", func() bool {
+		c2, served := dial(t, a, "/ws?node=b", dialOpts{})
+		c2.CloseNow()
+		return served == "a"
+	})
+	// The open one still works.
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	if err := c.Write(ctx, websocket.MessageText, []byte("still here")); err != nil {
+		t.Fatal(err)
+	}
+	if _, data, err := c.Read(ctx); err != nil || string(data) != "still here" {
+		t.Fatalf("echo during shutdown: %q, %v", data, err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Shutdown returned %v with a connection open", err)
+	default:
+	}
+	c.Close(websocket.StatusNormalClosure, "")
+	if err := recv(t, done, "Shutdown to return"); err != nil {
+		t.Errorf("Shutdown = %v", err)
+	}
+	if err := a.relay.Shutdown(context.Background()); err != nil {
+		t.Errorf("second Shutdown = %v", err)
+	}
+}
+
+func TestShutdownDeadlineCloses(t *testing.T) {
+	t.Parallel()
+	dir := &dirMap{}
+	a := startNode(t, "a", dir)
+	b := startNode(t, "b", dir)
+	c, _ := dial(t, a, "/ws?node=b", dialOpts{})
+	recv(t, b.seen, "request at b")
+
+	end := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+		defer cancel()
+		_, err := readUntilError(ctx, c)
+		end <- err
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := a.relay.Shutdown(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Shutdown with a done context = %v, want context.Canceled", err)
+	}
+	if err := recv(t, end, "end of the client"); websocket.CloseStatus(err) != websocket.StatusGoingAway {
+		t.Errorf("client saw %v, want 1001", err)
+	}
+	if ce := recv(t, b.ends, "end at b"); ce.Code != websocket.StatusGoingAway {
+		t.Errorf("b saw %d %q, want 1001", ce.Code, ce.Reason)
+	}
+}
+
+// TestCloseRacesTraffic closes the relay while clients are mid-exchange;
+// the race detector and goleak judge it.
+func TestCloseRacesTraffic(t *testing.T) {
+	t.Parallel()
+	dir := &dirMap{}
+	a := startNode(t, "a", dir)
+	startNode(t, "b", dir)
+	var wg sync.WaitGroup
+	for range 6 {
+		c, _ := dial(t, a, "/ws?node=b", dialOpts{})
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+			defer cancel()
+			msg := make([]byte, 100<<10)
+			for {
+				if err := c.Write(ctx, websocket.MessageBinary, msg); err != nil {
+					return
+				}
+				if _, _, err := c.Read(ctx); err != nil {
+					return
+				}
+			}
+		})
+	}
+	eventually(t, "traffic flowing", func() bool { return a.relay.Stats().BytesToClient > 1<<20 })
+	if err := a.relay.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+}
