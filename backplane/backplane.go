@@ -17,7 +17,12 @@ type Backplane interface {
 	// Heartbeat writes node's record so that it expires ttl after this
 	// call, by the store's own clock, and returns the records of every live
 	// node of the cluster, node's own included. It is one round trip.
-	Heartbeat(ctx context.Context, node Node, ttl time.Duration) ([]Node, error)
+	//
+	// created reports that node had no live record before the call: on its
+	// first heartbeat, after its record expired, or after the store lost
+	// its state (a restarted Redis). A node that sees created on a later
+	// heartbeat re-asserts its claims.
+	Heartbeat(ctx context.Context, node Node, ttl time.Duration) (nodes []Node, created bool, err error)
 
 	// Nodes returns the records of every live node of the cluster, in no
 	// particular order. Its cost grows with the number of nodes in the

@@ -87,7 +87,7 @@ func node(id string) backplane.Node { return backplane.Node{ID: id, Data: []byte
 // heartbeat writes id's record with ttl and returns the view.
 func heartbeat(t *testing.T, b backplane.Backplane, id string, ttl time.Duration) []backplane.Node {
 	t.Helper()
-	nodes, err := b.Heartbeat(ctxT(t), node(id), ttl)
+	nodes, _, err := b.Heartbeat(ctxT(t), node(id), ttl)
 	must(t, err)
 	return nodes
 }
@@ -132,8 +132,11 @@ func testRegistry(t *testing.T, h Harness) {
 	wantIDs(t, "Nodes", liveIDs(t, a), "a", "b", "c")
 
 	// A later heartbeat replaces the record.
-	_, err := b.Heartbeat(ctxT(t), backplane.Node{ID: "b", Data: []byte("v2")}, time.Minute)
+	_, created, err := b.Heartbeat(ctxT(t), backplane.Node{ID: "b", Data: []byte("v2")}, time.Minute)
 	must(t, err)
+	if created {
+		t.Error("a live node's heartbeat reports created")
+	}
 	nodes, err := a.Nodes(ctxT(t))
 	must(t, err)
 	for _, n := range nodes {
@@ -145,7 +148,9 @@ func testRegistry(t *testing.T, h Harness) {
 
 func testExpiry(t *testing.T, h Harness) {
 	a, b := h.Open(t, "exp"), h.Open(t, "exp")
-	heartbeat(t, a, "short", 300*time.Millisecond)
+	if _, created, err := a.Heartbeat(ctxT(t), node("short"), 300*time.Millisecond); err != nil || !created {
+		t.Fatalf("first heartbeat: created %v, %v; want created", created, err)
+	}
 	heartbeat(t, b, "long", time.Minute)
 	must(t, b.Claim(ctxT(t), "short", backplane.Key{Kind: "player", ID: "p1"}))
 	h.Advance(t, 200*time.Millisecond)
@@ -157,8 +162,13 @@ func testExpiry(t *testing.T, h Harness) {
 	if _, err := b.Locate(ctxT(t), backplane.Key{Kind: "player", ID: "p1"}); !errors.Is(err, backplane.ErrNotFound) {
 		t.Fatalf("Locate of an expired node's claim: %v, want ErrNotFound", err)
 	}
-	// An expired node that heartbeats again is back.
-	wantIDs(t, "after return", ids(heartbeat(t, a, "short", time.Minute)), "long", "short")
+	// An expired node that heartbeats again is back, and told so.
+	view, created, err := a.Heartbeat(ctxT(t), node("short"), time.Minute)
+	must(t, err)
+	if !created {
+		t.Error("heartbeat after expiry does not report created")
+	}
+	wantIDs(t, "after return", ids(view), "long", "short")
 }
 
 func testLeave(t *testing.T, h Harness) {
@@ -459,8 +469,8 @@ func testBadInput(t *testing.T, h Harness) {
 	b := h.Open(t, "bad")
 	ctx := ctxT(t)
 	checks := map[string]error{
-		"empty node id":    func() error { _, err := b.Heartbeat(ctx, backplane.Node{}, time.Second); return err }(),
-		"node id with {":   func() error { _, err := b.Heartbeat(ctx, backplane.Node{ID: "a{b}"}, time.Second); return err }(),
+		"empty node id":    func() error { _, _, err := b.Heartbeat(ctx, backplane.Node{}, time.Second); return err }(),
+		"node id with {":   func() error { _, _, err := b.Heartbeat(ctx, backplane.Node{ID: "a{b}"}, time.Second); return err }(),
 		"empty owner":      b.Claim(ctx, "", backplane.Key{Kind: "player", ID: "p"}),
 		"empty kind":       b.Claim(ctx, "a", backplane.Key{ID: "p"}),
 		"empty claim id":   b.Claim(ctx, "a", backplane.Key{Kind: "player"}),
@@ -481,7 +491,7 @@ func testStopped(t *testing.T, h Harness) {
 	h.Stop(t)
 	key := backplane.Key{Kind: "player", ID: "p"}
 	calls := map[string]func(ctx context.Context) error{
-		"Heartbeat": func(ctx context.Context) error { _, err := b.Heartbeat(ctx, node("a"), time.Minute); return err },
+		"Heartbeat": func(ctx context.Context) error { _, _, err := b.Heartbeat(ctx, node("a"), time.Minute); return err },
 		"Nodes":     func(ctx context.Context) error { _, err := b.Nodes(ctx); return err },
 		"Leave":     func(ctx context.Context) error { return b.Leave(ctx, "a") },
 		"Claim":     func(ctx context.Context) error { return b.Claim(ctx, "a", key) },

@@ -41,7 +41,7 @@ func Benchmark(b *testing.B, open func(b *testing.B, cluster string) backplane.B
 		return func(bp backplane.Backplane) {
 			for i := range n {
 				id := fmt.Sprintf("node-%03d", i)
-				if _, err := bp.Heartbeat(ctx, backplane.Node{ID: id, Data: make([]byte, 256)}, time.Hour); err != nil {
+				if _, _, err := bp.Heartbeat(ctx, backplane.Node{ID: id, Data: make([]byte, 256)}, time.Hour); err != nil {
 					b.Fatal(err)
 				}
 				if err := bp.Claim(ctx, id, backplane.Key{Kind: "player", ID: id}); err != nil {
@@ -52,7 +52,7 @@ func Benchmark(b *testing.B, open func(b *testing.B, cluster string) backplane.B
 	}
 	record := make([]byte, 256)
 	run("Heartbeat10", fleet(10), func(bp backplane.Backplane, _ int) error {
-		_, err := bp.Heartbeat(ctx, backplane.Node{ID: "node-000", Data: record}, time.Hour)
+		_, _, err := bp.Heartbeat(ctx, backplane.Node{ID: "node-000", Data: record}, time.Hour)
 		return err
 	})
 	run("Nodes10", fleet(10), func(bp backplane.Backplane, _ int) error {

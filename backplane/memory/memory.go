@@ -157,17 +157,19 @@ func (c *cluster) list(now time.Time) []backplane.Node {
 }
 
 // Heartbeat implements backplane.Backplane.
-func (b *Backplane) Heartbeat(ctx context.Context, node backplane.Node, ttl time.Duration) ([]backplane.Node, error) {
+func (b *Backplane) Heartbeat(ctx context.Context, node backplane.Node, ttl time.Duration) ([]backplane.Node, bool, error) {
 	if err := backplane.ValidateName("node id", node.ID); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var out []backplane.Node
+	var created bool
 	err := b.do(ctx, true, func(c *cluster, now time.Time) error {
+		created = !c.live(node.ID, now)
 		c.nodes[node.ID] = expiring{data: slices.Clone(node.Data), expires: now.Add(ttl)}
 		out = c.list(now)
 		return nil
 	})
-	return out, err
+	return out, created, err
 }
 
 // Nodes implements backplane.Backplane.

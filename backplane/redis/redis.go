@@ -178,10 +178,18 @@ return out
 
 var (
 	// KEYS: members, node key. ARGV: node-key prefix, id, data, ttl ms.
+	// The reply's first element is 1 when the record was created.
 	heartbeatScript = goredis.NewScript(`
+local created = 1 - redis.call('EXISTS', KEYS[2])
 redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4])
 redis.call('SADD', KEYS[1], ARGV[2])
-` + listNodes)
+local function list()
+` + listNodes + `
+end
+local out = list()
+table.insert(out, 1, created)
+return out
+`)
 
 	nodesScript = goredis.NewScript(listNodes)
 
@@ -218,17 +226,22 @@ return n
 )
 
 // Heartbeat implements backplane.Backplane in one round trip.
-func (b *Backplane) Heartbeat(ctx context.Context, node backplane.Node, ttl time.Duration) ([]backplane.Node, error) {
+func (b *Backplane) Heartbeat(ctx context.Context, node backplane.Node, ttl time.Duration) ([]backplane.Node, bool, error) {
 	if err := backplane.ValidateName("node id", node.ID); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	res, err := heartbeatScript.Run(ctx, b.rdb,
 		[]string{b.nodesKey(), b.nodeKey(node.ID)},
 		b.nodeKey(""), node.ID, node.Data, ttlMillis(ttl)).Slice()
 	if err != nil {
-		return nil, wrap("heartbeat", err)
+		return nil, false, wrap("heartbeat", err)
 	}
-	return decodeNodes(res)
+	if len(res) == 0 {
+		return nil, false, errors.New("backplane/redis: heartbeat: empty reply")
+	}
+	created, _ := res[0].(int64)
+	nodes, err := decodeNodes(res[1:])
+	return nodes, created == 1, err
 }
 
 // Nodes implements backplane.Backplane in one round trip.

@@ -113,7 +113,7 @@ func TestUnansweringRedis(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, err := b.Heartbeat(ctx, backplane.Node{ID: "a"}, time.Second)
+		_, _, err := b.Heartbeat(ctx, backplane.Node{ID: "a"}, time.Second)
 		done <- err
 	}()
 	select {
