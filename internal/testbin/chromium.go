@@ -1,0 +1,100 @@
+package testbin
+
+import (
+	"bytes"
+	"os/exec"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// ChromiumFlags are the flags headless Chromium needs on these machines:
+// no sandbox (tests run as root), no GPU, and none of the background
+// connections that a closed network refuses.
+var ChromiumFlags = []string{
+	"--headless",
+	"--no-sandbox",
+	"--disable-gpu",
+	"--disable-quic",
+	"--no-first-run",
+	"--disable-background-networking",
+	"--disable-component-update",
+	"--disable-sync",
+	"--disable-dev-shm-usage",
+}
+
+// Chromium is a headless Chromium showing one page.
+type Chromium struct {
+	cmd  *exec.Cmd
+	out  syncBuffer
+	once sync.Once
+}
+
+// StartChromium opens url in headless Chromium with a new empty profile and
+// stops the browser when the test ends. The page runs until then; a test
+// learns what it did from the requests it makes.
+func StartChromium(tb testing.TB, url string) *Chromium {
+	tb.Helper()
+	bin := ""
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			bin = p
+			break
+		}
+	}
+	if bin == "" {
+		bin = Need(tb, "chromium")
+	}
+	args := append(append([]string(nil), ChromiumFlags...), "--user-data-dir="+tb.TempDir(), url)
+	c := &Chromium{cmd: exec.Command(bin, args...)}
+	c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.out
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := c.cmd.Start(); err != nil {
+		tb.Fatalf("start %s: %v", bin, err)
+	}
+	tb.Cleanup(c.Stop)
+	return c
+}
+
+// Output returns what the browser printed so far.
+func (c *Chromium) Output() string { return c.out.String() }
+
+// Stop kills the browser and every process it started, and waits for it.
+// It is safe to call more than once.
+func (c *Chromium) Stop() {
+	c.once.Do(func() {
+		pgid := c.cmd.Process.Pid
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() {
+			_ = c.cmd.Wait()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+		}
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-done
+	})
+}
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of a child's
+// stdout and stderr.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
