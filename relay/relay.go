@@ -19,9 +19,9 @@ import (
 // the relay only reads it.
 type Directory interface {
 	// InternalAddress returns the host:port at which the live node nodeID
-	// accepts connections from other servers of the fleet. ok is false
-	// when the node is unknown or no longer live. It is called once per
-	// relay attempt and must not block.
+	// accepts plain (ws://) connections from other servers of the fleet.
+	// ok is false when the node is unknown or no longer live. It is called
+	// once per relay attempt, concurrently, and must not block.
 	InternalAddress(nodeID string) (addr string, ok bool)
 }
 
@@ -307,9 +307,12 @@ func (rl *Relay) untrack(s *session) {
 }
 
 // Close stops relaying new connections, closes every relayed connection on
-// both sides with 1001 (going away), and waits until all of them have ended.
-// Requests that arrive afterwards are served locally. It is safe to call
-// more than once and concurrently with Shutdown.
+// both sides with 1001 (going away), and waits until all of them and their
+// goroutines have ended. A peer that does not answer the close handshake
+// delays Close by at most the WebSocket library's close timeout (a few
+// seconds) before its connection is dropped. Requests that arrive afterwards
+// are served locally. Close always returns nil; it is safe to call more than
+// once and concurrently with Shutdown.
 func (rl *Relay) Close() error {
 	rl.mu.Lock()
 	rl.closing = true

@@ -1,0 +1,305 @@
+// Command relay measures the ?node= relay (SPEC N2): echo round trips per
+// second and round-trip latency over a WebSocket (a) straight to the echo
+// server, (b) through another server's relay, and (c) through nginx
+// proxying to the same echo server, all in one run, and prints the ratios.
+//
+// The three paths are measured in interleaved rounds (direct, relay, nginx,
+// direct, ...) so that a machine that gets slower or faster during the run
+// affects all three alike. Every round is bounded in time and in count.
+//
+//	go run ./bench/relay
+//	go run ./bench/relay -conns 64 -size 1024 -duration 3s -rounds 5
+//
+// It needs nginx on PATH; everything listens on 127.0.0.1.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/muster-gg/muster/internal/testbin"
+	"github.com/muster-gg/muster/relay"
+)
+
+func main() {
+	var (
+		conns    = flag.Int("conns", 32, "connections in the throughput scenario")
+		size     = flag.Int("size", 128, "message size in bytes")
+		duration = flag.Duration("duration", 2*time.Second, "length of one measured round")
+		rounds   = flag.Int("rounds", 3, "measured rounds per path and scenario")
+		maxRT    = flag.Int64("max", 2_000_000, "most round trips in one round")
+	)
+	flag.Parse()
+	log.SetFlags(0)
+	if err := run(*conns, *size, *duration, *rounds, *maxRT); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// path is one way from the client to the echo server.
+type path struct {
+	name string
+	url  string
+}
+
+// result is what the rounds of one path and scenario measured.
+type result struct {
+	rts  int64
+	time time.Duration
+	lat  []time.Duration
+}
+
+func (r result) rate() float64 { return float64(r.rts) / r.time.Seconds() }
+
+func (r result) pct(p int) time.Duration {
+	if len(r.lat) == 0 {
+		return 0
+	}
+	return r.lat[min(len(r.lat)-1, len(r.lat)*p/100)]
+}
+
+func run(conns, size int, duration time.Duration, rounds int, maxRT int64) error {
+	nginxBin, err := exec.LookPath("nginx")
+	if err != nil {
+		return fmt.Errorf("nginx is not on PATH: %w", err)
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	var addrs sync.Map
+	dir := relay.DirectoryFunc(func(id string) (string, bool) {
+		a, ok := addrs.Load(id)
+		if !ok {
+			return "", false
+		}
+		return a.(string), true
+	})
+
+	// b is the echo server; a relays to it. Both run the relay middleware,
+	// as every server of a fleet does.
+	secret := "benchmark secret, 32 bytes long!"
+	b, stopB, err := serve("b", secret, dir, quiet)
+	if err != nil {
+		return err
+	}
+	defer stopB()
+	addrs.Store("b", b.addr)
+	a, stopA, err := serve("a", secret, dir, quiet)
+	if err != nil {
+		return err
+	}
+	defer stopA()
+
+	tmp, err := os.MkdirTemp("", "bench-relay-nginx-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	ngx, err := testbin.LaunchNginx(nginxBin, tmp, port, b.addr)
+	if err != nil {
+		return err
+	}
+	defer ngx.Stop()
+	version, _ := exec.Command(nginxBin, "-v").CombinedOutput()
+
+	paths := []path{
+		{"direct", "ws://" + b.addr + "/echo"},
+		{"relay", "ws://" + a.addr + "/echo?node=b"},
+		{"nginx", "ws://" + ngx.Addr + "/echo"},
+	}
+
+	fmt.Printf("Echo of a %d-byte binary message; %d rounds of %v per path, interleaved; %s; GOMAXPROCS=%d; %s, 1 worker\n\n",
+		size, rounds, duration, runtime.Version(), runtime.GOMAXPROCS(0), strings.TrimSpace(strings.TrimPrefix(string(version), "nginx version: ")))
+
+	scenarios := []struct {
+		name  string
+		conns int
+	}{
+		{"1 connection, sequential round trips (latency)", 1},
+		{fmt.Sprintf("%d connections, each sequential (throughput)", conns), conns},
+	}
+	for _, sc := range scenarios {
+		res := make(map[string]*result)
+		for _, p := range paths {
+			// Warm up: connections, buffers, nginx's worker.
+			if _, err := measure(p, sc.conns, size, duration/5, maxRT); err != nil {
+				return fmt.Errorf("%s: %w", p.name, err)
+			}
+			res[p.name] = &result{}
+		}
+		for range rounds {
+			for _, p := range paths {
+				r, err := measure(p, sc.conns, size, duration, maxRT)
+				if err != nil {
+					return fmt.Errorf("%s: %w", p.name, err)
+				}
+				res[p.name].rts += r.rts
+				res[p.name].time += r.time
+				res[p.name].lat = append(res[p.name].lat, r.lat...)
+			}
+		}
+		fmt.Printf("%s\n\n", sc.name)
+		fmt.Printf("| path | round trips/s | p50 | p99 | added p50 vs direct |\n|---|---:|---:|---:|---:|\n")
+		for _, p := range paths {
+			r := res[p.name]
+			slices.Sort(r.lat)
+			added := r.pct(50) - res["direct"].pct(50)
+			fmt.Printf("| %s | %.0f | %v | %v | %v |\n", p.name, r.rate(), round(r.pct(50)), round(r.pct(99)), round(added))
+		}
+		rl, ng, di := res["relay"], res["nginx"], res["direct"]
+		addedRelay := rl.pct(50) - di.pct(50)
+		addedNginx := ng.pct(50) - di.pct(50)
+		fmt.Printf("\nrelay/nginx: throughput %.2f×, p50 %.2f×, p99 %.2f×, added p50 %.2f×; relay/direct throughput %.2f×\n\n",
+			rl.rate()/ng.rate(),
+			float64(rl.pct(50))/float64(ng.pct(50)),
+			float64(rl.pct(99))/float64(ng.pct(99)),
+			float64(addedRelay)/float64(addedNginx),
+			rl.rate()/di.rate())
+	}
+	if st := a.relay.Stats(); st.Relayed == 0 || st.Fallbacks != 0 {
+		return fmt.Errorf("relay did not relay: %+v", st)
+	}
+	return nil
+}
+
+func round(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Millisecond || d <= -time.Millisecond:
+		return d.Round(10 * time.Microsecond)
+	default:
+		return d.Round(100 * time.Nanosecond)
+	}
+}
+
+// measure runs one round: conns connections each doing sequential echo
+// round trips until duration has passed or maxRT round trips were done.
+func measure(p path, conns, size int, duration time.Duration, maxRT int64) (result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), duration+30*time.Second)
+	defer cancel()
+	cs := make([]*websocket.Conn, conns)
+	defer func() {
+		for _, c := range cs {
+			if c != nil {
+				_ = c.Close(websocket.StatusNormalClosure, "")
+			}
+		}
+	}()
+	for i := range cs {
+		c, _, err := websocket.Dial(ctx, p.url, nil)
+		if err != nil {
+			return result{}, err
+		}
+		c.SetReadLimit(-1)
+		cs[i] = c
+	}
+	var (
+		count atomic.Int64
+		wg    sync.WaitGroup
+		lats  = make([][]time.Duration, conns)
+		errs  = make([]error, conns)
+	)
+	msg := make([]byte, size)
+	start := time.Now()
+	deadline := start.Add(duration)
+	for i, c := range cs {
+		wg.Go(func() {
+			lat := make([]time.Duration, 0, 1<<14)
+			for time.Now().Before(deadline) && count.Add(1) <= maxRT {
+				t0 := time.Now()
+				if err := c.Write(ctx, websocket.MessageBinary, msg); err != nil {
+					errs[i] = err
+					return
+				}
+				if _, _, err := c.Read(ctx); err != nil {
+					errs[i] = err
+					return
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			lats[i] = lat
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err := errors.Join(errs...); err != nil {
+		return result{}, err
+	}
+	var r result
+	for _, l := range lats {
+		r.lat = append(r.lat, l...)
+	}
+	r.rts = int64(len(r.lat))
+	r.time = elapsed
+	return r, nil
+}
+
+// server is one fleet server: the relay in front of an echo handler.
+type server struct {
+	relay *relay.Relay
+	addr  string
+}
+
+func serve(id, secret string, dir relay.Directory, logger *slog.Logger) (*server, func(), error) {
+	rl, err := relay.New(relay.Config{NodeID: id, Secret: secret}, dir, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.CloseNow()
+		c.SetReadLimit(-1)
+		ctx := context.Background()
+		for {
+			typ, b, err := c.Read(ctx)
+			if err != nil {
+				return
+			}
+			if err := c.Write(ctx, typ, b); err != nil {
+				return
+			}
+		}
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	srv := &http.Server{Handler: rl.Middleware(mux), ErrorLog: log.New(io.Discard, "", 0)}
+	go func() { _ = srv.Serve(l) }()
+	stop := func() {
+		_ = rl.Close()
+		_ = srv.Close()
+	}
+	return &server{relay: rl, addr: l.Addr().String()}, stop, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
