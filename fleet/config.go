@@ -1,0 +1,103 @@
+package fleet
+
+import (
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/muster-gg/muster/backplane"
+)
+
+// Config configures a Fleet. The zero value of each field means its
+// default.
+type Config struct {
+	// NodeID identifies this server in its cluster. Required.
+	NodeID string `yaml:"node-id"`
+
+	// Cluster is the name of the fleet, published with the record. The
+	// backplane is already bound to it. Default "default".
+	Cluster string `yaml:"cluster"`
+
+	// Region is published with the record. Default "".
+	Region string `yaml:"region"`
+
+	// InternalAddress is where the other servers reach this one
+	// (host:port). Default "", which means the relay cannot reach it.
+	InternalAddress string `yaml:"internal-address"`
+
+	// PublicAddress is where clients reach this server directly, when it
+	// has an address of its own. Default "".
+	PublicAddress string `yaml:"public-address"`
+
+	// NodeParam is the query parameter that names a server in a client's
+	// URL (?node=id). Default "node".
+	NodeParam string `yaml:"node-param"`
+
+	// Heartbeat is the interval between records; a server missing three
+	// heartbeats is gone. Default 2s.
+	Heartbeat time.Duration `yaml:"heartbeat"`
+
+	// CallTimeout bounds every backplane call. Default a quarter of the
+	// heartbeat.
+	CallTimeout time.Duration `yaml:"call-timeout"`
+
+	// MaxLoad is the load budget; at MaxLoad the server is full. Default 200.
+	MaxLoad int `yaml:"max-load"`
+
+	// DrainTimeout bounds a drain: then the remaining work is told and
+	// ended. Default 30s.
+	DrainTimeout time.Duration `yaml:"drain-timeout"`
+
+	// DrainToken lets POST /muster/server/drain come from a non-loopback
+	// address with "Authorization: Bearer <token>". Default "": loopback
+	// only.
+	DrainToken string `yaml:"drain-token"`
+}
+
+// MissedHeartbeats is how many heartbeats a server may miss before it is
+// gone from every view.
+const MissedHeartbeats = 3
+
+// HandoffTTL is how long an untaken handoff lives.
+const HandoffTTL = 60 * time.Second
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Cluster == "" {
+		c.Cluster = "default"
+	}
+	if c.NodeParam == "" {
+		c.NodeParam = "node"
+	}
+	if c.Heartbeat == 0 {
+		c.Heartbeat = 2 * time.Second
+	}
+	if c.CallTimeout == 0 {
+		c.CallTimeout = c.Heartbeat / 4
+	}
+	if c.MaxLoad == 0 {
+		c.MaxLoad = 200
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = 30 * time.Second
+	}
+	switch {
+	case c.NodeID == "":
+		return c, fmt.Errorf("fleet: Config.NodeID is required")
+	case backplane.ValidateName("node id", c.NodeID) != nil:
+		return c, fmt.Errorf("fleet: Config.NodeID: %w", backplane.ValidateName("node id", c.NodeID))
+	case c.Heartbeat < 0:
+		return c, fmt.Errorf("fleet: Config.Heartbeat %v is negative", c.Heartbeat)
+	case c.CallTimeout < 0 || c.CallTimeout >= c.Heartbeat:
+		return c, fmt.Errorf("fleet: Config.CallTimeout %v must be positive and below the heartbeat %v", c.CallTimeout, c.Heartbeat)
+	case c.MaxLoad < 0:
+		return c, fmt.Errorf("fleet: Config.MaxLoad %d is negative", c.MaxLoad)
+	case c.DrainTimeout < 0:
+		return c, fmt.Errorf("fleet: Config.DrainTimeout %v is negative", c.DrainTimeout)
+	}
+	if c.InternalAddress != "" {
+		if _, _, err := net.SplitHostPort(c.InternalAddress); err != nil {
+			return c, fmt.Errorf("fleet: Config.InternalAddress: %w", err)
+		}
+	}
+	return c, nil
+}

@@ -1,0 +1,113 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/signal"
+	"slices"
+	"sync"
+	"syscall"
+)
+
+// Drainer is a part of the server with work to hand over before the server
+// leaves the fleet: queues and lobbies move to other servers, rooms run to
+// their end.
+type Drainer interface {
+	// Drain moves or finishes the part's work and returns when none is
+	// left. Its context ends at the drain timeout; Drain then tells what
+	// remains (the game's ServerDraining packet), ends it after a short
+	// grace, and returns.
+	Drain(ctx context.Context) error
+}
+
+// DrainerFunc adapts a function to a Drainer.
+type DrainerFunc func(ctx context.Context) error
+
+// Drain calls fn(ctx).
+func (fn DrainerFunc) Drain(ctx context.Context) error { return fn(ctx) }
+
+type drainRun struct {
+	done chan struct{}
+	err  error
+}
+
+// AddDrainer adds d to the parts that Drain waits for. Add drainers before
+// the server can drain.
+func (f *Fleet) AddDrainer(d Drainer) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.drainers = append(f.drainers, d)
+}
+
+// Draining reports whether the server has begun to drain (or is leaving).
+func (f *Fleet) Draining() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.draining || f.leaving
+}
+
+// Drain drains the server: its state becomes draining (the readiness probe
+// fails and the others see it at once), every Drainer hands over or
+// finishes its work, bounded by the drain timeout, and then the server
+// leaves the fleet and Run returns. Drain returns when all of that is done.
+// A second call waits for the first drain. Ending ctx cuts the drain short
+// as the timeout would.
+func (f *Fleet) Drain(ctx context.Context) error {
+	f.mu.Lock()
+	if d := f.drain; d != nil {
+		f.mu.Unlock()
+		select {
+		case <-d.done:
+			return d.err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	d := &drainRun{done: make(chan struct{})}
+	f.drain, f.draining = d, true
+	drainers := slices.Clone(f.drainers)
+	f.mu.Unlock()
+	f.heartbeatNow()
+	f.logger.Info("draining", "timeout", f.cfg.DrainTimeout, "parts", len(drainers))
+
+	dctx, cancel := context.WithTimeout(ctx, f.cfg.DrainTimeout)
+	errs := make([]error, len(drainers))
+	var wg sync.WaitGroup
+	for i, dr := range drainers {
+		wg.Go(func() { errs[i] = dr.Drain(dctx) })
+	}
+	wg.Wait()
+	timedOut := dctx.Err() != nil
+	cancel()
+	if timedOut {
+		f.logger.Warn("drain timeout reached; remaining work was ended")
+	}
+
+	lctx, lcancel := context.WithTimeout(context.WithoutCancel(ctx), f.cfg.CallTimeout)
+	defer lcancel()
+	d.err = errors.Join(append(errs, f.leave(lctx))...)
+	close(d.done)
+	return d.err
+}
+
+// DrainOnSignal waits for one of sigs (SIGTERM and SIGINT when none are
+// given), then drains the server and returns the drain's error. It returns
+// nil at once when ctx ends first.
+func (f *Fleet) DrainOnSignal(ctx context.Context, sigs ...os.Signal) error {
+	if len(sigs) == 0 {
+		sigs = []os.Signal{syscall.SIGTERM, os.Interrupt}
+	}
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sigs...)
+	defer signal.Stop(ch)
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-f.left:
+		return nil
+	case sig := <-ch:
+		f.logger.Info("signal received; draining", "signal", sig.String())
+		return f.Drain(context.WithoutCancel(ctx))
+	}
+}

@@ -1,0 +1,19 @@
+package fleet
+
+import "errors"
+
+var (
+	// ErrNotFound reports that a unit is unclaimed, or that its holder is
+	// not a live server in this server's view.
+	ErrNotFound = errors.New("fleet: not found")
+
+	// ErrNotLive reports that a node id names no live server.
+	ErrNotLive = errors.New("fleet: node not live")
+
+	// ErrDraining is returned for work offered to a draining server, such
+	// as an incoming handoff.
+	ErrDraining = errors.New("fleet: server is draining")
+
+	// ErrHeld reports that a unique unit is claimed by another live server.
+	ErrHeld = errors.New("fleet: claimed by another server")
+)

@@ -1,0 +1,317 @@
+package fleet
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/muster-gg/muster/backplane"
+)
+
+// Fleet is one server's membership in a fleet. Create it with New, run its
+// heartbeat with Run.
+type Fleet struct {
+	cfg    Config
+	bp     backplane.Backplane
+	logger *slog.Logger
+
+	kick chan struct{} // asks Run for a heartbeat now
+	left chan struct{} // closed when the server has left the fleet
+
+	// beatMu orders heartbeats and leaving, so that no heartbeat in flight
+	// writes the record back after the server has left.
+	beatMu sync.Mutex
+
+	mu       sync.Mutex
+	ready    bool
+	draining bool
+	leaving  bool
+	load     int
+	stats    map[string]int64
+	view     map[string]Node // live servers, self included
+	attached bool            // the last heartbeat reached the backplane
+	beaten   bool            // at least one heartbeat reached it
+	held     map[backplane.Key]bool
+	drainers []Drainer
+	drain    *drainRun
+	leaveErr error
+
+	wg sync.WaitGroup // goroutines started by the Fleet (drains from HTTP)
+}
+
+// New returns a Fleet for cfg over bp. It starts nothing and never touches
+// the backplane. A nil logger means slog.Default().
+func New(cfg Config, bp backplane.Backplane, logger *slog.Logger) (*Fleet, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	f := &Fleet{
+		cfg:    cfg,
+		bp:     bp,
+		logger: logger.With("component", "fleet", "node_id", cfg.NodeID),
+		kick:   make(chan struct{}, 1),
+		left:   make(chan struct{}),
+		stats:  make(map[string]int64),
+		held:   make(map[backplane.Key]bool),
+	}
+	f.view = map[string]Node{cfg.NodeID: f.selfLocked()}
+	return f, nil
+}
+
+// ID returns this server's node id.
+func (f *Fleet) ID() string { return f.cfg.NodeID }
+
+// Config returns the configuration in force, defaults filled in.
+func (f *Fleet) Config() Config { return f.cfg }
+
+// Run publishes this server's record every heartbeat and refreshes the view
+// until ctx ends or the server has left the fleet. When ctx ends first, the
+// server leaves the fleet at once (best effort) so that the others need not
+// wait three heartbeats. Run returns when every goroutine the Fleet started
+// has ended.
+func (f *Fleet) Run(ctx context.Context) error {
+	defer f.wg.Wait()
+	t := time.NewTicker(f.cfg.Heartbeat)
+	defer t.Stop()
+	for {
+		f.step(ctx)
+		select {
+		case <-ctx.Done():
+			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.cfg.CallTimeout)
+			defer cancel()
+			f.leave(lctx)
+			return nil
+		case <-f.left:
+			return nil
+		case <-t.C:
+		case <-f.kick:
+		}
+	}
+}
+
+// step is one heartbeat: publish the record, read the view, and re-assert
+// the claims when the backplane has come back or lost its state.
+func (f *Fleet) step(ctx context.Context) {
+	f.beatMu.Lock()
+	defer f.beatMu.Unlock()
+	f.mu.Lock()
+	if f.leaving {
+		f.mu.Unlock()
+		return
+	}
+	self := f.selfLocked()
+	f.mu.Unlock()
+
+	cctx, cancel := context.WithTimeout(ctx, f.cfg.CallTimeout)
+	nodes, created, err := f.bp.Heartbeat(cctx, backplane.Node{ID: self.ID, Data: self.encode()}, MissedHeartbeats*f.cfg.Heartbeat)
+	cancel()
+
+	f.mu.Lock()
+	if err != nil {
+		wasAttached := f.attached
+		f.attached = false
+		f.view = map[string]Node{self.ID: self}
+		f.mu.Unlock()
+		if wasAttached || !f.beaten {
+			f.logger.Warn("backplane unreachable; serving alone", "err", err)
+			f.beaten = true // log "unreachable at start" once too
+		}
+		return
+	}
+	returned := !f.attached && f.beaten
+	lost := created && f.beaten && !returned
+	f.attached, f.beaten = true, true
+	view := make(map[string]Node, len(nodes))
+	for _, bn := range nodes {
+		if n, ok := decodeNode(bn.ID, bn.Data); ok {
+			view[n.ID] = n
+		}
+	}
+	view[self.ID] = self
+	f.view = view
+	held := maps.Clone(f.held)
+	f.mu.Unlock()
+
+	switch {
+	case returned:
+		f.logger.Info("backplane reachable again; rejoined the fleet", "claims", len(held))
+	case lost:
+		f.logger.Warn("backplane lost this server's record; re-asserting claims", "claims", len(held))
+	}
+	if (returned || lost) && len(held) > 0 {
+		f.reassert(ctx, held)
+	}
+}
+
+// heartbeatNow asks Run for a heartbeat without waiting for the ticker, so
+// that a change of state is published at once.
+func (f *Fleet) heartbeatNow() {
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+}
+
+// selfLocked returns this server's current record. f.mu must be held.
+func (f *Fleet) selfLocked() Node {
+	return Node{
+		ID:              f.cfg.NodeID,
+		Cluster:         f.cfg.Cluster,
+		Region:          f.cfg.Region,
+		InternalAddress: f.cfg.InternalAddress,
+		PublicAddress:   f.cfg.PublicAddress,
+		State:           f.stateLocked(),
+		Load:            f.load,
+		MaxLoad:         f.cfg.MaxLoad,
+		Stats:           maps.Clone(f.stats),
+	}
+}
+
+func (f *Fleet) stateLocked() State {
+	switch {
+	case f.leaving:
+		return StateLeaving
+	case f.draining:
+		return StateDraining
+	case !f.ready:
+		return StateStarting
+	case f.load >= f.cfg.MaxLoad:
+		return StateFull
+	}
+	return StateReady
+}
+
+// State returns this server's state.
+func (f *Fleet) State() State {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stateLocked()
+}
+
+// MarkReady moves a starting server to ready (or full, at its max-load).
+// It has no effect once the server drains.
+func (f *Fleet) MarkReady() {
+	f.mu.Lock()
+	f.ready = true
+	f.mu.Unlock()
+	f.heartbeatNow()
+}
+
+// SetLoad sets this server's load, published with the next heartbeat.
+func (f *Fleet) SetLoad(load int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.load = load
+	f.view[f.cfg.NodeID] = f.selfLocked()
+}
+
+// Load returns this server's load and max-load.
+func (f *Fleet) Load() (load, maxLoad int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.load, f.cfg.MaxLoad
+}
+
+// SetStat publishes a module's statistic, such as "queue:duel", with the
+// next heartbeat.
+func (f *Fleet) SetStat(name string, value int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stats[name] = value
+	f.view[f.cfg.NodeID] = f.selfLocked()
+}
+
+// Nodes returns the live servers of the cluster as of the last heartbeat,
+// this one included, sorted by id. It costs no backplane round trip.
+func (f *Fleet) Nodes() []Node {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]Node, 0, len(f.view))
+	for _, n := range f.view {
+		out = append(out, n.clone())
+	}
+	slices.SortFunc(out, func(a, b Node) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
+// Node returns the live server id from the view.
+func (f *Fleet) Node(id string) (Node, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, ok := f.view[id]
+	return n.clone(), ok
+}
+
+// Self returns this server's record as it will next be published.
+func (f *Fleet) Self() Node {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.selfLocked()
+}
+
+// Alone reports whether no other live server is in view: then every
+// decision is local, and nothing is redirected, relayed or handed off.
+func (f *Fleet) Alone() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.view) <= 1
+}
+
+// Attached reports whether the last heartbeat reached the backplane.
+func (f *Fleet) Attached() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.attached
+}
+
+// InternalAddress returns the internal address of the live server id, for
+// the relay. It is false for this server, an unknown or dead server, and
+// one without an internal address.
+func (f *Fleet) InternalAddress(id string) (string, bool) {
+	if id == f.cfg.NodeID {
+		return "", false
+	}
+	n, ok := f.Node(id)
+	if !ok || n.InternalAddress == "" || n.State == StateLeaving {
+		return "", false
+	}
+	return n.InternalAddress, true
+}
+
+// Done returns a channel closed when the server has left the fleet.
+func (f *Fleet) Done() <-chan struct{} { return f.left }
+
+// leave removes this server's record and ends Run. Safe to call twice.
+func (f *Fleet) leave(ctx context.Context) error {
+	f.beatMu.Lock()
+	defer f.beatMu.Unlock()
+	f.mu.Lock()
+	if f.leaving {
+		err := f.leaveErr
+		f.mu.Unlock()
+		return err
+	}
+	f.leaving = true
+	f.view = map[string]Node{f.cfg.NodeID: f.selfLocked()}
+	f.mu.Unlock()
+
+	err := f.bp.Leave(ctx, f.cfg.NodeID)
+	if err != nil {
+		f.logger.Warn("leave the fleet; the others will drop this server after three heartbeats", "err", err)
+	} else {
+		f.logger.Info("left the fleet")
+	}
+	f.mu.Lock()
+	f.leaveErr = err
+	f.mu.Unlock()
+	close(f.left)
+	return err
+}

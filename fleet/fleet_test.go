@@ -1,0 +1,247 @@
+package fleet_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/muster-gg/muster/backplane/memory"
+	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/internal/fleettest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const hb = fleettest.Heartbeat
+
+// ids returns the ids of a server's view.
+func ids(f *fleet.Fleet) string {
+	var out []string
+	for _, n := range f.Nodes() {
+		out = append(out, n.ID)
+	}
+	return fmt.Sprint(out)
+}
+
+func TestViewAfterOneHeartbeat(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := fleettest.Start(t, 3, nil)
+		time.Sleep(hb)
+		synctest.Wait()
+		for _, s := range c.Servers {
+			if got := ids(s.Fleet); got != "[s0 s1 s2]" {
+				t.Errorf("%s sees %s after one heartbeat", s.ID(), got)
+			}
+		}
+		// A stat is published with s0's next heartbeat and read with the
+		// others' next one: within two heartbeats whatever their phase.
+		time.Sleep(hb / 3)
+		c.Servers[0].SetStat("queue:duel", 7)
+		time.Sleep(2 * hb)
+		synctest.Wait()
+		for _, s := range c.Servers {
+			n, ok := s.Node("s0")
+			if !ok || n.Stat("queue:duel") != 7 || n.State != fleet.StateReady || n.MaxLoad != 200 {
+				t.Errorf("%s reads s0 as %+v", s.ID(), n)
+			}
+			if s.Alone() {
+				t.Errorf("%s is alone among three", s.ID())
+			}
+		}
+	})
+}
+
+func TestGoneAfterThreeMissedHeartbeats(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := fleettest.Start(t, 3, nil)
+		time.Sleep(hb)
+		synctest.Wait()
+		c.Servers[2].Kill()
+		time.Sleep(2 * hb) // two missed: still there
+		synctest.Wait()
+		if got := ids(c.Servers[0].Fleet); got != "[s0 s1 s2]" {
+			t.Fatalf("after two missed heartbeats s0 sees %s", got)
+		}
+		time.Sleep(hb) // the third
+		synctest.Wait()
+		for _, s := range c.Servers[:2] {
+			if got := ids(s.Fleet); got != "[s0 s1]" {
+				t.Errorf("after three missed heartbeats %s sees %s", s.ID(), got)
+			}
+		}
+	})
+}
+
+func TestLeaveIsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := fleettest.Start(t, 3, nil)
+		time.Sleep(hb)
+		synctest.Wait()
+		if err := c.Servers[2].Claim(t.Context(), fleet.KindLobby, "ABCD"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(hb / 2)
+		if err := c.Servers[2].Drain(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		<-c.Servers[2].Done()
+		// Its claims point nowhere at once.
+		if _, err := c.Servers[0].Locate(t.Context(), fleet.KindLobby, "ABCD"); !errors.Is(err, fleet.ErrNotFound) {
+			t.Fatalf("Locate of a departed server's lobby: %v", err)
+		}
+		time.Sleep(hb / 2) // the others' next heartbeat
+		synctest.Wait()
+		if got := ids(c.Servers[0].Fleet); got != "[s0 s1]" {
+			t.Fatalf("one heartbeat after s2 left, s0 sees %s", got)
+		}
+	})
+}
+
+func TestClaims(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := fleettest.Start(t, 3, nil)
+		time.Sleep(hb)
+		synctest.Wait()
+		a, b, dead := c.Servers[0], c.Servers[1], c.Servers[2]
+		ctx := t.Context()
+		if err := a.Claim(ctx, fleet.KindPlayer, "p1"); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := b.Locate(ctx, fleet.KindPlayer, "p1"); err != nil || n.ID != "s0" || n.InternalAddress == "" {
+			t.Fatalf("Locate(p1) from s1 = %+v, %v; want s0 with its address", n, err)
+		}
+		if _, err := b.Locate(ctx, fleet.KindPlayer, "nobody"); !errors.Is(err, fleet.ErrNotFound) {
+			t.Fatalf("Locate of an unclaimed player: %v", err)
+		}
+
+		// Release never removes another server's claim.
+		if err := b.Release(ctx, fleet.KindPlayer, "p1"); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := b.Locate(ctx, fleet.KindPlayer, "p1"); err != nil || n.ID != "s0" {
+			t.Fatalf("s1's release moved s0's claim: %+v, %v", n, err)
+		}
+
+		// A dead server's claims point nowhere, and its unique ones can be
+		// taken over.
+		if err := dead.ClaimUnique(ctx, fleet.KindLobby, "K7QX"); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.ClaimUnique(ctx, fleet.KindLobby, "K7QX"); !errors.Is(err, fleet.ErrHeld) {
+			t.Fatalf("claim of a live server's lobby: %v, want ErrHeld", err)
+		}
+		dead.Kill()
+		time.Sleep(fleet.MissedHeartbeats * hb)
+		synctest.Wait()
+		if _, err := a.Locate(ctx, fleet.KindLobby, "K7QX"); !errors.Is(err, fleet.ErrNotFound) {
+			t.Fatalf("Locate of a dead server's lobby: %v", err)
+		}
+		if err := a.ClaimUnique(ctx, fleet.KindLobby, "K7QX"); err != nil {
+			t.Fatalf("take-over of a dead server's lobby: %v", err)
+		}
+	})
+}
+
+func TestClaimUniqueRace32(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := fleettest.Start(t, 32, nil)
+		time.Sleep(hb)
+		synctest.Wait()
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		winners := 0
+		for _, s := range c.Servers {
+			wg.Go(func() {
+				err := s.ClaimUnique(t.Context(), fleet.KindLobby, "RACE")
+				switch {
+				case err == nil:
+					mu.Lock()
+					winners++
+					mu.Unlock()
+				case !errors.Is(err, fleet.ErrHeld):
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if winners != 1 {
+			t.Fatalf("%d of 32 servers won the lobby code", winners)
+		}
+	})
+}
+
+func TestHandoffs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := fleettest.Start(t, 3, nil)
+		a, b, other := c.Servers[0], c.Servers[1], c.Servers[2]
+		ctx := t.Context()
+		if err := a.PutHandoff(ctx, "s1", "p1", []byte("queue duel waited 4.2s")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := other.TakeHandoff(ctx, "p1"); !errors.Is(err, fleet.ErrNotFound) {
+			t.Fatalf("a server that is not the target took the handoff: %v", err)
+		}
+		data, err := b.TakeHandoff(ctx, "p1")
+		if err != nil || string(data) != "queue duel waited 4.2s" {
+			t.Fatalf("target's take = %q, %v", data, err)
+		}
+		if _, err := b.TakeHandoff(ctx, "p1"); !errors.Is(err, fleet.ErrNotFound) {
+			t.Fatalf("second take: %v", err)
+		}
+
+		if err := a.PutHandoff(ctx, "s1", "p2", []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(fleet.HandoffTTL)
+		if _, err := b.TakeHandoff(ctx, "p2"); !errors.Is(err, fleet.ErrNotFound) {
+			t.Fatalf("take after %v: %v", fleet.HandoffTTL, err)
+		}
+	})
+}
+
+func TestAloneIsInert(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, err := fleet.New(fleet.Config{NodeID: "solo"}, memory.New(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- f.Run(ctx) }()
+		time.Sleep(5 * hb)
+		synctest.Wait()
+		if !f.Alone() || ids(f) != "[solo]" {
+			t.Fatalf("a single server: Alone %v, view %s", f.Alone(), ids(f))
+		}
+		if _, ok := f.InternalAddress("solo"); ok {
+			t.Fatal("the relay may reach this server through itself")
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestBadConfig(t *testing.T) {
+	cases := map[string]fleet.Config{
+		"no node id":         {},
+		"node id with colon": {NodeID: "a:b"},
+		"call timeout":       {NodeID: "a", Heartbeat: time.Second, CallTimeout: 2 * time.Second},
+		"bad address":        {NodeID: "a", InternalAddress: "nohostport"},
+		"negative load":      {NodeID: "a", MaxLoad: -1},
+	}
+	for name, cfg := range cases {
+		t.Run(name, func(t *testing.T) {
+			if _, err := fleet.New(cfg, memory.New(), nil); err == nil {
+				t.Fatal("no error")
+			}
+		})
+	}
+}

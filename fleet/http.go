@@ -1,0 +1,89 @@
+package fleet
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// Probe and control paths served by Handler.
+const (
+	PathLive     = "/muster/server/live"
+	PathReady    = "/muster/server/ready"
+	PathCapacity = "/muster/server/capacity"
+	PathDrain    = "/muster/server/drain"
+)
+
+// Capacity is the load report served at PathCapacity.
+type Capacity struct {
+	NodeID   string           `json:"node_id"`
+	State    State            `json:"state"`
+	Load     int              `json:"load"`
+	MaxLoad  int              `json:"max_load"`
+	Stats    map[string]int64 `json:"stats,omitempty"`
+	Nodes    int              `json:"nodes"`
+	Attached bool             `json:"attached"`
+}
+
+// Handler serves the probes: GET PathLive (200 while the process works),
+// GET PathReady (200 only while ready; 503 when starting, full, draining or
+// leaving), GET PathCapacity (a Capacity as JSON), and POST PathDrain,
+// which starts a drain when it comes from a loopback address or carries
+// "Authorization: Bearer <DrainToken>".
+func (f *Fleet) Handler() http.Handler {
+	r := chi.NewRouter()
+	r.Get(PathLive, func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte("live\n"))
+	})
+	r.Get(PathReady, func(w http.ResponseWriter, _ *http.Request) {
+		s := f.State()
+		if s != StateReady {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		w.Write([]byte(string(s) + "\n"))
+	})
+	r.Get(PathCapacity, func(w http.ResponseWriter, _ *http.Request) {
+		self := f.Self()
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(Capacity{
+			NodeID: self.ID, State: self.State, Load: self.Load, MaxLoad: self.MaxLoad,
+			Stats: self.Stats, Nodes: len(f.Nodes()), Attached: f.Attached(),
+		})
+	})
+	r.Post(PathDrain, func(w http.ResponseWriter, r *http.Request) {
+		if !f.drainAllowed(r) {
+			http.Error(w, "drain: only from loopback or with the drain token", http.StatusForbidden)
+			return
+		}
+		select {
+		case <-f.left:
+			http.Error(w, "drain: this server has left the fleet", http.StatusConflict)
+			return
+		default:
+		}
+		f.wg.Go(func() { f.Drain(context.Background()) })
+		w.WriteHeader(http.StatusAccepted)
+		w.Write([]byte("draining\n"))
+	})
+	return r
+}
+
+func (f *Fleet) drainAllowed(r *http.Request) bool {
+	if tok := f.cfg.DrainToken; tok != "" {
+		if got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok &&
+			subtle.ConstantTimeCompare([]byte(got), []byte(tok)) == 1 {
+			return true
+		}
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
