@@ -10,11 +10,15 @@
 //	go run ./bench/relay
 //	go run ./bench/relay -conns 64 -size 1024 -duration 3s -rounds 5
 //
-// It needs nginx on PATH; everything listens on 127.0.0.1.
+// The client runs in this process; the relaying server a, the echo server b
+// and nginx each run in their own process, as they would in a fleet. It
+// needs nginx on PATH; everything listens on 127.0.0.1.
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -26,10 +30,12 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/coder/websocket"
@@ -45,10 +51,21 @@ func main() {
 		duration = flag.Duration("duration", 2*time.Second, "length of one measured round")
 		rounds   = flag.Int("rounds", 3, "measured rounds per path and scenario")
 		maxRT    = flag.Int64("max", 2_000_000, "most round trips in one round")
+		only     = flag.String("only", "", "measure only this path (direct, relay or nginx), for profiling")
+		cpuprof  = flag.String("cpuprofile", "", "write a CPU profile of the serving process to this file (with -serve)")
+		serveID  = flag.String("serve", "", "internal: run as server `id` (a or b) in a child process")
+		peer     = flag.String("peer", "", "internal: address of node b, for -serve a")
 	)
 	flag.Parse()
 	log.SetFlags(0)
-	if err := run(*conns, *size, *duration, *rounds, *maxRT); err != nil {
+	if *serveID != "" {
+		if err := serveChild(*serveID, *peer, *cpuprof); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
+	onlyPath = *only
+	if err := run(*conns, *size, *duration, *rounds, *maxRT, *cpuprof); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -75,31 +92,22 @@ func (r result) pct(p int) time.Duration {
 	return r.lat[min(len(r.lat)-1, len(r.lat)*p/100)]
 }
 
-func run(conns, size int, duration time.Duration, rounds int, maxRT int64) error {
+// onlyPath, when set, restricts the run to one path.
+var onlyPath string
+
+func run(conns, size int, duration time.Duration, rounds int, maxRT int64, cpuprof string) error {
 	nginxBin, err := exec.LookPath("nginx")
 	if err != nil {
 		return fmt.Errorf("nginx is not on PATH: %w", err)
 	}
-	quiet := slog.New(slog.DiscardHandler)
-	var addrs sync.Map
-	dir := relay.DirectoryFunc(func(id string) (string, bool) {
-		a, ok := addrs.Load(id)
-		if !ok {
-			return "", false
-		}
-		return a.(string), true
-	})
-
-	// b is the echo server; a relays to it. Both run the relay middleware,
-	// as every server of a fleet does.
-	secret := "benchmark secret, 32 bytes long!"
-	b, stopB, err := serve("b", secret, dir, quiet)
+	// b is the echo server; a relays to it. Each runs in its own process,
+	// as nginx does, so that no path shares a Go runtime with the client.
+	bAddr, stopB, err := startChild("b", "", "")
 	if err != nil {
 		return err
 	}
 	defer stopB()
-	addrs.Store("b", b.addr)
-	a, stopA, err := serve("a", secret, dir, quiet)
+	aAddr, stopA, err := startChild("a", bAddr, cpuprof)
 	if err != nil {
 		return err
 	}
@@ -114,7 +122,7 @@ func run(conns, size int, duration time.Duration, rounds int, maxRT int64) error
 	if err != nil {
 		return err
 	}
-	ngx, err := testbin.LaunchNginx(nginxBin, tmp, port, b.addr)
+	ngx, err := testbin.LaunchNginx(nginxBin, tmp, port, bAddr)
 	if err != nil {
 		return err
 	}
@@ -122,13 +130,19 @@ func run(conns, size int, duration time.Duration, rounds int, maxRT int64) error
 	version, _ := exec.Command(nginxBin, "-v").CombinedOutput()
 
 	paths := []path{
-		{"direct", "ws://" + b.addr + "/echo"},
-		{"relay", "ws://" + a.addr + "/echo?node=b"},
+		{"direct", "ws://" + bAddr + "/echo"},
+		{"relay", "ws://" + aAddr + "/echo?node=b"},
 		{"nginx", "ws://" + ngx.Addr + "/echo"},
 	}
+	if onlyPath != "" {
+		paths = slices.DeleteFunc(paths, func(p path) bool { return p.name != onlyPath })
+		if len(paths) == 0 {
+			return fmt.Errorf("no path %q", onlyPath)
+		}
+	}
 
-	fmt.Printf("Echo of a %d-byte binary message; %d rounds of %v per path, interleaved; %s; GOMAXPROCS=%d; %s, 1 worker\n\n",
-		size, rounds, duration, runtime.Version(), runtime.GOMAXPROCS(0), strings.TrimSpace(strings.TrimPrefix(string(version), "nginx version: ")))
+	fmt.Printf("Echo of a %d-byte binary message; %d rounds of %v per path, interleaved; client, relay (a), echo server (b) and nginx (1 worker) in four processes; %s; %d CPUs; %s\n\n",
+		size, rounds, duration, runtime.Version(), runtime.NumCPU(), strings.TrimSpace(strings.TrimPrefix(string(version), "nginx version: ")))
 
 	scenarios := []struct {
 		name  string
@@ -162,8 +176,14 @@ func run(conns, size int, duration time.Duration, rounds int, maxRT int64) error
 		for _, p := range paths {
 			r := res[p.name]
 			slices.Sort(r.lat)
-			added := r.pct(50) - res["direct"].pct(50)
+			var added time.Duration
+			if d, ok := res["direct"]; ok {
+				added = r.pct(50) - d.pct(50)
+			}
 			fmt.Printf("| %s | %.0f | %v | %v | %v |\n", p.name, r.rate(), round(r.pct(50)), round(r.pct(99)), round(added))
+		}
+		if len(paths) < 3 {
+			continue
 		}
 		rl, ng, di := res["relay"], res["nginx"], res["direct"]
 		addedRelay := rl.pct(50) - di.pct(50)
@@ -175,10 +195,23 @@ func run(conns, size int, duration time.Duration, rounds int, maxRT int64) error
 			float64(addedRelay)/float64(addedNginx),
 			rl.rate()/di.rate())
 	}
-	if st := a.relay.Stats(); st.Relayed == 0 || st.Fallbacks != 0 {
+	var st relay.Stats
+	if err := getJSON("http://"+aAddr+"/stats", &st); err != nil {
+		return err
+	}
+	if st.Relayed == 0 || st.Fallbacks != 0 {
 		return fmt.Errorf("relay did not relay: %+v", st)
 	}
 	return nil
+}
+
+func getJSON(url string, v any) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	return json.NewDecoder(resp.Body).Decode(v)
 }
 
 func round(d time.Duration) time.Duration {
@@ -252,18 +285,62 @@ func measure(p path, conns, size int, duration time.Duration, maxRT int64) (resu
 	return r, nil
 }
 
-// server is one fleet server: the relay in front of an echo handler.
-type server struct {
-	relay *relay.Relay
-	addr  string
+// startChild runs this program as server id in a child process and returns
+// its address and a function that stops it.
+func startChild(id, peer, cpuprof string) (string, func(), error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", nil, err
+	}
+	cmd := exec.Command(exe, "-serve", id, "-peer", peer, "-cpuprofile", cpuprof)
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop := func() {
+		_ = stdin.Close() // the child exits when its stdin closes
+		_ = cmd.Wait()
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		stop()
+		return "", nil, fmt.Errorf("server %s: %w", id, err)
+	}
+	return strings.TrimSpace(line), stop, nil
 }
 
-func serve(id, secret string, dir relay.Directory, logger *slog.Logger) (*server, func(), error) {
-	rl, err := relay.New(relay.Config{NodeID: id, Secret: secret}, dir, logger)
+// serveChild is the child process: server id, the relay in front of an echo
+// handler (and /stats), on a loopback port that it prints, until its stdin
+// closes.
+func serveChild(id, peer, cpuprof string) error {
+	if cpuprof != "" && id == "a" {
+		f, err := os.Create(cpuprof)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	dir := relay.DirectoryFunc(func(node string) (string, bool) { return peer, node == "b" && peer != "" })
+	rl, err := relay.New(relay.Config{NodeID: id, Secret: "benchmark secret, 32 bytes long!"}, dir, slog.New(slog.DiscardHandler))
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	mux := http.NewServeMux()
+	mux.HandleFunc("/stats", func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(rl.Stats())
+	})
 	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
 		c, err := websocket.Accept(w, r, nil)
 		if err != nil {
@@ -284,15 +361,14 @@ func serve(id, secret string, dir relay.Directory, logger *slog.Logger) (*server
 	})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	srv := &http.Server{Handler: rl.Middleware(mux), ErrorLog: log.New(io.Discard, "", 0)}
 	go func() { _ = srv.Serve(l) }()
-	stop := func() {
-		_ = rl.Close()
-		_ = srv.Close()
-	}
-	return &server{relay: rl, addr: l.Addr().String()}, stop, nil
+	fmt.Println(l.Addr().String())
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	_ = rl.Close()
+	return srv.Close()
 }
 
 func freePort() (int, error) {
