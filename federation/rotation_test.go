@@ -1,0 +1,188 @@
+package federation
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+)
+
+// newPlacerFor returns a Placer polling e's home in process.
+func newPlacerFor(t *testing.T, e *env, cfg PlacerConfig) *Placer {
+	t.Helper()
+	cfg.HomeURL = "http://home.test"
+	cfg.HTTPClient = client(e.h)
+	cfg.Now = e.clock.Now
+	if cfg.HomeServices == nil {
+		cfg.HomeServices = map[string]string{ServiceGame: "home.example:443", ServiceTURN: "home.example:3478", ServiceSTUN: "home.example:3478"}
+	}
+	p, err := NewPlacer(cfg, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestSilentServerLeavesRotation(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, HomeConfig{})
+	ctx := context.Background()
+	key := e.createNode("au-sydney", "AU", true)
+	_, sk := e.join(key)
+	e.selfTest(sk)
+	node := "wss://au.example/play"
+	e.announce(sk, map[string]string{ServiceGame: node})
+	placer := newPlacerFor(t, e, PlacerConfig{})
+	placer.step(ctx, e.clock.Now())
+
+	newRoom := RoomInfo{ID: "r-new"}
+	if got := placer.Place(newRoom, "AU"); got.Node != "au-sydney" || got.Address != node {
+		t.Fatalf("before silence: %+v", got)
+	}
+	// A room placed there, with players in it, reported by the node.
+	running := RoomInfo{ID: "r-running", Members: 2, Placement: Placement{Node: "au-sydney", Address: node}}
+	e.do("POST", PathRooms, sk, roomRequest{RoomReport: RoomReport{RoomID: "r-running", Members: []string{"a", "b"}}, Seq: 1})
+
+	// Silent for just under 3 minutes: still in rotation.
+	e.clock.Advance(3*time.Minute - time.Second)
+	if got := regionNodes(e.regions()); !slices.Equal(got, []string{"au-sydney"}) {
+		t.Fatalf("at 2m59s: %v", got)
+	}
+	// Silent for 3 minutes: out of the regions list.
+	e.clock.Advance(time.Second)
+	if got := regionNodes(e.regions()); len(got) != 0 {
+		t.Fatalf("at 3m: %v", got)
+	}
+	// The placer has not polled yet; within one more poll it stops.
+	placer.step(ctx, e.clock.Now())
+	if got := placer.Place(newRoom, "AU"); !got.Home() || got.Address != "home.example:443" {
+		t.Fatalf("after the next poll a new room goes to %+v, want home", got)
+	}
+	// Rooms already there keep running: they stay where they are, and
+	// their reports are still taken.
+	if got := placer.Place(running, "FR"); got != running.Placement {
+		t.Fatalf("running room moved to %+v", got)
+	}
+	res := e.do("POST", PathRooms, sk, roomRequest{RoomReport: RoomReport{RoomID: "r-running", Members: []string{"a"}}, Seq: 2})
+	if res.Status != http.StatusOK {
+		t.Fatalf("report from the silent node: %d %s", res.Status, res.Body)
+	}
+	if room, err := e.home.Room(ctx, "r-running"); err != nil || !slices.Equal(room.Members, []string{"a"}) {
+		t.Fatalf("room %+v %v", room, err)
+	}
+	// Announcing again brings the node back at the next poll.
+	e.announce(sk, map[string]string{ServiceGame: node})
+	placer.step(ctx, e.clock.Now())
+	if got := placer.Place(newRoom, "AU"); got.Node != "au-sydney" {
+		t.Fatalf("after announcing again: %+v", got)
+	}
+}
+
+func TestSiblingKeepsNodeInRotation(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, HomeConfig{})
+	key := e.createNode("au-sydney", "AU", true)
+	_, k1 := e.join(key)
+	_, k2 := e.join(key)
+	e.announce(k1, map[string]string{ServiceGame: "a:1"})
+	e.clock.Advance(2 * time.Minute)
+	e.announce(k2, map[string]string{ServiceGame: "b:1"})
+	e.clock.Advance(time.Minute + time.Second) // k1 silent 3m1s, k2 1m1s
+	list := e.regions()
+	if len(list.Regions) != 1 || list.Regions[0].Servers != 1 || !slices.Equal(list.Regions[0].Services[ServiceGame], []string{"b:1"}) {
+		t.Fatalf("regions %+v", list.Regions)
+	}
+}
+
+func TestSelfTestSchedule(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, HomeConfig{})
+	key := e.createNode("au-sydney", "AU", true)
+	_, sk := e.join(key)
+	a := e.announce(sk, nil)
+	if a.SelfTest.DueInSeconds > 0 || a.SelfTest.Bytes != DefaultSelfTestBytes {
+		t.Fatalf("a new server's self-test is not due at once: %+v", a.SelfTest)
+	}
+	// Due since joining; within the grace the server still counts.
+	e.clock.Advance(DefaultSelfTestGrace)
+	if a := e.announce(sk, nil); !a.Fresh {
+		t.Fatal("not fresh within the self-test grace")
+	}
+	// Past the grace it is treated like a silent server, announces or not.
+	e.clock.Advance(time.Second)
+	if a := e.announce(sk, nil); a.Fresh {
+		t.Fatal("fresh with an overdue self-test")
+	}
+	if got := regionNodes(e.regions()); len(got) != 0 {
+		t.Fatalf("node with an overdue self-test in regions: %v", got)
+	}
+	// An incomplete upload fails and leaves the test due.
+	res := e.do("POST", PathSelfTest, sk, make([]byte, 100))
+	var failed selfTestResponse
+	res.decode(t, &failed)
+	if failed.Passed || failed.NextDueInSeconds > 0 {
+		t.Fatalf("short upload: %+v", failed)
+	}
+	// A passing test brings it back and sets the next one a day later.
+	st := e.selfTest(sk)
+	if !st.Passed || st.NextDueInSeconds != DefaultSelfTestEvery.Seconds() {
+		t.Fatalf("self-test %+v", st)
+	}
+	if got := regionNodes(e.regions()); !slices.Equal(got, []string{"au-sydney"}) {
+		t.Fatalf("regions after the self-test: %v", got)
+	}
+	// A day and the grace later (announcing all along) it is due but
+	// within the grace; a second more and it is overdue.
+	e.clock.Advance(DefaultSelfTestEvery + DefaultSelfTestGrace)
+	if a := e.announce(sk, nil); !a.Fresh {
+		t.Fatal("not fresh within the grace of the next self-test")
+	}
+	e.clock.Advance(time.Second)
+	if a := e.announce(sk, nil); a.Fresh {
+		t.Fatal("fresh 25h after the last self-test")
+	}
+	n, err := e.home.Node(context.Background(), "au-sydney")
+	if err != nil || n.InRotation || n.Servers[0].SelfTest == nil || !n.Servers[0].SelfTest.Passed {
+		t.Fatalf("node %+v %v", n, err)
+	}
+}
+
+func TestMinBandwidth(t *testing.T) {
+	t.Parallel()
+	// No upload in process reaches an exabyte per second.
+	e := newEnv(t, HomeConfig{MinBandwidth: 1e18, SelfTestBytes: 1024})
+	key := e.createNode("au-sydney", "AU", true)
+	_, sk := e.join(key)
+	if st := e.selfTest(sk); st.Passed || st.Bytes != 1024 {
+		t.Fatalf("self-test below the minimum: %+v", st)
+	}
+}
+
+func TestPlacerKeepsListUntilStale(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, HomeConfig{})
+	ctx := context.Background()
+	key := e.createNode("au-sydney", "AU", true)
+	_, sk := e.join(key)
+	e.selfTest(sk)
+	e.announce(sk, map[string]string{ServiceGame: "a:1"})
+	fail := false
+	p := newPlacerFor(t, e, PlacerConfig{})
+	p.cfg.HTTPClient = &http.Client{Transport: handlerTransport{h: e.h, drop: func(*http.Request) bool { return fail }}}
+	p.step(ctx, e.clock.Now())
+	fail = true
+	for range 3 {
+		e.clock.Advance(time.Minute)
+		e.announce(sk, map[string]string{ServiceGame: "a:1"})
+		p.step(ctx, e.clock.Now())
+		if got := p.Place(RoomInfo{ID: "x"}, "AU"); got.Node != "au-sydney" {
+			t.Fatalf("with a list %v old: %+v", e.clock.Now().Sub(p.fetchedAt), got)
+		}
+	}
+	e.clock.Advance(time.Second)
+	p.step(ctx, e.clock.Now())
+	if got := p.Place(RoomInfo{ID: "x"}, "AU"); !got.Home() {
+		t.Fatalf("with a stale list: %+v", got)
+	}
+}
