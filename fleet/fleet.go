@@ -37,6 +37,7 @@ type Fleet struct {
 	beaten   bool            // at least one heartbeat reached it
 	held     map[backplane.Key]bool
 	drainers []Drainer
+	local    localCounters // Increment's fallback
 	drain    *drainRun
 	leaveErr error
 

@@ -1,0 +1,142 @@
+package room
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// Close codes the host uses. 1009 (message too big) is sent by the
+// WebSocket library when a frame exceeds Config.ReadLimit.
+const (
+	StatusGoingAway   = websocket.StatusGoingAway
+	StatusRedirected  = websocket.StatusNormalClosure
+	StatusBadHello    = websocket.StatusCode(4000)
+	StatusBadTicket   = websocket.StatusCode(4001)
+	StatusBadPacket   = websocket.StatusCode(4002)
+	StatusUnknownType = websocket.StatusCode(4003)
+	StatusReplaced    = websocket.StatusCode(4004)
+	StatusLimited     = websocket.StatusCode(4005)
+	StatusTooSlow     = websocket.StatusCode(4006)
+)
+
+// writeTimeout bounds one frame's write to a client.
+const writeTimeout = 5 * time.Second
+
+// Client is one player's connection. Its methods are safe for concurrent
+// use and never block on the network.
+type Client struct {
+	id      string
+	ip      string
+	arrived time.Time
+	conn    *websocket.Conn
+	msgType websocket.MessageType
+	encode  func(Packet) ([]byte, error)
+	send    chan []byte
+	done    chan struct{} // closed by Close
+
+	mu          sync.Mutex
+	room        string
+	closeCode   websocket.StatusCode
+	closeReason string
+}
+
+// ID returns the player id the client's ticket named.
+func (c *Client) ID() string { return c.id }
+
+// IP returns the client's address as the server resolved it (restored by
+// the relay when the client came through another server).
+func (c *Client) IP() string { return c.ip }
+
+// Arrived returns when the client said hello.
+func (c *Client) Arrived() time.Time { return c.arrived }
+
+// Room returns the id of the room the player is seated in, or "".
+func (c *Client) Room() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.room
+}
+
+func (c *Client) setRoom(id string) {
+	c.mu.Lock()
+	c.room = id
+	c.mu.Unlock()
+}
+
+// Send queues p for the client. A client too slow to keep up with its
+// queue is disconnected (StatusTooSlow).
+func (c *Client) Send(p Packet) error {
+	frame, err := c.encode(p)
+	if err != nil {
+		return err
+	}
+	c.sendFrame(frame)
+	return nil
+}
+
+func (c *Client) sendFrame(frame []byte) {
+	select {
+	case <-c.done:
+	case c.send <- frame:
+	default:
+		c.Close(StatusTooSlow, "client too slow")
+	}
+}
+
+// Close closes the connection with code and reason after the frames
+// already queued are written. Only the first call counts.
+func (c *Client) Close(code websocket.StatusCode, reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closeCode != 0 {
+		return
+	}
+	c.closeCode, c.closeReason = code, reason
+	close(c.done)
+}
+
+// Done returns a channel closed when Close was called.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// write writes the queued frames until Close, then the frames still
+// queued, then the close frame. It owns the end of the connection.
+func (c *Client) write() {
+	for {
+		select {
+		case frame := <-c.send:
+			if c.writeFrame(frame) != nil {
+				c.Close(StatusGoingAway, "write failed")
+			}
+		case <-c.done:
+			c.flush()
+			c.mu.Lock()
+			code, reason := c.closeCode, c.closeReason
+			c.mu.Unlock()
+			c.conn.Close(code, reason)
+			return
+		}
+	}
+}
+
+// flush writes the frames still queued, without waiting for more.
+func (c *Client) flush() {
+	for {
+		select {
+		case frame := <-c.send:
+			if c.writeFrame(frame) != nil {
+				return
+			}
+		default:
+			return
+		}
+	}
+}
+
+func (c *Client) writeFrame(frame []byte) error {
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	return c.conn.Write(ctx, c.msgType, frame)
+}

@@ -1,0 +1,34 @@
+// Package room is the room host: it runs a game's match rooms in memory,
+// steps them at the game's fixed rate on a pool of step workers, and
+// serves the players' WebSocket connections.
+//
+// A game implements Game (and optionally BeforeStepper, AfterStepper,
+// Loader, Redirector and DrainNotifier). New makes a Host; Use adds
+// modules such as matchmaking and lobbies, UseServer binds capacity and
+// drain, UseFleet binds player claims, rejoin from anywhere and handoffs.
+//
+// # Stepping
+//
+// There is no goroutine or timer per room. At each tick the rooms are cut
+// into chunks that the workers (one per core by default) claim; a worker
+// with nothing left takes rooms still waiting in the others' chunks. A room
+// is stepped by one worker at a time, a slow room delays only itself, and a
+// room that panics is ended and logged. Events (joins, leaves, inputs) are
+// queued and applied in arrival order before a room's next step, so the
+// output of N workers is the output of one.
+//
+// # Transport
+//
+// A client connects to Handler with ?ticket=, says hello ("new" or
+// "rejoin") and is placed: back in its seat, sent to the server running its
+// room, or handed to the modules. Tickets are signed, valid 30 seconds and
+// redeemed once across the fleet. Bad input closes only that connection,
+// with a close code that says why.
+//
+// # Lifecycle
+//
+// New starts nothing. Run steps the rooms and owns every connection; when
+// its context ends it closes them all and returns once every goroutine it
+// started has ended. A Host is safe for concurrent use; the game's hooks
+// for one room never run concurrently.
+package room

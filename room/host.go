@@ -1,0 +1,593 @@
+package room
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/muster-gg/muster/backplane/memory"
+	"github.com/muster-gg/muster/fleet"
+)
+
+// ReasonPanic is the end reason of a room whose game code panicked.
+const ReasonPanic = "panic"
+
+// ReasonDrained is the end reason of a room closed at the drain timeout.
+const ReasonDrained = "server-drained"
+
+// Config configures a Host. The zero value of each field means its
+// default.
+type Config struct {
+	// Rate is the number of fixed steps per second. Default 60.
+	Rate int `yaml:"rate"`
+
+	// Workers is the number of step workers. Default GOMAXPROCS.
+	Workers int `yaml:"workers"`
+
+	// MaxCatchUp is the most steps one pass runs for a room that fell
+	// behind; the rest are dropped. Default 4.
+	MaxCatchUp int `yaml:"max-catch-up"`
+
+	// ReadLimit is the largest frame a client may send, in bytes; a larger
+	// one closes the connection (1009). Default 32 KiB.
+	ReadLimit int64 `yaml:"read-limit"`
+
+	// SendQueue is how many frames may wait for a slow client before it is
+	// disconnected. Default 256.
+	SendQueue int `yaml:"send-queue"`
+
+	// HelloTimeout bounds the wait for a client's hello. Default 10s.
+	HelloTimeout time.Duration `yaml:"hello-timeout"`
+
+	// Secret signs connection tickets; every server of a fleet needs the
+	// same one. Default "": a random key, good for one server only.
+	Secret string `yaml:"secret"`
+
+	// TicketTTL is how long a ticket is valid. Default 30s.
+	TicketTTL time.Duration `yaml:"ticket-ttl"`
+
+	// MoveCooldown is how long a player who just arrived is not moved
+	// again. Default 3s.
+	MoveCooldown time.Duration `yaml:"move-cooldown"`
+
+	// DrainGrace is the time between telling the players of the rooms left
+	// at the drain timeout and closing those rooms. Default 2s.
+	DrainGrace time.Duration `yaml:"drain-grace"`
+
+	// Limits are the connection rate limits and lockouts.
+	Limits Limits `yaml:"limits"`
+}
+
+func (c Config) withDefaults() (Config, error) {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	defDur := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.Rate, 60)
+	def(&c.Workers, runtime.GOMAXPROCS(0))
+	def(&c.MaxCatchUp, 4)
+	def(&c.SendQueue, 256)
+	if c.ReadLimit == 0 {
+		c.ReadLimit = 32 << 10
+	}
+	defDur(&c.HelloTimeout, 10*time.Second)
+	defDur(&c.TicketTTL, 30*time.Second)
+	defDur(&c.MoveCooldown, 3*time.Second)
+	defDur(&c.DrainGrace, 2*time.Second)
+	if c.Secret == "" {
+		c.Secret = rand.Text()
+	}
+	var err error
+	if c.Limits, err = c.Limits.withDefaults(); err != nil {
+		return c, err
+	}
+	switch {
+	case c.Rate < 0 || c.Rate > 1000:
+		return c, fmt.Errorf("room: Config.Rate %d is outside 1-1000", c.Rate)
+	case c.Workers < 0:
+		return c, fmt.Errorf("room: Config.Workers %d is negative", c.Workers)
+	case c.MaxCatchUp < 0:
+		return c, fmt.Errorf("room: Config.MaxCatchUp %d is negative", c.MaxCatchUp)
+	case c.ReadLimit < 0:
+		return c, fmt.Errorf("room: Config.ReadLimit %d is negative", c.ReadLimit)
+	case c.SendQueue < 0:
+		return c, fmt.Errorf("room: Config.SendQueue %d is negative", c.SendQueue)
+	case c.HelloTimeout < 0 || c.TicketTTL < 0 || c.MoveCooldown < 0 || c.DrainGrace < 0:
+		return c, errors.New("room: Config durations must not be negative")
+	}
+	return c, nil
+}
+
+// Server is what UseServer binds: capacity and drain. *fleet.Fleet
+// implements it.
+type Server interface {
+	SetLoad(load int)
+	Draining() bool
+	AddDrainer(d fleet.Drainer)
+}
+
+// Fleet is what UseFleet binds: player claims, rejoin from anywhere and
+// handoffs. *fleet.Fleet implements it.
+type Fleet interface {
+	ID() string
+	Config() fleet.Config
+	Alone() bool
+	Nodes() []fleet.Node
+	Claim(ctx context.Context, kind, id string) error
+	Release(ctx context.Context, kind, id string) error
+	Locate(ctx context.Context, kind, id string) (fleet.Node, error)
+	PutHandoff(ctx context.Context, target, id string, data []byte) error
+	TakeHandoff(ctx context.Context, id string) ([]byte, error)
+	Increment(ctx context.Context, key string, ttl time.Duration, by int64) (int64, error)
+}
+
+// Host runs rooms in memory for one game: it steps them at the fixed rate
+// on its workers, serves the WebSocket transport, and binds modules
+// (matchmaking, lobbies, the game's own), the server (capacity, drain) and
+// the fleet (claims, rejoin from anywhere, handoffs).
+//
+// Create it with New, bind with Use, UseServer and UseFleet before Run,
+// and serve Handler. Run owns every goroutine the Host starts, including
+// the connections; it returns when they have all ended. A Host is safe for
+// concurrent use.
+type Host[Sim, Input, Player any] struct {
+	cfg     Config
+	game    Game[Sim, Input, Player]
+	codec   Codec
+	logger  *slog.Logger
+	sched   *scheduler
+	tickets *Tickets
+	limits  *limiter
+
+	server  Server
+	fleet   Fleet
+	modules []Module[Sim, Input, Player]
+	routes  map[string]MessageHandler
+
+	mu      sync.Mutex
+	running bool
+	stopped bool
+	rooms   map[string]*Room[Sim, Input, Player]
+	seated  map[string]*Room[Sim, Input, Player] // player id → room
+	clients map[string]*Client                   // player id → connection
+	conns   sync.WaitGroup                       // connection handlers
+	roomEnd chan struct{}                        // signalled when a room ends
+	nextID  uint64
+}
+
+// New returns a Host for game with cfg. It starts nothing.
+func New[Sim, Input, Player any](game Game[Sim, Input, Player], cfg Config, logger *slog.Logger) (*Host[Sim, Input, Player], error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	h := &Host[Sim, Input, Player]{
+		cfg:     cfg,
+		game:    game,
+		codec:   JSON{},
+		logger:  logger.With("component", "room"),
+		sched:   newScheduler(time.Second/time.Duration(cfg.Rate), cfg.Workers),
+		routes:  make(map[string]MessageHandler),
+		rooms:   make(map[string]*Room[Sim, Input, Player]),
+		seated:  make(map[string]*Room[Sim, Input, Player]),
+		clients: make(map[string]*Client),
+		roomEnd: make(chan struct{}, 1),
+	}
+	local := memory.New() // counters until a fleet is bound
+	h.tickets = newTickets(cfg.Secret, cfg.TicketTTL, local)
+	h.limits = &limiter{cfg: cfg.Limits, counter: local}
+	return h, nil
+}
+
+// SetCodec replaces the JSON codec. Call it before Run.
+func (h *Host[Sim, Input, Player]) SetCodec(c Codec) { h.codec = c }
+
+// Config returns the configuration in force, defaults filled in.
+func (h *Host[Sim, Input, Player]) Config() Config { return h.cfg }
+
+// Logger returns the host's logger, for modules.
+func (h *Host[Sim, Input, Player]) Logger() *slog.Logger { return h.logger }
+
+// Tickets returns the host's ticket minter.
+func (h *Host[Sim, Input, Player]) Tickets() *Tickets { return h.tickets }
+
+// Codec returns the codec in use.
+func (h *Host[Sim, Input, Player]) Codec() Codec { return h.codec }
+
+// Game returns the game.
+func (h *Host[Sim, Input, Player]) Game() Game[Sim, Input, Player] { return h.game }
+
+// Use adds a module. Its message types must not clash with another's.
+// Call Use before Run.
+func (h *Host[Sim, Input, Player]) Use(m Module[Sim, Input, Player]) error {
+	if mh, ok := m.(MessageHandler); ok {
+		for _, typ := range mh.MessageTypes() {
+			if typ == msgHello || typ == msgInput || h.routes[typ] != nil {
+				return fmt.Errorf("room: Use: message type %q is taken", typ)
+			}
+			h.routes[typ] = mh
+		}
+	}
+	if err := m.Attach(h); err != nil {
+		return fmt.Errorf("room: Use: %w", err)
+	}
+	h.modules = append(h.modules, m)
+	if h.server != nil {
+		if d, ok := m.(fleet.Drainer); ok {
+			h.server.AddDrainer(d)
+		}
+	}
+	return nil
+}
+
+// UseServer binds capacity and drain: the host reports its load, opens no
+// room while draining, lets running rooms finish (rejoins still work), and
+// at the drain timeout tells their players (the game's ServerDraining) and
+// closes them after the grace. Modules that drain are added to s too.
+func (h *Host[Sim, Input, Player]) UseServer(s Server) {
+	h.server = s
+	s.AddDrainer(fleet.DrainerFunc(h.drain))
+	for _, m := range h.modules {
+		if d, ok := m.(fleet.Drainer); ok {
+			s.AddDrainer(d)
+		}
+	}
+}
+
+// UseFleet binds the fleet: players seated here are claimed, a player who
+// connects to the wrong server is sent to the one running its room,
+// handoffs are taken on arrival, and tickets, rate limits and lockouts
+// are counted once for the whole fleet.
+func (h *Host[Sim, Input, Player]) UseFleet(f Fleet) {
+	h.fleet = f
+	h.tickets.counter = f
+	if h.cfg.Limits.Store == StoreBackplane {
+		h.limits.counter = f
+	}
+}
+
+// Fleet returns the bound fleet, or nil.
+func (h *Host[Sim, Input, Player]) Fleet() Fleet { return h.fleet }
+
+// Run steps the rooms until ctx ends, then closes every connection and
+// returns when all the host's goroutines have ended.
+func (h *Host[Sim, Input, Player]) Run(ctx context.Context) error {
+	h.mu.Lock()
+	if h.running || h.stopped {
+		h.mu.Unlock()
+		return errors.New("room: Run called twice")
+	}
+	h.running = true
+	h.mu.Unlock()
+
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { h.reportLoad(loadCtx) })
+	h.sched.run(ctx)
+	stopLoad()
+	wg.Wait()
+
+	h.mu.Lock()
+	h.stopped = true
+	clients := make([]*Client, 0, len(h.clients))
+	for _, c := range h.clients {
+		clients = append(clients, c)
+	}
+	h.mu.Unlock()
+	for _, c := range clients {
+		c.Close(StatusGoingAway, "server stopping")
+	}
+	h.conns.Wait()
+	return nil
+}
+
+// reportLoad publishes the load to the server every second.
+func (h *Host[Sim, Input, Player]) reportLoad(ctx context.Context) {
+	if h.server == nil {
+		return
+	}
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		h.server.SetLoad(h.Load())
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Load returns the sum of the rooms' loads (the game's LoadOf, or the
+// seated players).
+func (h *Host[Sim, Input, Player]) Load() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	total := 0
+	for _, r := range h.rooms {
+		total += int(r.load.Load())
+	}
+	return total
+}
+
+func (h *Host[Sim, Input, Player]) loadOf(r *Room[Sim, Input, Player]) int {
+	if l, ok := h.game.(Loader[Sim]); ok {
+		return l.LoadOf(r.sim)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.seats)
+}
+
+// Rooms returns the number of running rooms.
+func (h *Host[Sim, Input, Player]) Rooms() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.rooms)
+}
+
+// Lateness returns the quantile q (0.99 for p99) of how late room passes
+// started after their tick, and the number of passes measured.
+func (h *Host[Sim, Input, Player]) Lateness(q float64) (time.Duration, uint64) {
+	return h.sched.late.quantile(q)
+}
+
+// OpenRoom opens a room and seats info.Players in it (their Join runs
+// before the room's first step). Players connected to this host are
+// attached to their seats; the others take them when they arrive. With a
+// fleet bound, every seated player is claimed. It fails while the server
+// drains, and for a player already seated.
+func (h *Host[Sim, Input, Player]) OpenRoom(ctx context.Context, info Info) (*Room[Sim, Input, Player], error) {
+	if h.server != nil && h.server.Draining() {
+		return nil, ErrDraining
+	}
+	h.mu.Lock()
+	if h.stopped {
+		h.mu.Unlock()
+		return nil, ErrClosed
+	}
+	for _, id := range info.Players {
+		if h.seated[id] != nil {
+			h.mu.Unlock()
+			return nil, fmt.Errorf("open room: %w: %s", ErrSeated, id)
+		}
+	}
+	h.nextID++
+	if info.ID == "" {
+		info.ID = fmt.Sprintf("r%d", h.nextID)
+	} else if h.rooms[info.ID] != nil {
+		h.mu.Unlock()
+		return nil, fmt.Errorf("open room: id %q is taken", info.ID)
+	}
+	r := &Room[Sim, Input, Player]{
+		host:  h,
+		info:  info,
+		sim:   h.game.NewSim(info),
+		seats: make(map[string]*seat[Player], len(info.Players)),
+	}
+	h.rooms[info.ID] = r
+	for _, id := range info.Players {
+		r.seats[id] = &seat[Player]{client: h.clients[id]}
+		r.inbox = append(r.inbox, event[Input]{kind: evJoin, id: id})
+		h.seated[id] = r
+		if c := h.clients[id]; c != nil {
+			c.setRoom(info.ID)
+		}
+	}
+	h.mu.Unlock()
+	h.sched.add(r)
+	h.claimPlayers(ctx, info.Players)
+	for _, id := range info.Players {
+		h.sendTo(id, roomPacket{Type: "room", Room: info.ID, Kind: info.Kind})
+	}
+	return r, nil
+}
+
+// Seat adds player id to a running room (a late joiner).
+func (h *Host[Sim, Input, Player]) Seat(ctx context.Context, roomID, id string) error {
+	h.mu.Lock()
+	r := h.rooms[roomID]
+	switch {
+	case r == nil:
+		h.mu.Unlock()
+		return fmt.Errorf("seat %s: room %s: %w", id, roomID, ErrClosed)
+	case h.seated[id] != nil:
+		h.mu.Unlock()
+		return fmt.Errorf("seat: %w: %s", ErrSeated, id)
+	}
+	c := h.clients[id]
+	r.mu.Lock()
+	if r.ended {
+		r.mu.Unlock()
+		h.mu.Unlock()
+		return fmt.Errorf("seat %s: room %s: %w", id, roomID, ErrClosed)
+	}
+	r.seats[id] = &seat[Player]{client: c}
+	r.inbox = append(r.inbox, event[Input]{kind: evJoin, id: id})
+	r.mu.Unlock()
+	h.seated[id] = r
+	if c != nil {
+		c.setRoom(roomID)
+	}
+	h.mu.Unlock()
+	h.claimPlayers(ctx, []string{id})
+	h.sendTo(id, roomPacket{Type: "room", Room: roomID, Kind: r.info.Kind})
+	return nil
+}
+
+// Unseat removes player id from its room for good (the game's Leave runs
+// before the next step).
+func (h *Host[Sim, Input, Player]) Unseat(id string) {
+	h.mu.Lock()
+	r := h.seated[id]
+	h.mu.Unlock()
+	if r != nil {
+		r.push(event[Input]{kind: evLeave, id: id})
+	}
+}
+
+// RoomOf returns the id of the room player id is seated in, or "".
+func (h *Host[Sim, Input, Player]) RoomOf(id string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if r := h.seated[id]; r != nil {
+		return r.info.ID
+	}
+	return ""
+}
+
+// Room returns the running room id.
+func (h *Host[Sim, Input, Player]) Room(id string) (*Room[Sim, Input, Player], bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r, ok := h.rooms[id]
+	return r, ok
+}
+
+func (h *Host[Sim, Input, Player]) claimPlayers(ctx context.Context, ids []string) {
+	if h.fleet == nil {
+		return
+	}
+	for _, id := range ids {
+		if err := h.fleet.Claim(ctx, fleet.KindPlayer, id); err != nil {
+			h.logger.Warn("claim player; re-asserted when the backplane returns", "player_id", id, "err", err)
+		}
+	}
+}
+
+// unseat forgets a player's seat after its Leave ran.
+func (h *Host[Sim, Input, Player]) unseat(id, roomID string) {
+	h.mu.Lock()
+	if r := h.seated[id]; r != nil && r.info.ID == roomID {
+		delete(h.seated, id)
+	}
+	c := h.clients[id]
+	h.mu.Unlock()
+	if c != nil {
+		c.setRoom("")
+	}
+	h.releasePlayer(id)
+}
+
+func (h *Host[Sim, Input, Player]) releasePlayer(id string) {
+	if h.fleet == nil {
+		return
+	}
+	if err := h.fleet.Release(context.Background(), fleet.KindPlayer, id); err != nil {
+		h.logger.Debug("release player", "player_id", id, "err", err)
+	}
+}
+
+// roomEnded forgets an ended room and its seats, and tells its players.
+func (h *Host[Sim, Input, Player]) roomEnded(r *Room[Sim, Input, Player], seats map[string]*seat[Player], why string) {
+	h.mu.Lock()
+	delete(h.rooms, r.info.ID)
+	var clients []*Client
+	for id := range seats {
+		if h.seated[id] == r {
+			delete(h.seated, id)
+		}
+		if c := h.clients[id]; c != nil {
+			clients = append(clients, c)
+		}
+	}
+	h.mu.Unlock()
+	for id := range seats {
+		h.releasePlayer(id)
+	}
+	for _, c := range clients {
+		c.setRoom("")
+		c.Send(endPacket{Type: "room_end", Room: r.info.ID, Reason: why})
+	}
+	for _, m := range h.modules {
+		if e, ok := m.(RoomEndHandler); ok {
+			e.RoomEnded(r.info, why)
+		}
+	}
+	select {
+	case h.roomEnd <- struct{}{}:
+	default:
+	}
+}
+
+// drain is the host's part of a server drain: wait for the rooms to end;
+// at the timeout tell their players, wait the grace, and close them.
+func (h *Host[Sim, Input, Player]) drain(ctx context.Context) error {
+	if h.waitRooms(ctx) {
+		return nil
+	}
+	if dn, ok := h.game.(DrainNotifier); ok {
+		if p := dn.ServerDraining(); p != nil {
+			for _, r := range h.runningRooms() {
+				r.Broadcast(p)
+			}
+		}
+	}
+	t := time.NewTimer(h.cfg.DrainGrace)
+	defer t.Stop()
+	<-t.C
+	for _, r := range h.runningRooms() {
+		r.End(ReasonDrained)
+	}
+	// The rooms end at their next pass; bound the wait by another grace.
+	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.cfg.DrainGrace)
+	defer cancel()
+	h.waitRooms(gctx)
+	return nil
+}
+
+// waitRooms waits until no room runs (true) or ctx ends (false).
+func (h *Host[Sim, Input, Player]) waitRooms(ctx context.Context) bool {
+	for h.Rooms() > 0 {
+		select {
+		case <-h.roomEnd:
+		case <-ctx.Done():
+			return h.Rooms() == 0
+		}
+	}
+	return true
+}
+
+func (h *Host[Sim, Input, Player]) runningRooms() []*Room[Sim, Input, Player] {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	rooms := make([]*Room[Sim, Input, Player], 0, len(h.rooms))
+	for _, r := range h.rooms {
+		rooms = append(rooms, r)
+	}
+	return rooms
+}
+
+func (h *Host[Sim, Input, Player]) encode(p Packet) ([]byte, error) { return h.codec.Encode(p) }
+
+// sendTo sends p to player id if it is connected here.
+func (h *Host[Sim, Input, Player]) sendTo(id string, p Packet) {
+	h.mu.Lock()
+	c := h.clients[id]
+	h.mu.Unlock()
+	if c != nil {
+		c.Send(p)
+	}
+}
+
+// Client returns the connection of player id on this host.
+func (h *Host[Sim, Input, Player]) Client(id string) (*Client, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c, ok := h.clients[id]
+	return c, ok
+}

@@ -1,0 +1,82 @@
+package room
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Where rate limits and lockouts count.
+const (
+	StoreMemory    = "memory"
+	StoreBackplane = "backplane"
+)
+
+// Limits are the connection rate limits and failure lockouts, per client
+// IP address.
+type Limits struct {
+	// Store is where the counts are kept: "memory" (each server counts on
+	// its own) or "backplane" (once for the fleet, falling back to memory
+	// while the backplane is away). Default "memory".
+	Store string `yaml:"store"`
+
+	// Connects is how many connections an address may open per Window.
+	// Default 120.
+	Connects int `yaml:"connects"`
+
+	// Window is the rate limit's window. Default 1m.
+	Window time.Duration `yaml:"window"`
+
+	// Failures is how many failed hellos (bad tickets) lock an address out.
+	// Default 20.
+	Failures int `yaml:"failures"`
+
+	// Lockout is how long a locked-out address is refused. Default 5m.
+	Lockout time.Duration `yaml:"lockout"`
+}
+
+func (l Limits) withDefaults() (Limits, error) {
+	if l.Store == "" {
+		l.Store = StoreMemory
+	}
+	if l.Connects == 0 {
+		l.Connects = 120
+	}
+	if l.Window == 0 {
+		l.Window = time.Minute
+	}
+	if l.Failures == 0 {
+		l.Failures = 20
+	}
+	if l.Lockout == 0 {
+		l.Lockout = 5 * time.Minute
+	}
+	switch {
+	case l.Store != StoreMemory && l.Store != StoreBackplane:
+		return l, fmt.Errorf("room: Config.Limits.Store %q is neither memory nor backplane", l.Store)
+	case l.Connects < 0 || l.Failures < 0 || l.Window < 0 || l.Lockout < 0:
+		return l, fmt.Errorf("room: Config.Limits values must not be negative")
+	}
+	return l, nil
+}
+
+// limiter applies Limits with a Counter.
+type limiter struct {
+	cfg     Limits
+	counter Counter
+}
+
+// allowConnect counts a connection attempt from ip and reports whether it
+// may go on: not locked out and within the rate.
+func (l *limiter) allowConnect(ctx context.Context, ip string) bool {
+	if n, err := l.counter.Increment(ctx, "lockout:"+ip, l.cfg.Lockout, 0); err == nil && n >= int64(l.cfg.Failures) {
+		return false
+	}
+	n, err := l.counter.Increment(ctx, "connect:"+ip, l.cfg.Window, 1)
+	return err != nil || n <= int64(l.cfg.Connects) // a counter that fails does not lock players out
+}
+
+// failed counts a failed hello from ip towards its lockout.
+func (l *limiter) failed(ctx context.Context, ip string) {
+	l.counter.Increment(ctx, "lockout:"+ip, l.cfg.Lockout, 1)
+}

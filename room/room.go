@@ -1,0 +1,237 @@
+package room
+
+import (
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+)
+
+// Room is one running room: its Sim, its seats, and the queue of events
+// (joins, leaves, inputs) applied before its next step. The game's hooks
+// receive it; its methods are safe to call from the hooks, and Broadcast,
+// Send, Players and End from any goroutine.
+type Room[Sim, Input, Player any] struct {
+	host *Host[Sim, Input, Player]
+	info Info
+	sim  Sim
+
+	busy  atomic.Bool
+	last  uint64 // scheduler tick of the last pass; worker only
+	steps uint64 // steps run; worker only
+	load  atomic.Int64
+
+	mu       sync.Mutex
+	inbox    []event[Input]
+	spare    []event[Input]
+	seats    map[string]*seat[Player]
+	ended    bool
+	endWhy   string
+	endAsked string // End was called; the room ends after its pass
+}
+
+type seat[Player any] struct {
+	player Player
+	joined bool    // the game's Join has run
+	client *Client // nil while the player is away
+}
+
+type eventKind uint8
+
+const (
+	evJoin eventKind = iota
+	evLeave
+	evInput
+)
+
+type event[Input any] struct {
+	kind  eventKind
+	id    string
+	input Input
+}
+
+// ID returns the room's id.
+func (r *Room[Sim, Input, Player]) ID() string { return r.info.ID }
+
+// Info returns what the room was opened with.
+func (r *Room[Sim, Input, Player]) Info() Info { return r.info }
+
+// Sim returns the room's state. Only the game's hooks may use it.
+func (r *Room[Sim, Input, Player]) Sim() Sim { return r.sim }
+
+// Step returns the number of the step running (in FixedStep) or last run.
+func (r *Room[Sim, Input, Player]) Step() uint64 { return r.steps }
+
+// Players returns the ids of the players seated, present or away.
+func (r *Room[Sim, Input, Player]) Players() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ids := make([]string, 0, len(r.seats))
+	for id := range r.seats {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// Broadcast sends p to every seated player who is connected. It encodes p
+// once. A client whose send queue is full is disconnected rather than
+// allowed to hold the room back.
+func (r *Room[Sim, Input, Player]) Broadcast(p Packet) {
+	frame, err := r.host.encode(p)
+	if err != nil {
+		r.host.logger.Error("encode broadcast", "room_id", r.info.ID, "err", err)
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.seats {
+		if s.client != nil {
+			s.client.sendFrame(frame)
+		}
+	}
+}
+
+// Send sends p to the seated player id, if connected.
+func (r *Room[Sim, Input, Player]) Send(id string, p Packet) {
+	r.mu.Lock()
+	s := r.seats[id]
+	var c *Client
+	if s != nil {
+		c = s.client
+	}
+	r.mu.Unlock()
+	if c != nil {
+		c.Send(p)
+	}
+}
+
+// End ends the room after the current pass with reason. Every seated
+// player is released and told; connected players stay connected and can
+// queue again.
+func (r *Room[Sim, Input, Player]) End(reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.endAsked == "" {
+		r.endAsked = reason
+	}
+}
+
+// Ended reports whether the room has ended.
+func (r *Room[Sim, Input, Player]) Ended() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ended
+}
+
+// push queues an event for the next pass.
+func (r *Room[Sim, Input, Player]) push(e event[Input]) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended {
+		return false
+	}
+	r.inbox = append(r.inbox, e)
+	return true
+}
+
+func (r *Room[Sim, Input, Player]) busyFlag() *atomic.Bool { return &r.busy }
+
+// pass runs on a worker: the events queued since the last pass, then the
+// steps due at scheduler tick t (more than one when the room fell behind,
+// at most MaxCatchUp), then AfterSteps. A panic in the game ends the room.
+func (r *Room[Sim, Input, Player]) pass(t uint64) (alive bool) {
+	h := r.host
+	defer func() {
+		if p := recover(); p != nil {
+			h.logger.Error("room panicked; ended", "room_id", r.info.ID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			r.finish(ReasonPanic)
+			alive = false
+		}
+	}()
+	if r.Ended() {
+		return false
+	}
+	due := t - r.last
+	if r.last == 0 {
+		due = 1
+	}
+	due = min(due, uint64(h.cfg.MaxCatchUp))
+	r.last = t
+
+	if bs, ok := h.game.(BeforeStepper[Sim, Input, Player]); ok {
+		bs.BeforeSteps(r)
+	}
+	r.applyEvents()
+	for range due {
+		r.steps++
+		h.game.FixedStep(r)
+	}
+	if as, ok := h.game.(AfterStepper[Sim, Input, Player]); ok {
+		as.AfterSteps(r)
+	}
+	r.load.Store(int64(h.loadOf(r)))
+
+	r.mu.Lock()
+	why := r.endAsked
+	r.mu.Unlock()
+	if why != "" {
+		r.finish(why)
+		return false
+	}
+	return true
+}
+
+// applyEvents runs the game's Join, Leave and Input for the events queued
+// since the last pass, in arrival order.
+func (r *Room[Sim, Input, Player]) applyEvents() {
+	r.mu.Lock()
+	events := r.inbox
+	r.inbox = r.spare[:0]
+	r.mu.Unlock()
+	h := r.host
+	for _, e := range events {
+		r.mu.Lock()
+		s := r.seats[e.id]
+		r.mu.Unlock()
+		if s == nil {
+			continue
+		}
+		switch e.kind {
+		case evJoin:
+			if !s.joined {
+				s.player, s.joined = h.game.Join(r, e.id), true
+			}
+		case evLeave:
+			if s.joined {
+				h.game.Leave(r, s.player)
+			}
+			r.mu.Lock()
+			delete(r.seats, e.id)
+			r.mu.Unlock()
+			h.unseat(e.id, r.info.ID)
+		case evInput:
+			if s.joined {
+				h.game.Input(r, s.player, e.input)
+			}
+		}
+	}
+	clear(events) // drop references to inputs
+	r.mu.Lock()
+	r.spare = events[:0]
+	r.mu.Unlock()
+}
+
+// finish ends the room: seats are released and connected players told.
+func (r *Room[Sim, Input, Player]) finish(why string) {
+	r.mu.Lock()
+	if r.ended {
+		r.mu.Unlock()
+		return
+	}
+	r.ended, r.endWhy = true, why
+	seats := r.seats
+	r.seats = map[string]*seat[Player]{}
+	r.inbox = nil
+	r.mu.Unlock()
+	r.host.roomEnded(r, seats, why)
+}

@@ -1,0 +1,307 @@
+package room
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/muster-gg/muster/fleet"
+)
+
+// Handler returns the WebSocket endpoint of the host. A client connects
+// with ?ticket=<ticket>, sends {"type":"hello","data":{"mode":"new"}} (or
+// "rejoin") and gets a welcome; then it sends inputs and module messages.
+// Bad input gets a close code: StatusBadHello, StatusBadTicket,
+// StatusBadPacket, StatusUnknownType, or 1009 for an oversized frame.
+func (h *Host[Sim, Input, Player]) Handler() http.Handler {
+	return http.HandlerFunc(h.serve)
+}
+
+// ErrCooldown is returned by Move for a player who arrived less than the
+// move cooldown ago.
+var ErrCooldown = errors.New("room: player arrived too recently to move")
+
+// ErrNoRedirect is returned by Move when the game has no redirect packet.
+var ErrNoRedirect = errors.New("room: the game does not redirect")
+
+func (h *Host[Sim, Input, Player]) serve(w http.ResponseWriter, r *http.Request) {
+	h.mu.Lock()
+	if !h.running || h.stopped {
+		h.mu.Unlock()
+		http.Error(w, "room host not running", http.StatusServiceUnavailable)
+		return
+	}
+	h.conns.Add(1)
+	h.mu.Unlock()
+	defer h.conns.Done()
+
+	ip, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		ip = r.RemoteAddr
+	}
+	if !h.limits.allowConnect(r.Context(), ip) {
+		http.Error(w, "too many connections", http.StatusTooManyRequests)
+		return
+	}
+	conn, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return // Accept wrote the response
+	}
+	conn.SetReadLimit(h.cfg.ReadLimit)
+	msgType := websocket.MessageText
+	if h.codec.Binary() {
+		msgType = websocket.MessageBinary
+	}
+	c := &Client{
+		ip:      ip,
+		conn:    conn,
+		msgType: msgType,
+		encode:  h.codec.Encode,
+		send:    make(chan []byte, h.cfg.SendQueue),
+		done:    make(chan struct{}),
+	}
+	writer := make(chan struct{})
+	go func() {
+		defer close(writer)
+		c.write()
+	}()
+	defer func() {
+		c.Close(StatusGoingAway, "")
+		<-writer
+	}()
+
+	// Closing the client from this side (c.Close) makes the writer close
+	// the connection, which ends the reads below.
+	ctx := r.Context()
+	if code, why := h.hello(ctx, c, r); code != 0 {
+		c.Close(code, why)
+		return
+	}
+	defer h.disconnected(c)
+	h.arrive(ctx, c)
+	h.readLoop(ctx, c)
+}
+
+// hello reads and checks the client's hello and ticket and registers the
+// client. It returns a close code on failure.
+func (h *Host[Sim, Input, Player]) hello(ctx context.Context, c *Client, r *http.Request) (websocket.StatusCode, string) {
+	hctx, cancel := context.WithTimeout(ctx, h.cfg.HelloTimeout)
+	defer cancel()
+	_, frame, err := c.conn.Read(hctx)
+	if err != nil {
+		if websocket.CloseStatus(err) == websocket.StatusMessageTooBig {
+			return websocket.StatusMessageTooBig, "frame too big"
+		}
+		return StatusBadHello, "no hello"
+	}
+	typ, body, err := h.codec.Decode(frame)
+	if err != nil || typ != msgHello {
+		return StatusBadHello, "expected hello"
+	}
+	var hi hello
+	if err := h.codec.Unmarshal(body, &hi); err != nil || (hi.Mode != "new" && hi.Mode != "rejoin") {
+		return StatusBadHello, "unknown hello: mode must be new or rejoin"
+	}
+	ticket := r.URL.Query().Get("ticket")
+	if ticket == "" {
+		h.limits.failed(ctx, c.ip)
+		return StatusBadTicket, "no ticket"
+	}
+	id, err := h.tickets.Redeem(ctx, ticket)
+	if err != nil {
+		h.limits.failed(ctx, c.ip)
+		if errors.Is(err, ErrTicket) {
+			return StatusBadTicket, err.Error()
+		}
+		return websocket.StatusTryAgainLater, "ticket check unavailable"
+	}
+	c.id, c.arrived = id, time.Now()
+
+	h.mu.Lock()
+	old := h.clients[id]
+	h.clients[id] = c
+	var roomID string
+	if rm := h.seated[id]; rm != nil {
+		roomID = rm.info.ID
+		rm.mu.Lock()
+		if s := rm.seats[id]; s != nil {
+			s.client = c
+		}
+		rm.mu.Unlock()
+	}
+	c.room = roomID
+	h.mu.Unlock()
+	if old != nil {
+		old.Close(StatusReplaced, "replaced by a newer connection")
+	}
+	node := ""
+	if h.fleet != nil {
+		node = h.fleet.ID()
+	}
+	c.Send(welcomePacket{Type: "welcome", Node: node, Player: id, Room: roomID})
+	return 0, ""
+}
+
+// arrive places a client after its hello: a seated player is back in its
+// room; one whose room runs on another server is sent there; one with a
+// handoff is given to the module that wrote it.
+func (h *Host[Sim, Input, Player]) arrive(ctx context.Context, c *Client) {
+	if c.Room() != "" {
+		return
+	}
+	if h.fleet != nil && !h.fleet.Alone() {
+		if n, err := h.fleet.Locate(ctx, fleet.KindPlayer, c.id); err == nil && n.ID != h.fleet.ID() {
+			if err := h.redirect(c, n, ReasonRejoin); err == nil {
+				return
+			}
+		}
+	}
+	var ho Handoff
+	if h.fleet != nil {
+		data, err := h.fleet.TakeHandoff(ctx, c.id)
+		switch {
+		case err == nil:
+			if json.Unmarshal(data, &ho) != nil {
+				h.logger.Warn("undecodable handoff dropped", "player_id", c.id)
+				ho = Handoff{}
+			}
+		case !errors.Is(err, fleet.ErrNotFound) && !errors.Is(err, fleet.ErrDraining):
+			h.logger.Warn("take handoff", "player_id", c.id, "err", err)
+		}
+	}
+	for _, m := range h.modules {
+		if a, ok := m.(ArrivalHandler); ok {
+			a.Arrived(ctx, c, ho)
+		}
+	}
+}
+
+func (h *Host[Sim, Input, Player]) readLoop(ctx context.Context, c *Client) {
+	for {
+		_, frame, err := c.conn.Read(ctx)
+		if err != nil {
+			if websocket.CloseStatus(err) == websocket.StatusMessageTooBig {
+				c.Close(websocket.StatusMessageTooBig, "frame too big")
+			}
+			return
+		}
+		typ, body, err := h.codec.Decode(frame)
+		if err != nil {
+			c.Close(StatusBadPacket, "bad packet")
+			return
+		}
+		switch typ {
+		case msgInput:
+			var in Input
+			if err := h.codec.Unmarshal(body, &in); err != nil {
+				c.Close(StatusBadPacket, "bad input")
+				return
+			}
+			h.mu.Lock()
+			rm := h.seated[c.id]
+			h.mu.Unlock()
+			if rm != nil {
+				rm.push(event[Input]{kind: evInput, id: c.id, input: in})
+			} // an input that arrives after its room ended is dropped
+		case msgLeave:
+			h.Unseat(c.id)
+		case msgHello:
+			c.Close(StatusBadPacket, "hello twice")
+			return
+		default:
+			mh := h.routes[typ]
+			if mh == nil {
+				c.Close(StatusUnknownType, truncate("unknown packet type "+typ, 120))
+				return
+			}
+			if err := mh.HandleMessage(ctx, c, typ, body); err != nil {
+				c.Close(StatusBadPacket, truncate(err.Error(), 120))
+				return
+			}
+		}
+	}
+}
+
+// disconnected forgets a client whose connection ended. Its seat stays:
+// the player can come back.
+func (h *Host[Sim, Input, Player]) disconnected(c *Client) {
+	h.mu.Lock()
+	if h.clients[c.id] == c {
+		delete(h.clients, c.id)
+		if rm := h.seated[c.id]; rm != nil {
+			rm.mu.Lock()
+			if s := rm.seats[c.id]; s != nil && s.client == c {
+				s.client = nil
+			}
+			rm.mu.Unlock()
+		}
+	}
+	h.mu.Unlock()
+	for _, m := range h.modules {
+		if d, ok := m.(DisconnectHandler); ok {
+			d.Disconnected(c)
+		}
+	}
+}
+
+// Move sends client c to the server node for reason: it writes the handoff
+// (when not nil) for that server first, and only then sends the game's
+// redirect packet and closes the connection. It refuses a player who
+// arrived less than the move cooldown ago (ErrCooldown), a game without
+// redirects (ErrNoRedirect), and a move whose handoff could not be
+// written; the player then stays where it is.
+func (h *Host[Sim, Input, Player]) Move(ctx context.Context, c *Client, node fleet.Node, reason string, ho *Handoff) error {
+	if time.Since(c.arrived) < h.cfg.MoveCooldown {
+		return ErrCooldown
+	}
+	if h.fleet == nil || h.redirectPacket(node, reason) == nil {
+		return ErrNoRedirect
+	}
+	if ho != nil {
+		data, err := json.Marshal(ho)
+		if err != nil {
+			return fmt.Errorf("move: %w", err)
+		}
+		if err := h.fleet.PutHandoff(ctx, node.ID, c.id, data); err != nil {
+			return fmt.Errorf("move: %w", err)
+		}
+	}
+	return h.redirect(c, node, reason)
+}
+
+func (h *Host[Sim, Input, Player]) redirectPacket(node fleet.Node, reason string) Packet {
+	rd, ok := h.game.(Redirector)
+	if !ok || h.fleet == nil {
+		return nil
+	}
+	return rd.Redirect(Redirect{
+		NodeID: node.ID, NodeParam: h.fleet.Config().NodeParam,
+		PublicAddress: node.PublicAddress, Reason: reason,
+	})
+}
+
+// redirect sends the game's redirect packet and closes the connection.
+func (h *Host[Sim, Input, Player]) redirect(c *Client, node fleet.Node, reason string) error {
+	p := h.redirectPacket(node, reason)
+	if p == nil {
+		return ErrNoRedirect
+	}
+	if err := c.Send(p); err != nil {
+		return fmt.Errorf("redirect: %w", err)
+	}
+	c.Close(StatusRedirected, "redirect")
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

@@ -1,0 +1,284 @@
+package room
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/internal/fleettest"
+	"github.com/muster-gg/muster/relay"
+)
+
+// redirecting is the counter game with a redirect packet.
+type redirecting struct{ *counter }
+
+type redirectPacket struct {
+	Type   string `json:"type"`
+	Node   string `json:"node"`
+	Param  string `json:"param"`
+	Reason string `json:"reason"`
+}
+
+func (redirecting) Redirect(r Redirect) Packet {
+	return redirectPacket{Type: "redirect", Node: r.NodeID, Param: r.NodeParam, Reason: r.Reason}
+}
+
+// wsURL turns an httptest URL into a ws:// URL with query.
+func wsURL(base, query string) string {
+	return "ws" + strings.TrimPrefix(base, "http") + "/play?" + query
+}
+
+func dial(t *testing.T, url string) *websocket.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, url, nil)
+	if err != nil {
+		t.Fatalf("dial %s: %v", url, err)
+	}
+	t.Cleanup(func() { c.CloseNow() })
+	return c
+}
+
+func send(t *testing.T, c *websocket.Conn, frame string) {
+	t.Helper()
+	if err := c.Write(t.Context(), websocket.MessageText, []byte(frame)); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+}
+
+// read returns the next message as a map, or the close error.
+func read(t *testing.T, c *websocket.Conn) (map[string]any, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	_, data, err := c.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatalf("undecodable packet %q", data)
+	}
+	return m, nil
+}
+
+// readUntil reads packets until one of type typ arrives.
+func readUntil(t *testing.T, c *websocket.Conn, typ string) map[string]any {
+	t.Helper()
+	for {
+		m, err := read(t, c)
+		if err != nil {
+			t.Fatalf("waiting for %q: %v", typ, err)
+		}
+		if m["type"] == typ {
+			return m
+		}
+	}
+}
+
+// closeCode reads until the connection closes and returns the code.
+func closeCode(t *testing.T, c *websocket.Conn) websocket.StatusCode {
+	t.Helper()
+	for {
+		if _, err := read(t, c); err != nil {
+			return websocket.CloseStatus(err)
+		}
+	}
+}
+
+func startHost(t *testing.T, cfg Config) (*Host[*csim, int, *cplayer], *httptest.Server) {
+	t.Helper()
+	h, err := New[*csim, int, *cplayer](newCounter(), cfg, quietLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runHost(t, h)
+	srv := httptest.NewServer(h.Handler())
+	t.Cleanup(srv.Close)
+	return h, srv
+}
+
+func TestBadInputCloseCodes(t *testing.T) {
+	h, srv := startHost(t, Config{ReadLimit: 1024})
+	ticket := func() string {
+		tk, err := h.Tickets().Issue("p1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return "ticket=" + tk
+	}
+	hello := `{"type":"hello","data":{"mode":"new"}}`
+	cases := []struct {
+		name   string
+		query  string
+		frames []string
+		want   websocket.StatusCode
+	}{
+		{"malformed json hello", ticket(), []string{`{"type":`}, StatusBadHello},
+		{"unknown hello mode", ticket(), []string{`{"type":"hello","data":{"mode":"spectate"}}`}, StatusBadHello},
+		{"not a hello", ticket(), []string{`{"type":"input","data":1}`}, StatusBadHello},
+		{"hello without ticket", "", []string{hello}, StatusBadTicket},
+		{"forged ticket", "ticket=AAAAAAAAAAAAAAAAAAAAAAAAAAA.AAAA", []string{hello}, StatusBadTicket},
+		{"malformed json after hello", ticket(), []string{hello, `{{{`}, StatusBadPacket},
+		{"bad input body", ticket(), []string{hello, `{"type":"input","data":"x"}`}, StatusBadPacket},
+		{"unknown packet type", ticket(), []string{hello, `{"type":"teleport","data":{}}`}, StatusUnknownType},
+		{"oversized frame", ticket(), []string{hello, `{"type":"input","data":"` + strings.Repeat("x", 2048) + `"}`}, websocket.StatusMessageTooBig},
+		{"hello twice", ticket(), []string{hello, hello}, StatusBadPacket},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dial(t, wsURL(srv.URL, tc.query))
+			for _, f := range tc.frames {
+				c.Write(t.Context(), websocket.MessageText, []byte(f)) // may fail once closed
+			}
+			if got := closeCode(t, c); got != tc.want {
+				t.Fatalf("close code %d, want %d", got, tc.want)
+			}
+		})
+	}
+	// The server and other players are unaffected.
+	c := dial(t, wsURL(srv.URL, ticket()))
+	send(t, c, hello)
+	if m := readUntil(t, c, "welcome"); m["player"] != "p1" {
+		t.Fatalf("welcome %v", m)
+	}
+}
+
+func TestTicketsOnceAcrossFleet(t *testing.T) {
+	c := fleettest.Start(t, 2, func(_ int, cfg *fleet.Config) { cfg.Heartbeat = 100 * time.Millisecond })
+	var hosts []*Host[*csim, int, *cplayer]
+	for _, s := range c.Servers {
+		h, err := New[*csim, int, *cplayer](newCounter(), Config{Secret: "shared"}, quietLog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.UseFleet(s.Fleet)
+		hosts = append(hosts, h)
+	}
+	ctx := t.Context()
+	tk, err := hosts[0].Tickets().Issue("p1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := hosts[0].Tickets().Redeem(ctx, tk); err != nil || id != "p1" {
+		t.Fatalf("redeem on A: %q, %v", id, err)
+	}
+	if _, err := hosts[1].Tickets().Redeem(ctx, tk); !errors.Is(err, ErrTicket) {
+		t.Fatalf("redeem on B of a ticket redeemed on A: %v, want ErrTicket", err)
+	}
+
+	expired, err := hosts[0].Tickets().Issue("p2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts[1].tickets.now = func() time.Time { return time.Now().Add(31 * time.Second) }
+	if _, err := hosts[1].Tickets().Redeem(ctx, expired); !errors.Is(err, ErrTicket) {
+		t.Fatalf("redeem of an expired ticket: %v, want ErrTicket", err)
+	}
+}
+
+// twoServers runs hosts A and B, each behind its relay, on one fleet.
+func twoServers(t *testing.T, game func() Game[*csim, int, *cplayer]) (a, b *Host[*csim, int, *cplayer], urlA string) {
+	t.Helper()
+	srvs := []*httptest.Server{httptest.NewUnstartedServer(nil), httptest.NewUnstartedServer(nil)}
+	c := fleettest.Start(t, 2, func(i int, cfg *fleet.Config) {
+		cfg.Heartbeat = 100 * time.Millisecond
+		cfg.InternalAddress = srvs[i].Listener.Addr().String()
+	})
+	var hosts []*Host[*csim, int, *cplayer]
+	for i, s := range c.Servers {
+		h, err := New(game(), Config{Secret: "shared", MoveCooldown: time.Nanosecond}, quietLog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.UseFleet(s.Fleet)
+		runHost(t, h)
+		rl, err := relay.New(relay.Config{NodeID: s.ID(), Secret: "shared relay secret, long enough"}, s.Fleet, quietLog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/play", h.Handler())
+		srvs[i].Config.Handler = rl.Middleware(mux)
+		srvs[i].Start()
+		t.Cleanup(func() { srvs[i].Close(); rl.Close() })
+		hosts = append(hosts, h)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for c.Servers[0].Alone() || c.Servers[1].Alone() {
+		if time.Now().After(deadline) {
+			t.Fatal("servers do not see each other")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return hosts[0], hosts[1], srvs[0].URL
+}
+
+func TestRejoinFromAnywhere(t *testing.T) {
+	a, b, urlA := twoServers(t, func() Game[*csim, int, *cplayer] { return redirecting{newCounter()} })
+	if _, err := b.OpenRoom(t.Context(), Info{ID: "match", Players: []string{"p1"}}); err != nil {
+		t.Fatal(err)
+	}
+	// p1 reconnects through the load balancer and lands on A.
+	tk, _ := a.Tickets().Issue("p1")
+	c := dial(t, wsURL(urlA, "ticket="+tk))
+	send(t, c, `{"type":"hello","data":{"mode":"rejoin"}}`)
+	if m := readUntil(t, c, "welcome"); m["node"] != "s0" || m["room"] != nil {
+		t.Fatalf("welcome on A: %v", m)
+	}
+	rd := readUntil(t, c, "redirect")
+	if rd["node"] != "s1" || rd["param"] != "node" || rd["reason"] != ReasonRejoin {
+		t.Fatalf("redirect %v", rd)
+	}
+	if code := closeCode(t, c); code != StatusRedirected {
+		t.Fatalf("close after redirect: %d", code)
+	}
+
+	// It follows the redirect: same public address, ?node=s1, relayed by A.
+	tk, _ = a.Tickets().Issue("p1")
+	c = dial(t, wsURL(urlA, "node=s1&ticket="+tk))
+	send(t, c, `{"type":"hello","data":{"mode":"rejoin"}}`)
+	if m := readUntil(t, c, "welcome"); m["node"] != "s1" || m["room"] != "match" {
+		t.Fatalf("welcome through the relay: %v; want its seat in match on s1", m)
+	}
+	send(t, c, `{"type":"input","data":5}`)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r, _ := b.Room("match")
+		if r != nil && strings.Contains(strings.Join(b.game.(redirecting).lines("match"), "\n"), "input p1 5") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the seat taken back through the relay does not take inputs")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestNilRedirectMovesNobody(t *testing.T) {
+	a, b, urlA := twoServers(t, func() Game[*csim, int, *cplayer] { return newCounter() })
+	if _, err := b.OpenRoom(t.Context(), Info{ID: "match", Players: []string{"p1"}}); err != nil {
+		t.Fatal(err)
+	}
+	tk, _ := a.Tickets().Issue("p1")
+	c := dial(t, wsURL(urlA, "ticket="+tk))
+	send(t, c, `{"type":"hello","data":{"mode":"rejoin"}}`)
+	if m := readUntil(t, c, "welcome"); m["node"] != "s0" {
+		t.Fatalf("welcome: %v", m)
+	}
+	// Nothing else comes: no redirect, and the connection stays open.
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	if _, data, err := c.Read(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("after welcome: %q, %v; want nothing", data, err)
+	}
+}

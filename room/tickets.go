@@ -1,0 +1,102 @@
+package room
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Counter counts once for all servers: the fleet implements it with its
+// backplane (and falls back to memory); a Host without a fleet counts in
+// memory.
+type Counter interface {
+	Increment(ctx context.Context, key string, ttl time.Duration, by int64) (int64, error)
+}
+
+// Tickets mints and redeems connection tickets: a player id, an expiry and
+// a nonce, signed with HMAC-SHA256. Any server with the same secret can
+// check a ticket, and each is redeemed once across the fleet (through the
+// Counter). Safe for concurrent use.
+type Tickets struct {
+	key     []byte
+	ttl     time.Duration
+	counter Counter
+	now     func() time.Time
+}
+
+// maxPlayerID bounds a player id carried by a ticket.
+const maxPlayerID = 128
+
+func newTickets(secret string, ttl time.Duration, counter Counter) *Tickets {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte("muster ticket v1"))
+	return &Tickets{key: m.Sum(nil), ttl: ttl, counter: counter, now: time.Now}
+}
+
+// Issue returns a ticket for playerID, valid for the configured time (30s
+// by default) and redeemable once.
+func (t *Tickets) Issue(playerID string) (string, error) {
+	if playerID == "" || len(playerID) > maxPlayerID || !utf8.ValidString(playerID) {
+		return "", fmt.Errorf("issue ticket: player id must be 1-%d bytes of UTF-8", maxPlayerID)
+	}
+	var nonce [12]byte
+	rand.Read(nonce[:])
+	body := make([]byte, 8, 8+len(nonce)+len(playerID))
+	binary.BigEndian.PutUint64(body, uint64(t.now().Add(t.ttl).Unix()))
+	body = append(append(body, nonce[:]...), playerID...)
+	enc := base64.RawURLEncoding
+	return enc.EncodeToString(body) + "." + enc.EncodeToString(t.sign(body)), nil
+}
+
+func (t *Tickets) sign(body []byte) []byte {
+	m := hmac.New(sha256.New, t.key)
+	m.Write(body)
+	return m.Sum(nil)
+}
+
+// parse checks a ticket's signature and expiry and returns its player id
+// and nonce. It does not redeem it.
+func (t *Tickets) parse(ticket string) (playerID, nonce string, err error) {
+	b64, sig64, ok := strings.Cut(ticket, ".")
+	if !ok || len(ticket) > 512 {
+		return "", "", fmt.Errorf("%w: malformed", ErrTicket)
+	}
+	enc := base64.RawURLEncoding
+	body, err1 := enc.DecodeString(b64)
+	sig, err2 := enc.DecodeString(sig64)
+	if err1 != nil || err2 != nil || len(body) <= 8+12 {
+		return "", "", fmt.Errorf("%w: malformed", ErrTicket)
+	}
+	if !hmac.Equal(sig, t.sign(body)) {
+		return "", "", fmt.Errorf("%w: bad signature", ErrTicket)
+	}
+	expires := time.Unix(int64(binary.BigEndian.Uint64(body)), 0)
+	if !t.now().Before(expires) {
+		return "", "", fmt.Errorf("%w: expired", ErrTicket)
+	}
+	return string(body[20:]), enc.EncodeToString(body[8:20]), nil
+}
+
+// Redeem checks ticket and marks it used, once for the whole fleet, and
+// returns its player id.
+func (t *Tickets) Redeem(ctx context.Context, ticket string) (string, error) {
+	id, nonce, err := t.parse(ticket)
+	if err != nil {
+		return "", err
+	}
+	n, err := t.counter.Increment(ctx, "ticket:"+nonce, t.ttl+time.Minute, 1)
+	if err != nil {
+		return "", fmt.Errorf("redeem ticket: %w", err)
+	}
+	if n != 1 {
+		return "", fmt.Errorf("%w: already used", ErrTicket)
+	}
+	return id, nil
+}
