@@ -13,7 +13,10 @@
 // messages both ways, each with its type (text or binary), of any size up
 // to Config.ReadLimit, and the close code and reason of whichever side
 // closes first. A side that drops without a close frame is reported to the
-// other as 1001 (going away).
+// other as 1001 (going away). Pings are answered hop by hop; when the node
+// pings, the relay also pings the client, so that a client that has
+// silently vanished is reported to the node as 1001 instead of being kept
+// alive by the relay's answers.
 //
 // Every other request, and every upgrade for this server, an unknown or
 // dead server, or one that does not answer within Config.DialTimeout, is

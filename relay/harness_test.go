@@ -87,12 +87,17 @@ type testNode struct {
 	ends  chan websocket.CloseError // how each WebSocket ended, as the handler read it
 }
 
-type nodeOpt func(*Config)
-
-func withSecret(s string) nodeOpt { return func(c *Config) { c.Secret = s } }
-func withReadLimit(n int64) nodeOpt {
-	return func(c *Config) { c.ReadLimit = n }
+// nodeSettings are what a nodeOpt can change before the node starts.
+type nodeSettings struct {
+	cfg          Config
+	probeTimeout time.Duration
 }
+
+type nodeOpt func(*nodeSettings)
+
+func withSecret(s string) nodeOpt              { return func(n *nodeSettings) { n.cfg.Secret = s } }
+func withReadLimit(l int64) nodeOpt            { return func(n *nodeSettings) { n.cfg.ReadLimit = l } }
+func withProbeTimeout(d time.Duration) nodeOpt { return func(n *nodeSettings) { n.probeTimeout = d } }
 
 // startNode starts node id on loopback, using dir to find others and
 // registering itself in it. It is stopped when the test ends.
@@ -115,17 +120,20 @@ func startTLSNode(t *testing.T, id string, dir *dirMap, opts ...nodeOpt) *testNo
 
 func newNode(t *testing.T, id string, dir *dirMap, opts ...nodeOpt) *testNode {
 	t.Helper()
-	cfg := Config{NodeID: id, Secret: testSecret, DialTimeout: 500 * time.Millisecond}
+	set := nodeSettings{cfg: Config{NodeID: id, Secret: testSecret, DialTimeout: 500 * time.Millisecond}}
 	for _, o := range opts {
-		o(&cfg)
+		o(&set)
 	}
 	var d Directory
 	if dir != nil {
 		d = dir
 	}
-	rl, err := New(cfg, d, slog.New(slog.DiscardHandler))
+	rl, err := New(set.cfg, d, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if set.probeTimeout != 0 {
+		rl.probeTimeout = set.probeTimeout
 	}
 	return &testNode{id: id, relay: rl, seen: make(chan seen, 64), ends: make(chan websocket.CloseError, 64)}
 }
@@ -162,8 +170,9 @@ func (n *testNode) ended(ce websocket.CloseError) {
 //
 // Commands on /ws, as text messages: "close CODE REASON" closes with that
 // status; "drop" closes the TCP connection without a close frame; "die"
-// starts a 1 MiB binary message, sends half of it, and drops. Anything else
-// is echoed with its type.
+// starts a 1 MiB binary message, sends half of it, and drops; "ping" pings
+// the client and then says "ping ok" or "ping failed". Anything else is
+// echoed with its type.
 func (n *testNode) mux() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/who", func(w http.ResponseWriter, r *http.Request) {
@@ -177,6 +186,8 @@ func (n *testNode) mux() http.Handler {
 		if err != nil {
 			return
 		}
+		var pings sync.WaitGroup
+		defer pings.Wait()
 		defer c.CloseNow()
 		s.Subprotocol = c.Subprotocol()
 		n.record(s)
@@ -203,6 +214,18 @@ func (n *testNode) mux() http.Handler {
 					}
 					_ = c.Close(websocket.StatusCode(code), reason)
 					return
+				case cmd == "ping":
+					// Ping needs this loop to go on reading.
+					pings.Go(func() {
+						pctx, cancel := context.WithTimeout(ctx, waitFor)
+						defer cancel()
+						res := "ping ok"
+						if err := c.Ping(pctx); err != nil {
+							res = "ping failed"
+						}
+						_ = c.Write(ctx, websocket.MessageText, []byte(res))
+					})
+					continue
 				case cmd == "drop":
 					_ = c.CloseNow()
 					return

@@ -63,6 +63,10 @@ type Relay struct {
 	dialer net.Dialer
 	now    func() time.Time
 
+	// probeTimeout bounds a client's answer to the ping the relay sends
+	// when the node pings (see session.probeClient).
+	probeTimeout time.Duration
+
 	mu       sync.Mutex
 	closing  bool
 	sessions map[*session]struct{}
@@ -91,6 +95,8 @@ func New(cfg Config, dir Directory, logger *slog.Logger) (*Relay, error) {
 		log:      logger.With("component", "relay"),
 		now:      time.Now,
 		sessions: make(map[*session]struct{}),
+
+		probeTimeout: defaultProbeTimeout,
 	}
 	if cfg.Secret != "" {
 		rl.key = deriveKey(cfg.Secret)
@@ -206,6 +212,8 @@ func (rl *Relay) tryRelay(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	s := &session{rl: rl, up: up.conn, upNet: up.net}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	defer s.cancel()
 	if !rl.track(s) {
 		_ = up.conn.Close(websocket.StatusGoingAway, "")
 		return false
@@ -226,6 +234,7 @@ func (rl *Relay) tryRelay(w http.ResponseWriter, r *http.Request) bool {
 	}
 	c.SetReadLimit(rl.cfg.ReadLimit)
 	s.client, s.clientNet = c, hw.conn
+	up.session.Store(s) // from now on a ping from the node probes the client
 	rl.relayed.Add(1)
 	rl.active.Add(1)
 	defer rl.active.Add(-1)
@@ -235,10 +244,15 @@ func (rl *Relay) tryRelay(w http.ResponseWriter, r *http.Request) bool {
 
 // upstream is the dialled half of a relayed connection.
 type upstream struct {
-	conn   *websocket.Conn
-	net    *watchedConn
-	header http.Header // the node's handshake response headers
+	conn    *websocket.Conn
+	net     *watchedConn
+	header  http.Header              // the node's handshake response headers
+	session *atomic.Pointer[session] // set once the client is accepted; read when the node pings
 }
+
+// defaultProbeTimeout is how long a client has to answer the relay's ping
+// after the node pinged.
+const defaultProbeTimeout = 15 * time.Second
 
 // dial opens the upstream half of a relayed connection: the client's
 // upgrade request, with its end-to-end headers and subprotocols, plus the
@@ -271,6 +285,7 @@ func (rl *Relay) dial(r *http.Request, target, addr string, client netip.AddrPor
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 
+	sess := new(atomic.Pointer[session])
 	ctx, cancel := context.WithTimeout(r.Context(), rl.cfg.DialTimeout)
 	defer cancel()
 	conn, resp, err := websocket.Dial(ctx, "ws://"+addr+r.URL.RequestURI(), &websocket.DialOptions{
@@ -278,13 +293,19 @@ func (rl *Relay) dial(r *http.Request, target, addr string, client netip.AddrPor
 		HTTPHeader:   h,
 		Host:         r.Host,
 		Subprotocols: subprotocols(r.Header),
+		OnPingReceived: func(context.Context, []byte) bool {
+			if s := sess.Load(); s != nil {
+				s.probeClient()
+			}
+			return true // answer the node's ping here
+		},
 	})
 	if err != nil {
 		tr.CloseIdleConnections()
 		return upstream{}, err
 	}
 	conn.SetReadLimit(rl.cfg.ReadLimit)
-	return upstream{conn: conn, net: watched.Load(), header: resp.Header}, nil
+	return upstream{conn: conn, net: watched.Load(), header: resp.Header, session: sess}, nil
 }
 
 // track registers s unless the relay is closing.

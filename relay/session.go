@@ -28,18 +28,48 @@ type session struct {
 	// whose read fails, or a stop from Close, closes the other side; every
 	// later attempt is ignored.
 	once sync.Once
+
+	// wg holds the pump from the node and any client probe.
+	wg sync.WaitGroup
+	// ctx ends when the pump from the client has ended; it bounds probes.
+	ctx     context.Context
+	cancel  context.CancelFunc
+	probing atomic.Bool
 }
 
 // run pumps messages both ways until both pumps have ended, then releases
 // both connections. It returns only when no goroutine of the session is
 // left.
 func (s *session) run() {
-	var wg sync.WaitGroup
-	wg.Go(func() { s.pump(s.up, s.upNet, s.client, &s.rl.bytesToClient) })
+	s.wg.Go(func() { s.pump(s.up, s.upNet, s.client, &s.rl.bytesToClient) })
 	s.pump(s.client, s.clientNet, s.up, &s.rl.bytesToNode)
-	wg.Wait()
+	s.cancel()
+	s.wg.Wait()
 	_ = s.client.CloseNow()
 	_ = s.up.CloseNow()
+}
+
+// probeClient is called when the node pings. Pings are answered hop by
+// hop, so the relay answers the node's ping itself; to keep the node's
+// ping-based detection of dead clients working, it then pings the client,
+// and a client that does not answer within the relay's probe timeout ends
+// the session, which the node sees as 1001 (going away). One probe runs at
+// a time.
+//
+// It runs in the pump that reads the node, which holds s.wg, so adding
+// the probe to s.wg is safe.
+func (s *session) probeClient() {
+	if s.ctx.Err() != nil || !s.probing.CompareAndSwap(false, true) {
+		return
+	}
+	s.wg.Go(func() {
+		defer s.probing.Store(false)
+		ctx, cancel := context.WithTimeout(s.ctx, s.rl.probeTimeout)
+		defer cancel()
+		if err := s.client.Ping(ctx); err != nil && s.ctx.Err() == nil {
+			s.stop(websocket.StatusGoingAway, "")
+		}
+	})
 }
 
 // pump copies messages from src to dst until one fails. A failed read

@@ -194,4 +194,3 @@ func tail(s string, n int) string {
 	}
 	return s
 }
-
