@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"errors"
+	"net/http/httptest"
 	"sync"
 	"testing"
 
@@ -159,4 +160,42 @@ func TestCloseRacesTraffic(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Wait()
+}
+
+// TestCloseWhileAccepting: Close between the dial to the node and the
+// client's acceptance ends both sides; the client gets a handshake and then
+// 1001.
+func TestCloseWhileAccepting(t *testing.T) {
+	t.Parallel()
+	dir := &dirMap{}
+	b := startNode(t, "b", dir)
+	a := newNode(t, "a", dir)
+	closed := make(chan error, 1)
+	a.relay.testHookAccepting = func(s *session) {
+		go func() { closed <- a.relay.Close() }()
+		eventually(t, "session stopped", func() bool {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return s.stopped
+		})
+	}
+	a.srv = httptest.NewServer(a.relay.Middleware(a.mux()))
+	a.finish(t, dir)
+
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws://"+a.addr+"/ws?node=b", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	if _, err := readUntilError(ctx, c); websocket.CloseStatus(err) != websocket.StatusGoingAway {
+		t.Errorf("client saw %v, want 1001", err)
+	}
+	if ce := recv(t, b.ends, "end at b"); ce.Code != websocket.StatusGoingAway {
+		t.Errorf("b saw %d %q, want 1001", ce.Code, ce.Reason)
+	}
+	if err := recv(t, closed, "Close to return"); err != nil {
+		t.Error(err)
+	}
 }

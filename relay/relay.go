@@ -67,6 +67,10 @@ type Relay struct {
 	// when the node pings (see session.probeClient).
 	probeTimeout time.Duration
 
+	// testHookAccepting, when set, runs after a session is tracked and
+	// before its client is accepted.
+	testHookAccepting func(*session)
+
 	mu       sync.Mutex
 	closing  bool
 	sessions map[*session]struct{}
@@ -220,6 +224,9 @@ func (rl *Relay) tryRelay(w http.ResponseWriter, r *http.Request) bool {
 	}
 	defer rl.untrack(s)
 
+	if rl.testHookAccepting != nil {
+		rl.testHookAccepting(s)
+	}
 	copyResponseHeaders(w.Header(), up.header)
 	opts := &websocket.AcceptOptions{InsecureSkipVerify: true} // the node checked the origin
 	if p := s.up.Subprotocol(); p != "" {
@@ -233,7 +240,9 @@ func (rl *Relay) tryRelay(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	c.SetReadLimit(rl.cfg.ReadLimit)
-	s.client, s.clientNet = c, hw.conn
+	if !s.accepted(c, hw.conn) {
+		return true // Close came first
+	}
 	up.session.Store(s) // from now on a ping from the node probes the client
 	rl.relayed.Add(1)
 	rl.active.Add(1)

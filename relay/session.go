@@ -24,6 +24,11 @@ type session struct {
 	client, up       *websocket.Conn
 	clientNet, upNet *watchedConn // their network connections
 
+	// mu guards client until it is set (a session is tracked, and may be
+	// stopped, while its client is still being accepted) and stopped.
+	mu      sync.Mutex
+	stopped bool
+
 	// once guards the decision of how the session ends: the first pump
 	// whose read fails, or a stop from Close, closes the other side; every
 	// later attempt is ignored.
@@ -47,6 +52,21 @@ func (s *session) run() {
 	s.wg.Wait()
 	_ = s.client.CloseNow()
 	_ = s.up.CloseNow()
+}
+
+// accepted records the accepted client, or, if the session was stopped in
+// the meantime, closes it and reports false.
+func (s *session) accepted(c *websocket.Conn, cn *watchedConn) bool {
+	s.mu.Lock()
+	stopped := s.stopped
+	if !stopped {
+		s.client, s.clientNet = c, cn
+	}
+	s.mu.Unlock()
+	if stopped {
+		_ = c.Close(websocket.StatusGoingAway, "server closing")
+	}
+	return !stopped
 }
 
 // probeClient is called when the node pings. Pings are answered hop by
@@ -106,8 +126,17 @@ func (s *session) end(src, dst *websocket.Conn, readErr error) {
 }
 
 // stop closes both sides with code and reason, unless the session is
-// already ending.
+// already ending. A session whose client is not accepted yet only closes
+// the node's side; the client is refused by accepted.
 func (s *session) stop(code websocket.StatusCode, reason string) {
+	s.mu.Lock()
+	s.stopped = true
+	accepted := s.client != nil
+	s.mu.Unlock()
+	if !accepted {
+		_ = s.up.Close(code, reason)
+		return
+	}
 	s.once.Do(func() {
 		var wg sync.WaitGroup
 		wg.Go(func() { _ = s.client.Close(code, reason) })
