@@ -12,8 +12,11 @@
 // the upgrade it accepts the client with the same subprotocol and relays
 // messages both ways, each with its type (text or binary), of any size up
 // to Config.ReadLimit, and the close code and reason of whichever side
-// closes first. A side that drops without a close frame is reported to the
-// other as 1001 (going away). Pings are answered hop by hop; when the node
+// closes first (a close without a status is passed on without one). A side
+// that drops without a close frame, or dies in the middle of a message, is
+// reported to the other as 1001 (going away); a message above the read
+// limit gets its sender 1009 (message too big) and the other side 1001.
+// Pings are answered hop by hop; when the node
 // pings, the relay also pings the client, so that a client that has
 // silently vanished is reported to the node as 1001 instead of being kept
 // alive by the relay's answers.
