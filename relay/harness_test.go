@@ -58,6 +58,8 @@ type seen struct {
 	RelayHeaders []string
 	Offered      []string
 	Subprotocol  string
+	Cookie       string
+	Origin       string
 }
 
 func see(r *http.Request) seen {
@@ -68,6 +70,8 @@ func see(r *http.Request) seen {
 		Scheme:     ClientScheme(r),
 		Relayed:    FromRelay(r),
 		Offered:    subprotocols(r.Header),
+		Cookie:     r.Header.Get("Cookie"),
+		Origin:     r.Header.Get("Origin"),
 	}
 	for name := range r.Header {
 		if hasRelayPrefix(name) {
@@ -182,6 +186,7 @@ func (n *testNode) mux() http.Handler {
 	})
 	mux.HandleFunc("/ws", func(w http.ResponseWriter, r *http.Request) {
 		s := see(r)
+		w.Header().Set("X-Node", n.id)
 		c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{"v2.echo", "v1.echo"}})
 		if err != nil {
 			return

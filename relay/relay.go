@@ -212,7 +212,7 @@ func (rl *Relay) tryRelay(w http.ResponseWriter, r *http.Request) bool {
 	up, err := rl.dial(r, target, addr, client)
 	if err != nil {
 		rl.fallbacks.Add(1)
-		rl.log.Warn("relay target unreachable, serving locally", "node_id", target, "err", err)
+		rl.log.Warn("relay to node failed, serving locally", "node_id", target, "addr", addr, "err", err)
 		return false
 	}
 	s := &session{rl: rl, up: up.conn, upNet: up.net}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -77,4 +78,45 @@ func TestRelayMessagesBothWays(t *testing.T) {
 		t.Errorf("stats of a = %+v, want 1 relayed, %d bytes to node, at least %d to client", st, sent, sent)
 	}
 	eventually(t, "no active relayed connection", func() bool { return a.relay.Stats().Active == 0 })
+}
+
+// TestHandshakeHeaders: the client's end-to-end headers reach the node and
+// the node's handshake response headers reach the client; the node's own
+// origin check sees the client's Origin and Host.
+func TestHandshakeHeaders(t *testing.T) {
+	t.Parallel()
+	dir := &dirMap{}
+	a := startNode(t, "a", dir)
+	b := startNode(t, "b", dir)
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	h := http.Header{}
+	h.Set("Cookie", "session=abc")
+	h.Set("Origin", "http://play.example.test")
+	c, resp, err := websocket.Dial(ctx, "ws://"+a.addr+"/ws?node=b", &websocket.DialOptions{
+		HTTPHeader: h,
+		Host:       "play.example.test",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	if got := resp.Header.Get("X-Node"); got != "b" {
+		t.Errorf("handshake response X-Node = %q, want b", got)
+	}
+	got := recv(t, b.seen, "request at b")
+	if got.Cookie != "session=abc" || got.Origin != "http://play.example.test" || got.Host != "play.example.test" {
+		t.Errorf("b saw cookie %q, origin %q, host %q", got.Cookie, got.Origin, got.Host)
+	}
+
+	// A cross-origin upgrade that b refuses is not accepted by the relay
+	// either: a serves it, and a's handler refuses it in turn.
+	h.Set("Origin", "http://evil.example")
+	_, resp, err = websocket.Dial(ctx, "ws://"+a.addr+"/ws?node=b", &websocket.DialOptions{HTTPHeader: h, Host: "play.example.test"})
+	if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("cross-origin upgrade: %v, %v; want 403", resp, err)
+	}
+	if resp != nil && resp.Header.Get("X-Node") != "a" {
+		t.Errorf("cross-origin upgrade answered by %q, want a", resp.Header.Get("X-Node"))
+	}
 }
