@@ -52,7 +52,7 @@ func quiet() *slog.Logger {
 
 // env is one home with a fake clock on a memory backplane.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	clock *clock
 	bp    backplane.Backplane
 	home  *Home
@@ -61,7 +61,7 @@ type env struct {
 
 // newEnv returns a home whose regions are never cached, with cfg's other
 // fields as given.
-func newEnv(t *testing.T, cfg HomeConfig) *env {
+func newEnv(t testing.TB, cfg HomeConfig) *env {
 	t.Helper()
 	c := newClock()
 	bp, err := memory.NewStore(memory.Config{Now: c.Now}).Cluster("home")
@@ -71,7 +71,7 @@ func newEnv(t *testing.T, cfg HomeConfig) *env {
 	return newEnvOn(t, cfg, bp, c)
 }
 
-func newEnvOn(t *testing.T, cfg HomeConfig, bp backplane.Backplane, c *clock) *env {
+func newEnvOn(t testing.TB, cfg HomeConfig, bp backplane.Backplane, c *clock) *env {
 	t.Helper()
 	if cfg.AdminToken == "" {
 		cfg.AdminToken = adminToken
@@ -94,14 +94,14 @@ type response struct {
 	Header http.Header
 }
 
-func (r response) decode(t *testing.T, v any) {
+func (r response) decode(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal(r.Body, v); err != nil {
 		t.Fatalf("decode %s: %v", r.Body, err)
 	}
 }
 
-func (r response) code(t *testing.T) string {
+func (r response) code(t testing.TB) string {
 	t.Helper()
 	var eb errorBody
 	_ = json.Unmarshal(r.Body, &eb)
