@@ -150,6 +150,11 @@ type Host[Sim, Input, Player any] struct {
 	tickets *Tickets
 	limits  *limiter
 
+	// The game's optional hooks, found once.
+	before BeforeStepper[Sim, Input, Player]
+	after  AfterStepper[Sim, Input, Player]
+	loader Loader[Sim]
+
 	server  Server
 	fleet   Fleet
 	modules []Module[Sim, Input, Player]
@@ -187,6 +192,9 @@ func New[Sim, Input, Player any](game Game[Sim, Input, Player], cfg Config, logg
 		clients: make(map[string]*Client),
 		roomEnd: make(chan struct{}, 1),
 	}
+	h.before, _ = game.(BeforeStepper[Sim, Input, Player])
+	h.after, _ = game.(AfterStepper[Sim, Input, Player])
+	h.loader, _ = game.(Loader[Sim])
 	local := memory.New() // counters until a fleet is bound
 	h.tickets = newTickets(cfg.Secret, cfg.TicketTTL, local)
 	h.limits = &limiter{cfg: cfg.Limits, counter: local}
@@ -324,15 +332,6 @@ func (h *Host[Sim, Input, Player]) Load() int {
 	return total
 }
 
-func (h *Host[Sim, Input, Player]) loadOf(r *Room[Sim, Input, Player]) int {
-	if l, ok := h.game.(Loader[Sim]); ok {
-		return l.LoadOf(r.sim)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.seats)
-}
-
 // Rooms returns the number of running rooms.
 func (h *Host[Sim, Input, Player]) Rooms() int {
 	h.mu.Lock()
@@ -343,8 +342,11 @@ func (h *Host[Sim, Input, Player]) Rooms() int {
 // Lateness returns the quantile q (0.99 for p99) of how late room passes
 // started after their tick, and the number of passes measured.
 func (h *Host[Sim, Input, Player]) Lateness(q float64) (time.Duration, uint64) {
-	return h.sched.late.quantile(q)
+	return h.sched.lateness(q)
 }
+
+// ResetLateness forgets the lateness measured so far, e.g. after warm-up.
+func (h *Host[Sim, Input, Player]) ResetLateness() { h.sched.resetLateness() }
 
 // OpenRoom opens a room and seats info.Players in it (their Join runs
 // before the room's first step). Players connected to this host are
@@ -388,6 +390,8 @@ func (h *Host[Sim, Input, Player]) OpenRoom(ctx context.Context, info Info) (*Ro
 			c.setRoom(info.ID)
 		}
 	}
+	r.dirty.Store(len(r.inbox) > 0)
+	r.seatsChanged()
 	h.mu.Unlock()
 	h.sched.add(r)
 	h.claimPlayers(ctx, info.Players)
@@ -418,6 +422,8 @@ func (h *Host[Sim, Input, Player]) Seat(ctx context.Context, roomID, id string) 
 	}
 	r.seats[id] = &seat[Player]{client: c}
 	r.inbox = append(r.inbox, event[Input]{kind: evJoin, id: id})
+	r.dirty.Store(true)
+	r.seatsChanged()
 	r.mu.Unlock()
 	h.seated[id] = r
 	if c != nil {

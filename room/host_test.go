@@ -106,7 +106,7 @@ func TestStepsAtFixedRate(t *testing.T) {
 		if _, err := h.OpenRoom(t.Context(), Info{ID: "a", Players: []string{"p1"}}); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Second + time.Millisecond)
+		time.Sleep(time.Second)
 		synctest.Wait()
 		steps := 0
 		for _, l := range g.lines("a") {

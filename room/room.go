@@ -20,13 +20,15 @@ type Room[Sim, Input, Player any] struct {
 	last  uint64 // scheduler tick of the last pass; worker only
 	steps uint64 // steps run; worker only
 	load  atomic.Int64
+	// dirty says the room has events queued or was asked to end, so a
+	// pass without news takes no lock.
+	dirty atomic.Bool
 
 	mu       sync.Mutex
 	inbox    []event[Input]
 	spare    []event[Input]
 	seats    map[string]*seat[Player]
 	ended    bool
-	endWhy   string
 	endAsked string // End was called; the room ends after its pass
 }
 
@@ -114,6 +116,7 @@ func (r *Room[Sim, Input, Player]) End(reason string) {
 	if r.endAsked == "" {
 		r.endAsked = reason
 	}
+	r.dirty.Store(true)
 }
 
 // Ended reports whether the room has ended.
@@ -131,13 +134,14 @@ func (r *Room[Sim, Input, Player]) push(e event[Input]) bool {
 		return false
 	}
 	r.inbox = append(r.inbox, e)
+	r.dirty.Store(true)
 	return true
 }
 
 func (r *Room[Sim, Input, Player]) busyFlag() *atomic.Bool { return &r.busy }
 
 // pass runs on a worker: the events queued since the last pass, then the
-// steps due at scheduler tick t (more than one when the room fell behind,
+// steps due at the room's tick t (more than one when the room fell behind,
 // at most MaxCatchUp), then AfterSteps. A panic in the game ends the room.
 func (r *Room[Sim, Input, Player]) pass(t uint64) (alive bool) {
 	h := r.host
@@ -148,46 +152,71 @@ func (r *Room[Sim, Input, Player]) pass(t uint64) (alive bool) {
 			alive = false
 		}
 	}()
-	if r.Ended() {
-		return false
+	var events []event[Input]
+	if r.dirty.Load() {
+		r.mu.Lock()
+		if r.ended {
+			r.mu.Unlock()
+			return false
+		}
+		if r.endAsked == "" {
+			r.dirty.Store(false)
+		}
+		events = r.inbox
+		r.inbox = r.spare[:0]
+		r.mu.Unlock()
 	}
-	due := t - r.last
-	if r.last == 0 {
-		due = 1
-	}
-	due = min(due, uint64(h.cfg.MaxCatchUp))
-	r.last = t
 
-	if bs, ok := h.game.(BeforeStepper[Sim, Input, Player]); ok {
-		bs.BeforeSteps(r)
+	due := uint64(1)
+	if r.last != 0 {
+		due = min(t-r.last, uint64(h.cfg.MaxCatchUp))
 	}
-	r.applyEvents()
+	r.last = t
+	if h.before != nil {
+		h.before.BeforeSteps(r)
+	}
+	if len(events) > 0 {
+		r.apply(events)
+	}
+	if events != nil {
+		r.mu.Lock()
+		r.spare = events[:0]
+		r.mu.Unlock()
+	}
 	for range due {
 		r.steps++
 		h.game.FixedStep(r)
 	}
-	if as, ok := h.game.(AfterStepper[Sim, Input, Player]); ok {
-		as.AfterSteps(r)
+	if h.after != nil {
+		h.after.AfterSteps(r)
 	}
-	r.load.Store(int64(h.loadOf(r)))
+	if h.loader != nil {
+		r.load.Store(int64(h.loader.LoadOf(r.sim)))
+	}
 
-	r.mu.Lock()
-	why := r.endAsked
-	r.mu.Unlock()
-	if why != "" {
-		r.finish(why)
-		return false
+	if r.dirty.Load() {
+		r.mu.Lock()
+		why := r.endAsked
+		r.mu.Unlock()
+		if why != "" {
+			r.finish(why)
+			return false
+		}
 	}
 	return true
 }
 
-// applyEvents runs the game's Join, Leave and Input for the events queued
-// since the last pass, in arrival order.
-func (r *Room[Sim, Input, Player]) applyEvents() {
-	r.mu.Lock()
-	events := r.inbox
-	r.inbox = r.spare[:0]
-	r.mu.Unlock()
+// seatsChanged keeps the room's load (its seated players, for a game
+// without a Loader) current. r.mu must be held.
+func (r *Room[Sim, Input, Player]) seatsChanged() {
+	if r.host.loader == nil {
+		r.load.Store(int64(len(r.seats)))
+	}
+}
+
+// apply runs the game's Join, Leave and Input for events, in arrival
+// order.
+func (r *Room[Sim, Input, Player]) apply(events []event[Input]) {
 	h := r.host
 	for _, e := range events {
 		r.mu.Lock()
@@ -207,6 +236,7 @@ func (r *Room[Sim, Input, Player]) applyEvents() {
 			}
 			r.mu.Lock()
 			delete(r.seats, e.id)
+			r.seatsChanged()
 			r.mu.Unlock()
 			h.unseat(e.id, r.info.ID)
 		case evInput:
@@ -216,9 +246,6 @@ func (r *Room[Sim, Input, Player]) applyEvents() {
 		}
 	}
 	clear(events) // drop references to inputs
-	r.mu.Lock()
-	r.spare = events[:0]
-	r.mu.Unlock()
 }
 
 // finish ends the room: seats are released and connected players told.
@@ -228,9 +255,10 @@ func (r *Room[Sim, Input, Player]) finish(why string) {
 		r.mu.Unlock()
 		return
 	}
-	r.ended, r.endWhy = true, why
+	r.ended = true
 	seats := r.seats
 	r.seats = map[string]*seat[Player]{}
+	r.seatsChanged()
 	r.inbox = nil
 	r.mu.Unlock()
 	r.host.roomEnded(r, seats, why)

@@ -3,6 +3,7 @@ package room
 import (
 	"context"
 	"math"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -11,28 +12,37 @@ import (
 
 // stepper is one room as the scheduler sees it.
 type stepper interface {
-	// pass runs the room's steps due at scheduler tick t. It reports
-	// false when the room has ended and should be dropped.
+	// pass runs the room's steps due at its tick t. It reports false when
+	// the room has ended and should be dropped.
 	pass(t uint64) bool
-	// busy is the room's flag: set while a worker steps it.
+	// busyFlag is set while a worker steps the room.
 	busyFlag() *atomic.Bool
 }
 
-// scheduler steps every room at a fixed rate on a pool of workers, with
-// no goroutine or timer per room. At each tick the current rooms are cut
-// into chunks; workers claim chunks and take rooms from them one at a time
-// through the chunk's cursor, and a worker that runs out of chunks takes
-// the remaining rooms of others. So every room is stepped by one worker at
-// a time, and a slow room delays only itself: the rooms queued behind it
-// are taken by the other workers.
+// slots is how many phases a tick period is cut into. Rooms are spread
+// over them, so that a tick's work is spread over the period instead of
+// landing all at once: a room's lateness is then the time its own slot
+// takes, not the whole tick's.
+const slots = 16
+
+// scheduler steps every room at a fixed rate on a pool of workers, with no
+// goroutine or timer per room.
+//
+// Each room belongs to one of the period's slots. When a slot is due, its
+// rooms are cut into chunks; workers claim chunks and take rooms from them
+// one at a time through the chunk's cursor, and a worker that runs out of
+// chunks takes the rooms left in the others'. So every room is stepped by
+// one worker at a time, and a slow room delays only itself: the rooms
+// queued behind it are taken by the other workers.
 type scheduler struct {
 	period  time.Duration
 	workers int
 
 	mu    sync.Mutex
-	rooms []stepper // copy-on-write: a batch keeps the slice it was cut from
+	slots [slots][]stepper // copy-on-write: a batch keeps the slice it was cut from
+	next  int              // slot for the next room
 
-	late lateness
+	late []lateness // one per worker
 }
 
 type chunk struct {
@@ -48,15 +58,15 @@ type batch struct {
 }
 
 func newScheduler(period time.Duration, workers int) *scheduler {
-	return &scheduler{period: period, workers: workers}
+	return &scheduler{period: period, workers: workers, late: make([]lateness, workers)}
 }
 
 func (s *scheduler) add(r stepper) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rooms := make([]stepper, len(s.rooms), len(s.rooms)+1)
-	copy(rooms, s.rooms)
-	s.rooms = append(rooms, r)
+	i := s.next
+	s.next = (s.next + 1) % slots
+	s.slots[i] = append(slices.Clip(s.slots[i]), r)
 }
 
 // run steps the rooms until ctx ends, and returns when every worker has.
@@ -65,7 +75,7 @@ func (s *scheduler) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for i := range feeds {
 		feeds[i] = make(chan *batch, 1)
-		wg.Go(func() { s.work(feeds[i]) })
+		wg.Go(func() { s.work(i, feeds[i]) })
 	}
 	defer func() {
 		for _, f := range feeds {
@@ -75,64 +85,84 @@ func (s *scheduler) run(ctx context.Context) {
 	}()
 
 	start := time.Now()
-	t := time.NewTicker(s.period)
+	slotLen := s.period / slots
+	t := time.NewTicker(slotLen)
 	defer t.Stop()
-	for tick := uint64(1); ; tick++ {
+	var n uint64 // next slot to run, counted from start
+	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
-		}
-		b := s.cut(tick, start.Add(time.Duration(tick)*s.period))
-		for _, f := range feeds {
-			// A worker still busy with an older batch gets the newest
-			// one instead: the others have finished the older one.
-			select {
-			case <-f:
-			default:
+		case now := <-t.C:
+			// A ticker drops ticks it could not deliver; count slots by
+			// the clock instead, so a late scheduler runs every slot it
+			// owes rather than drifting.
+			for due := uint64(now.Sub(start) / slotLen); n < due; n++ {
+				s.dispatch(feeds, n, start.Add(time.Duration(n+1)*slotLen))
 			}
-			f <- b
 		}
 	}
 }
 
-// cut makes the batch of tick t: the current rooms in chunks, about four
-// chunks per worker so work spreads before any stealing is needed.
-func (s *scheduler) cut(t uint64, due time.Time) *batch {
+// dispatch hands slot n (slot n%slots of tick n/slots+1) to the workers.
+func (s *scheduler) dispatch(feeds []chan *batch, n uint64, due time.Time) {
+	b := s.cut(n%slots, n/slots+1, due)
+	if len(b.chunks) == 0 {
+		return
+	}
+	for _, f := range feeds {
+		// A worker still busy with an older batch gets the newest one
+		// instead: the others have finished the older one.
+		select {
+		case <-f:
+		default:
+		}
+		f <- b
+	}
+}
+
+// cut makes the batch of one slot: its rooms in chunks, about four chunks
+// per worker so that work spreads before any taking over is needed.
+func (s *scheduler) cut(slot, tick uint64, due time.Time) *batch {
 	s.mu.Lock()
-	rooms := s.rooms
+	rooms := s.slots[slot]
 	s.mu.Unlock()
 	size := max(1, min(256, len(rooms)/(4*s.workers)))
-	b := &batch{tick: t, due: due}
+	b := &batch{tick: tick, due: due}
 	for rs := range slices.Chunk(rooms, size) {
 		b.chunks = append(b.chunks, chunk{rooms: rs})
 	}
 	return b
 }
 
-func (s *scheduler) work(feed <-chan *batch) {
+func (s *scheduler) work(w int, feed <-chan *batch) {
 	for b := range feed {
-		s.runBatch(b)
+		s.runBatch(w, b)
 	}
 }
 
 // runBatch takes chunks of b until none is left, then helps with the
 // rooms left in other workers' chunks.
-func (s *scheduler) runBatch(b *batch) {
+func (s *scheduler) runBatch(w int, b *batch) {
 	for {
 		i := b.next.Add(1) - 1
 		if i >= int64(len(b.chunks)) {
 			break
 		}
-		s.drainChunk(b, &b.chunks[i])
+		s.drainChunk(w, b, &b.chunks[i])
+		// Workers fill every P; yield between chunks so the tick driver
+		// (and the connections) run on time rather than at the next
+		// preemption, up to 10ms later.
+		runtime.Gosched()
 	}
 	for i := range b.chunks {
-		s.drainChunk(b, &b.chunks[i])
+		s.drainChunk(w, b, &b.chunks[i])
 	}
 }
 
-func (s *scheduler) drainChunk(b *batch, c *chunk) {
-	for {
+func (s *scheduler) drainChunk(w int, b *batch, c *chunk) {
+	var late time.Duration
+	for n := 0; ; n++ {
 		i := c.cursor.Add(1) - 1
 		if i >= int64(len(c.rooms)) {
 			return
@@ -142,7 +172,10 @@ func (s *scheduler) drainChunk(b *batch, c *chunk) {
 		if !busy.CompareAndSwap(false, true) {
 			continue // still in an earlier pass; it catches up next tick
 		}
-		s.late.record(time.Since(b.due))
+		if n%8 == 0 { // reading the clock costs more than a trivial step
+			late = time.Since(b.due)
+		}
+		s.late[w].record(late)
 		alive := r.pass(b.tick)
 		busy.Store(false)
 		if !alive {
@@ -154,22 +187,37 @@ func (s *scheduler) drainChunk(b *batch, c *chunk) {
 func (s *scheduler) drop(r stepper) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if i := slices.Index(s.rooms, r); i >= 0 {
-		rooms := make([]stepper, 0, len(s.rooms)-1)
-		rooms = append(append(rooms, s.rooms[:i]...), s.rooms[i+1:]...)
-		s.rooms = rooms
+	for i, rooms := range s.slots {
+		if j := slices.Index(rooms, r); j >= 0 {
+			s.slots[i] = slices.Delete(slices.Clone(rooms), j, j+1)
+			return
+		}
 	}
 }
 
-// len returns the number of rooms being stepped.
-func (s *scheduler) len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.rooms)
+// lateness returns the quantile q of how late room passes started after
+// they were due, over all workers, and the number of passes measured.
+func (s *scheduler) lateness(q float64) (time.Duration, uint64) {
+	var sum lateness
+	for i := range s.late {
+		for j := range sum.buckets {
+			sum.buckets[j].Add(s.late[i].buckets[j].Load())
+		}
+	}
+	return sum.quantile(q)
 }
 
-// lateness is a histogram of how late room passes start after their tick,
-// in 25µs buckets up to 25ms.
+// resetLateness forgets the passes measured so far.
+func (s *scheduler) resetLateness() {
+	for i := range s.late {
+		for j := range s.late[i].buckets {
+			s.late[i].buckets[j].Store(0)
+		}
+	}
+}
+
+// lateness is a histogram of how late room passes start, in 25µs buckets
+// up to 25ms. Each worker writes its own.
 type lateness struct {
 	buckets [1001]atomic.Uint64
 }
@@ -185,27 +233,19 @@ func (l *lateness) record(d time.Duration) {
 // rounded up to its bucket, and the number of passes recorded.
 func (l *lateness) quantile(q float64) (time.Duration, uint64) {
 	var total uint64
-	counts := make([]uint64, len(l.buckets))
 	for i := range l.buckets {
-		counts[i] = l.buckets[i].Load()
-		total += counts[i]
+		total += l.buckets[i].Load()
 	}
 	if total == 0 {
 		return 0, 0
 	}
 	want := uint64(math.Ceil(q * float64(total)))
 	var seen uint64
-	for i, n := range counts {
-		seen += n
+	for i := range l.buckets {
+		seen += l.buckets[i].Load()
 		if seen >= want {
 			return time.Duration(i+1) * lateBucket, total
 		}
 	}
-	return time.Duration(len(counts)) * lateBucket, total
-}
-
-func (l *lateness) reset() {
-	for i := range l.buckets {
-		l.buckets[i].Store(0)
-	}
+	return time.Duration(len(l.buckets)) * lateBucket, total
 }

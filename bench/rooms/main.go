@@ -1,0 +1,259 @@
+// Command rooms measures the room host against the design it replaces (SPEC
+// N1, N5), in one run:
+//
+//   - rooms: trivial rooms stepped at 60 Hz by room.Host's step workers,
+//     and by a goroutine and a time.Ticker per room, at growing counts; for
+//     each it prints the p99 lateness of a room's step after it was due, and
+//     the largest count each design keeps under the 2 ms goal, with the
+//     ratio;
+//   - memory: heap bytes per idle room, and per connected player (the
+//     players connect from a child process, so only the server's side is
+//     counted).
+//
+// Every run is bounded in rooms, players and time, and stops by itself.
+//
+//	go run ./bench/rooms
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/muster-gg/muster/room"
+)
+
+const (
+	rate   = 60
+	period = time.Second / rate
+	goal   = 2 * time.Millisecond
+)
+
+func main() {
+	sizes := flag.String("sizes", "10000,25000,50000,100000,150000,200000", "room counts to try")
+	measure := flag.Duration("measure", 3*time.Second, "measuring time per run, after one second of warm-up")
+	players := flag.Int("players", 2000, "connected players for the memory figure (0 skips it)")
+	role := flag.String("role", "", "internal: client")
+	url := flag.String("url", "", "internal: server URL for -role client")
+	flag.Parse()
+	if *role == "client" {
+		runClients(*url, *players)
+		return
+	}
+
+	var ks []int
+	for _, s := range strings.Split(*sizes, ",") {
+		k, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || k <= 0 {
+			fmt.Fprintf(os.Stderr, "bad -sizes entry %q\n", s)
+			os.Exit(2)
+		}
+		ks = append(ks, k)
+	}
+	fmt.Printf("rooms at %d Hz, p99 lateness of a step after it was due (goal < %v); GOMAXPROCS=%d\n\n", rate, goal, runtime.GOMAXPROCS(0))
+	fmt.Printf("%8s  %14s  %s\n", "rooms", "step workers", "goroutine+ticker")
+	bestHost, bestBase := 0, 0
+	hostDone, baseDone := false, false
+	for _, k := range ks {
+		hp, bp := "-", "-"
+		if !hostDone {
+			p := runHost(k, *measure)
+			hp = p.String()
+			if p < goal {
+				bestHost = k
+			} else {
+				hostDone = true
+			}
+		}
+		if !baseDone {
+			p, miss := runBaseline(k, *measure)
+			bp = fmt.Sprintf("%v (%.1f%% missed)", p, 100*miss)
+			if p < goal && miss < 0.001 {
+				bestBase = k
+			} else {
+				baseDone = true
+			}
+		}
+		fmt.Printf("%8d  %14s  %s\n", k, hp, bp)
+		if hostDone && baseDone {
+			break
+		}
+	}
+	fmt.Printf("\nlargest count under %v: step workers %d, goroutine+ticker %d", goal, bestHost, bestBase)
+	if bestBase > 0 {
+		fmt.Printf(", ratio %.1fx", float64(bestHost)/float64(bestBase))
+	}
+	fmt.Println()
+
+	fmt.Printf("\nmemory: %.0f bytes per idle room\n", idleRoomBytes(100000))
+	if *players > 0 {
+		b, err := playerBytes(*players)
+		if err != nil {
+			fmt.Println("memory per player:", err)
+			return
+		}
+		fmt.Printf("memory: %.0f bytes per connected player (%d players)\n", b, *players)
+	}
+}
+
+// trivial is the cheapest real game: a counter per room.
+type trivial struct{}
+
+type sim struct{ n uint64 }
+
+func (trivial) NewSim(room.Info) *sim                                 { return &sim{} }
+func (trivial) Join(*room.Room[*sim, int, struct{}], string) struct{} { return struct{}{} }
+func (trivial) Leave(*room.Room[*sim, int, struct{}], struct{})       {}
+func (trivial) Input(r *room.Room[*sim, int, struct{}], _ struct{}, in int) {
+	r.Sim().n += uint64(in)
+}
+func (trivial) FixedStep(r *room.Room[*sim, int, struct{}]) { r.Sim().n++ }
+
+func newHost() *room.Host[*sim, int, struct{}] {
+	h, err := room.New[*sim, int, struct{}](trivial{}, room.Config{
+		Rate:   rate,
+		Limits: room.Limits{Connects: 1 << 30}, // every player comes from 127.0.0.1
+	}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		panic(err)
+	}
+	return h
+}
+
+func runHost(k int, measure time.Duration) time.Duration {
+	h := newHost()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.Run(ctx)
+	}()
+	for range k {
+		if _, err := h.OpenRoom(ctx, room.Info{}); err != nil {
+			panic(err)
+		}
+	}
+	time.Sleep(time.Second)
+	h.ResetLateness()
+	time.Sleep(measure)
+	p99, _ := h.Lateness(0.99)
+	cancel()
+	<-done
+	runtime.GC()
+	return p99
+}
+
+// runBaseline runs k rooms the way the host replaces: a goroutine with a
+// time.Ticker each, started at a random phase of the period.
+func runBaseline(k int, measure time.Duration) (time.Duration, float64) {
+	const shards = 64
+	var hist [shards]histogram
+	var missed [shards]atomic.Int64
+	var measuring atomic.Bool
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for i := range k {
+		wg.Go(func() {
+			phase := time.Duration(rand.Int64N(int64(period)))
+			select {
+			case <-time.After(phase):
+			case <-ctx.Done():
+				return
+			}
+			s := &sim{}
+			start := time.Now()
+			t := time.NewTicker(period)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+				}
+				if measuring.Load() {
+					// Late against the last time a step was due; steps the
+					// ticker dropped are counted as missed.
+					since := time.Since(start)
+					due := since / period * period
+					hist[i%shards].record(since - due)
+					missed[i%shards].Add(int64(since/period) - int64(s.n) - 1)
+				}
+				s.n = uint64(time.Since(start) / period)
+			}
+		})
+	}
+	time.Sleep(time.Second)
+	measuring.Store(true)
+	time.Sleep(measure)
+	measuring.Store(false)
+	cancel()
+	wg.Wait()
+	var all histogram
+	for i := range hist {
+		for j := range all.b {
+			all.b[j].Add(hist[i].b[j].Load())
+		}
+	}
+	var miss int64
+	for i := range missed {
+		miss += missed[i].Load()
+	}
+	runtime.GC()
+	return all.quantile(0.99), float64(miss) / (float64(k) * measure.Seconds() * rate)
+}
+
+// histogram counts durations in 25µs buckets up to 25ms.
+type histogram struct{ b [1001]atomic.Uint64 }
+
+func (h *histogram) record(d time.Duration) {
+	h.b[max(0, min(int(d/(25*time.Microsecond)), len(h.b)-1))].Add(1)
+}
+
+func (h *histogram) quantile(q float64) time.Duration {
+	var total uint64
+	for i := range h.b {
+		total += h.b[i].Load()
+	}
+	want := uint64(math.Ceil(q * float64(total)))
+	var seen uint64
+	for i := range h.b {
+		seen += h.b[i].Load()
+		if seen >= want && total > 0 {
+			return time.Duration(i+1) * 25 * time.Microsecond
+		}
+	}
+	return time.Duration(len(h.b)) * 25 * time.Microsecond
+}
+
+func heap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// idleRoomBytes opens n rooms with no players on a host that is not
+// stepping, and returns the heap growth per room.
+func idleRoomBytes(n int) float64 {
+	h := newHost()
+	before := heap()
+	for range n {
+		if _, err := h.OpenRoom(context.Background(), room.Info{}); err != nil {
+			panic(err)
+		}
+	}
+	after := heap()
+	runtime.KeepAlive(h)
+	return float64(after-before) / float64(n)
+}

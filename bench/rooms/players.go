@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// playerBytes serves a host on loopback, has a child process connect n
+// players that say hello, and returns the server's heap growth per player.
+func playerBytes(n int) (float64, error) {
+	h := newHost()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.Run(ctx)
+	}()
+	defer func() { cancel(); <-done }()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	srv := &http.Server{Handler: h.Handler()}
+	go srv.Serve(l)
+	defer srv.Close()
+
+	// Tickets for every player, passed to the child on its stdin.
+	before := heap()
+	child := exec.Command(os.Args[0], "-role", "client", "-players", strconv.Itoa(n), "-url", "ws://"+l.Addr().String())
+	stdin, err := child.StdinPipe()
+	if err != nil {
+		return 0, err
+	}
+	stdout, err := child.StdoutPipe()
+	if err != nil {
+		return 0, err
+	}
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		return 0, err
+	}
+	defer child.Wait()
+	defer child.Process.Kill()
+	w := bufio.NewWriter(stdin)
+	for i := range n {
+		tk, err := h.Tickets().Issue(fmt.Sprintf("p%d", i))
+		if err != nil {
+			return 0, err
+		}
+		fmt.Fprintln(w, tk)
+	}
+	w.Flush()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || line != "connected\n" {
+		return 0, fmt.Errorf("clients: %q, %v", line, err)
+	}
+	after := heap()
+	stdin.Close() // the child closes its connections and exits
+	runtime.KeepAlive(h)
+	return float64(after-before) / float64(n), nil
+}
+
+// runClients connects one player per ticket read from stdin, waits for
+// every welcome, prints "connected", and holds the connections until stdin
+// closes (bounded by a minute).
+func runClients(url string, n int) {
+	in := bufio.NewScanner(os.Stdin)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conns := make([]*websocket.Conn, 0, n)
+	for range n {
+		if !in.Scan() {
+			break
+		}
+		c, _, err := websocket.Dial(ctx, url+"/?ticket="+in.Text(), nil)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "dial:", err)
+			os.Exit(1)
+		}
+		c.Write(ctx, websocket.MessageText, []byte(`{"type":"hello","data":{"mode":"new"}}`))
+		if _, _, err := c.Read(ctx); err != nil { // the welcome
+			fmt.Fprintln(os.Stderr, "welcome:", err)
+			os.Exit(1)
+		}
+		conns = append(conns, c)
+	}
+	fmt.Println("connected")
+	for in.Scan() {
+	}
+	for _, c := range conns {
+		c.CloseNow()
+	}
+}
