@@ -22,7 +22,7 @@ var quietLog = slog.New(slog.DiscardHandler)
 // running total and records one line per step.
 type counter struct {
 	mu     sync.Mutex
-	log    map[string][]string       // room → lines
+	log    map[string][]string        // room → lines
 	passes map[string][]time.Duration // room → time of each pass since start
 	start  time.Time
 	onStep func(r *Room[*csim, int, *cplayer])
