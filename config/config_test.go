@@ -564,3 +564,27 @@ func TestSecret(t *testing.T) {
 		t.Errorf("Secret = %q, want fleet.secret", c.Secret())
 	}
 }
+
+func TestWiring(t *testing.T) {
+	c := config.Default()
+	c.Server.Fleet.InternalAddress = "{ip}:8000"
+	c.Server.Fleet.PublicAddress = "https://{node-id}.example.test"
+	c.Security.Key = "a key that is long enough"
+	id := c.NodeID()
+	if id == "" || id == c.NodeID() {
+		t.Fatalf("generated node ids %q and %q: want fresh ones", id, c.NodeID())
+	}
+	f := c.FleetConfig("n1", "10.1.2.3")
+	if f.InternalAddress != "10.1.2.3:8000" || f.PublicAddress != "https://n1.example.test" ||
+		f.MaxLoad != 200 || f.Heartbeat != 2*time.Second || f.DrainTimeout != 30*time.Second {
+		t.Fatalf("FleetConfig = %+v", f)
+	}
+	if r := c.RelayConfig("n1"); r.Secret != c.Security.Key || r.NodeParam != "node" {
+		t.Fatalf("RelayConfig = %+v", r)
+	}
+	bp, err := c.OpenBackplane()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bp.Close()
+}
