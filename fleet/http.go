@@ -7,8 +7,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-
-	"github.com/go-chi/chi/v5"
 )
 
 // Probe and control paths served by Handler.
@@ -30,24 +28,25 @@ type Capacity struct {
 	Attached bool             `json:"attached"`
 }
 
-// Handler serves the probes: GET PathLive (200 while the process works),
+// Handler serves the probes, under their full paths (mount it at the root
+// or at "/muster/server/"): GET PathLive (200 while the process works),
 // GET PathReady (200 only while ready; 503 when starting, full, draining or
 // leaving), GET PathCapacity (a Capacity as JSON), and POST PathDrain,
 // which starts a drain when it comes from a loopback address or carries
 // "Authorization: Bearer <DrainToken>".
 func (f *Fleet) Handler() http.Handler {
-	r := chi.NewRouter()
-	r.Get(PathLive, func(w http.ResponseWriter, _ *http.Request) {
+	r := http.NewServeMux()
+	r.HandleFunc("GET "+PathLive, func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte("live\n"))
 	})
-	r.Get(PathReady, func(w http.ResponseWriter, _ *http.Request) {
+	r.HandleFunc("GET "+PathReady, func(w http.ResponseWriter, _ *http.Request) {
 		s := f.State()
 		if s != StateReady {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
 		w.Write([]byte(string(s) + "\n"))
 	})
-	r.Get(PathCapacity, func(w http.ResponseWriter, _ *http.Request) {
+	r.HandleFunc("GET "+PathCapacity, func(w http.ResponseWriter, _ *http.Request) {
 		self := f.Self()
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(Capacity{
@@ -55,7 +54,7 @@ func (f *Fleet) Handler() http.Handler {
 			Stats: self.Stats, Nodes: len(f.Nodes()), Attached: f.Attached(),
 		})
 	})
-	r.Post(PathDrain, func(w http.ResponseWriter, r *http.Request) {
+	r.HandleFunc("POST "+PathDrain, func(w http.ResponseWriter, r *http.Request) {
 		if !f.drainAllowed(r) {
 			http.Error(w, "drain: only from loopback or with the drain token", http.StatusForbidden)
 			return
