@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/muster-gg/muster/backplane/memory"
@@ -159,6 +160,9 @@ type Host[Sim, Input, Player any] struct {
 	fleet   Fleet
 	modules []Module[Sim, Input, Player]
 	routes  map[string]MessageHandler
+
+	redirects sync.Map // reason → *atomic.Uint64
+	handoffs  atomic.Uint64
 
 	mu      sync.Mutex
 	running bool
@@ -330,6 +334,35 @@ func (h *Host[Sim, Input, Player]) Load() int {
 		total += int(r.load.Load())
 	}
 	return total
+}
+
+// Stats is a snapshot of a Host's counters, for metrics.
+type Stats struct {
+	// Rooms is the number of running rooms.
+	Rooms int
+	// Seated is the number of players with a seat, present or away.
+	Seated int
+	// Connected is the number of players connected to this host.
+	Connected int
+	// Load is the sum of the rooms' loads.
+	Load int
+	// Redirects counts the clients sent to another server, by reason.
+	Redirects map[string]uint64
+	// Handoffs counts the handoffs written for players moved away.
+	Handoffs uint64
+}
+
+// Stats returns the host's counters.
+func (h *Host[Sim, Input, Player]) Stats() Stats {
+	st := Stats{Load: h.Load(), Redirects: map[string]uint64{}, Handoffs: h.handoffs.Load()}
+	h.mu.Lock()
+	st.Rooms, st.Seated, st.Connected = len(h.rooms), len(h.seated), len(h.clients)
+	h.mu.Unlock()
+	h.redirects.Range(func(k, v any) bool {
+		st.Redirects[k.(string)] = v.(*atomic.Uint64).Load()
+		return true
+	})
+	return st
 }
 
 // Rooms returns the number of running rooms.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -271,6 +272,7 @@ func (h *Host[Sim, Input, Player]) Move(ctx context.Context, c *Client, node fle
 		if err := h.fleet.PutHandoff(ctx, node.ID, c.id, data); err != nil {
 			return fmt.Errorf("move: %w", err)
 		}
+		h.handoffs.Add(1)
 	}
 	return h.redirect(c, node, reason)
 }
@@ -296,6 +298,8 @@ func (h *Host[Sim, Input, Player]) redirect(c *Client, node fleet.Node, reason s
 		return fmt.Errorf("redirect: %w", err)
 	}
 	c.Close(StatusRedirected, "redirect")
+	n, _ := h.redirects.LoadOrStore(reason, new(atomic.Uint64))
+	n.(*atomic.Uint64).Add(1)
 	return nil
 }
 
