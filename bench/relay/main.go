@@ -3,12 +3,14 @@
 // server, (b) through another server's relay, and (c) through nginx
 // proxying to the same echo server, all in one run, and prints the ratios.
 //
-// The three paths are measured in interleaved rounds (direct, relay, nginx,
-// direct, ...) so that a machine that gets slower or faster during the run
-// affects all three alike. Every round is bounded in time and in count.
+// The three paths are measured in short interleaved rounds, in a rotating
+// order, so that a machine that gets slower or faster during the run affects
+// all three alike; besides the pooled figures it prints the median of the
+// per-round ratios, which a burst of load on a shared machine moves least.
+// Every round is bounded in time and in count.
 //
 //	go run ./bench/relay
-//	go run ./bench/relay -conns 64 -size 1024 -duration 3s -rounds 5
+//	go run ./bench/relay -conns 64 -size 1024 -duration 2s -rounds 5
 //
 // The client runs in this process; the relaying server a, the echo server b
 // and nginx each run in their own process, as they would in a fleet. It
@@ -48,8 +50,8 @@ func main() {
 	var (
 		conns    = flag.Int("conns", 32, "connections in the throughput scenario")
 		size     = flag.Int("size", 128, "message size in bytes")
-		duration = flag.Duration("duration", 2*time.Second, "length of one measured round")
-		rounds   = flag.Int("rounds", 3, "measured rounds per path and scenario")
+		duration = flag.Duration("duration", time.Second, "length of one measured round")
+		rounds   = flag.Int("rounds", 10, "measured rounds per path and scenario")
 		maxRT    = flag.Int64("max", 2_000_000, "most round trips in one round")
 		only     = flag.String("only", "", "measure only this path (direct, relay or nginx), for profiling")
 		cpuprof  = flag.String("cpuprofile", "", "write a CPU profile of the serving process to this file (with -serve)")
@@ -160,8 +162,13 @@ func run(conns, size int, duration time.Duration, rounds int, maxRT int64, cpupr
 			}
 			res[p.name] = &result{}
 		}
-		for range rounds {
-			for _, p := range paths {
+		var thrRatios, addedRatios []float64 // relay/nginx, one per round
+		for i := range rounds {
+			this := make(map[string]result)
+			for j := range paths {
+				// Rotate the order, so no path always runs right after
+				// another.
+				p := paths[(i+j)%len(paths)]
 				r, err := measure(p, sc.conns, size, duration, maxRT)
 				if err != nil {
 					return fmt.Errorf("%s: %w", p.name, err)
@@ -169,6 +176,13 @@ func run(conns, size int, duration time.Duration, rounds int, maxRT int64, cpupr
 				res[p.name].rts += r.rts
 				res[p.name].time += r.time
 				res[p.name].lat = append(res[p.name].lat, r.lat...)
+				slices.Sort(r.lat)
+				this[p.name] = r
+			}
+			if len(paths) == 3 {
+				rl, ng, di := this["relay"], this["nginx"], this["direct"]
+				thrRatios = append(thrRatios, rl.rate()/ng.rate())
+				addedRatios = append(addedRatios, float64(rl.pct(50)-di.pct(50))/float64(ng.pct(50)-di.pct(50)))
 			}
 		}
 		fmt.Printf("%s\n\n", sc.name)
@@ -188,12 +202,14 @@ func run(conns, size int, duration time.Duration, rounds int, maxRT int64, cpupr
 		rl, ng, di := res["relay"], res["nginx"], res["direct"]
 		addedRelay := rl.pct(50) - di.pct(50)
 		addedNginx := ng.pct(50) - di.pct(50)
-		fmt.Printf("\nrelay/nginx: throughput %.2f×, p50 %.2f×, p99 %.2f×, added p50 %.2f×; relay/direct throughput %.2f×\n\n",
+		fmt.Printf("\nrelay/nginx, all rounds pooled: throughput %.2f×, p50 %.2f×, p99 %.2f×, added p50 %.2f×; relay/direct throughput %.2f×\n",
 			rl.rate()/ng.rate(),
 			float64(rl.pct(50))/float64(ng.pct(50)),
 			float64(rl.pct(99))/float64(ng.pct(99)),
 			float64(addedRelay)/float64(addedNginx),
 			rl.rate()/di.rate())
+		fmt.Printf("relay/nginx, median of %d rounds [min–max]: throughput %s, added p50 %s\n\n",
+			rounds, spread(thrRatios), spread(addedRatios))
 	}
 	var st relay.Stats
 	if err := getJSON("http://"+aAddr+"/stats", &st); err != nil {
@@ -203,6 +219,12 @@ func run(conns, size int, duration time.Duration, rounds int, maxRT int64, cpupr
 		return fmt.Errorf("relay did not relay: %+v", st)
 	}
 	return nil
+}
+
+// spread formats the median and range of xs.
+func spread(xs []float64) string {
+	slices.Sort(xs)
+	return fmt.Sprintf("%.2f× [%.2f–%.2f]", xs[len(xs)/2], xs[0], xs[len(xs)-1])
 }
 
 func getJSON(url string, v any) error {
