@@ -34,6 +34,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -76,6 +77,9 @@ func main() {
 type path struct {
 	name string
 	url  string
+	// proxy lists the processes in the middle (the relaying server, or
+	// nginx's master and workers); none for the direct path.
+	proxy func() []int
 }
 
 // result is what the rounds of one path and scenario measured.
@@ -83,6 +87,15 @@ type result struct {
 	rts  int64
 	time time.Duration
 	lat  []time.Duration
+	cpu  time.Duration // CPU time used by the proxy processes
+}
+
+// cpuPerRT is the proxy's CPU time per round trip.
+func (r result) cpuPerRT() time.Duration {
+	if r.rts == 0 {
+		return 0
+	}
+	return r.cpu / time.Duration(r.rts)
 }
 
 func (r result) rate() float64 { return float64(r.rts) / r.time.Seconds() }
@@ -104,12 +117,12 @@ func run(conns, size int, duration time.Duration, rounds int, maxRT int64, cpupr
 	}
 	// b is the echo server; a relays to it. Each runs in its own process,
 	// as nginx does, so that no path shares a Go runtime with the client.
-	bAddr, stopB, err := startChild("b", "", "")
+	bAddr, _, stopB, err := startChild("b", "", "")
 	if err != nil {
 		return err
 	}
 	defer stopB()
-	aAddr, stopA, err := startChild("a", bAddr, cpuprof)
+	aAddr, aPID, stopA, err := startChild("a", bAddr, cpuprof)
 	if err != nil {
 		return err
 	}
@@ -132,9 +145,9 @@ func run(conns, size int, duration time.Duration, rounds int, maxRT int64, cpupr
 	version, _ := exec.Command(nginxBin, "-v").CombinedOutput()
 
 	paths := []path{
-		{"direct", "ws://" + bAddr + "/echo"},
-		{"relay", "ws://" + aAddr + "/echo?node=b"},
-		{"nginx", "ws://" + ngx.Addr + "/echo"},
+		{"direct", "ws://" + bAddr + "/echo", func() []int { return nil }},
+		{"relay", "ws://" + aAddr + "/echo?node=b", func() []int { return []int{aPID} }},
+		{"nginx", "ws://" + ngx.Addr + "/echo", func() []int { return append(childrenOf(ngx.PID()), ngx.PID()) }},
 	}
 	if onlyPath != "" {
 		paths = slices.DeleteFunc(paths, func(p path) bool { return p.name != onlyPath })
@@ -162,7 +175,7 @@ func run(conns, size int, duration time.Duration, rounds int, maxRT int64, cpupr
 			}
 			res[p.name] = &result{}
 		}
-		var thrRatios, addedRatios []float64 // relay/nginx, one per round
+		var thrRatios, addedRatios, cpuRatios []float64 // relay/nginx, one per round
 		for i := range rounds {
 			this := make(map[string]result)
 			for j := range paths {
@@ -176,6 +189,7 @@ func run(conns, size int, duration time.Duration, rounds int, maxRT int64, cpupr
 				res[p.name].rts += r.rts
 				res[p.name].time += r.time
 				res[p.name].lat = append(res[p.name].lat, r.lat...)
+				res[p.name].cpu += r.cpu
 				slices.Sort(r.lat)
 				this[p.name] = r
 			}
@@ -183,10 +197,11 @@ func run(conns, size int, duration time.Duration, rounds int, maxRT int64, cpupr
 				rl, ng, di := this["relay"], this["nginx"], this["direct"]
 				thrRatios = append(thrRatios, rl.rate()/ng.rate())
 				addedRatios = append(addedRatios, float64(rl.pct(50)-di.pct(50))/float64(ng.pct(50)-di.pct(50)))
+				cpuRatios = append(cpuRatios, float64(rl.cpuPerRT())/float64(ng.cpuPerRT()))
 			}
 		}
 		fmt.Printf("%s\n\n", sc.name)
-		fmt.Printf("| path | round trips/s | p50 | p99 | added p50 vs direct |\n|---|---:|---:|---:|---:|\n")
+		fmt.Printf("| path | round trips/s | p50 | p99 | added p50 vs direct | proxy CPU per round trip |\n|---|---:|---:|---:|---:|---:|\n")
 		for _, p := range paths {
 			r := res[p.name]
 			slices.Sort(r.lat)
@@ -194,7 +209,7 @@ func run(conns, size int, duration time.Duration, rounds int, maxRT int64, cpupr
 			if d, ok := res["direct"]; ok {
 				added = r.pct(50) - d.pct(50)
 			}
-			fmt.Printf("| %s | %.0f | %v | %v | %v |\n", p.name, r.rate(), round(r.pct(50)), round(r.pct(99)), round(added))
+			fmt.Printf("| %s | %.0f | %v | %v | %v | %v |\n", p.name, r.rate(), round(r.pct(50)), round(r.pct(99)), round(added), round(r.cpuPerRT()))
 		}
 		if len(paths) < 3 {
 			continue
@@ -208,8 +223,8 @@ func run(conns, size int, duration time.Duration, rounds int, maxRT int64, cpupr
 			float64(rl.pct(99))/float64(ng.pct(99)),
 			float64(addedRelay)/float64(addedNginx),
 			rl.rate()/di.rate())
-		fmt.Printf("relay/nginx, median of %d rounds [min–max]: throughput %s, added p50 %s\n\n",
-			rounds, spread(thrRatios), spread(addedRatios))
+		fmt.Printf("relay/nginx, median of %d rounds [min–max]: throughput %s, added p50 %s, proxy CPU per round trip %s\n\n",
+			rounds, spread(thrRatios), spread(addedRatios), spread(cpuRatios))
 	}
 	var st relay.Stats
 	if err := getJSON("http://"+aAddr+"/stats", &st); err != nil {
@@ -273,6 +288,8 @@ func measure(p path, conns, size int, duration time.Duration, maxRT int64) (resu
 		errs  = make([]error, conns)
 	)
 	msg := make([]byte, size)
+	pids := p.proxy()
+	cpu0 := cpuTime(pids)
 	start := time.Now()
 	deadline := start.Add(duration)
 	for i, c := range cs {
@@ -295,6 +312,7 @@ func measure(p path, conns, size int, duration time.Duration, maxRT int64) (resu
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu := cpuTime(pids) - cpu0
 	if err := errors.Join(errs...); err != nil {
 		return result{}, err
 	}
@@ -304,40 +322,41 @@ func measure(p path, conns, size int, duration time.Duration, maxRT int64) (resu
 	}
 	r.rts = int64(len(r.lat))
 	r.time = elapsed
+	r.cpu = cpu
 	return r, nil
 }
 
 // startChild runs this program as server id in a child process and returns
 // its address and a function that stops it.
-func startChild(id, peer, cpuprof string) (string, func(), error) {
+func startChild(id, peer, cpuprof string) (addr string, pid int, stop func(), err error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	cmd := exec.Command(exe, "-serve", id, "-peer", peer, "-cpuprofile", cpuprof)
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
-	stop := func() {
+	stop = func() {
 		_ = stdin.Close() // the child exits when its stdin closes
 		_ = cmd.Wait()
 	}
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
 		stop()
-		return "", nil, fmt.Errorf("server %s: %w", id, err)
+		return "", 0, nil, fmt.Errorf("server %s: %w", id, err)
 	}
-	return strings.TrimSpace(line), stop, nil
+	return strings.TrimSpace(line), cmd.Process.Pid, stop, nil
 }
 
 // serveChild is the child process: server id, the relay in front of an echo
@@ -391,6 +410,51 @@ func serveChild(id, peer, cpuprof string) error {
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	_ = rl.Close()
 	return srv.Close()
+}
+
+// cpuTime returns the user and system CPU time the processes have used,
+// all threads included, from /proc (resolution: one clock tick).
+func cpuTime(pids []int) time.Duration {
+	var total time.Duration
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// Fields after the command name, which is in parentheses.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		utime, _ := strconv.ParseInt(f[11], 10, 64)
+		stime, _ := strconv.ParseInt(f[12], 10, 64)
+		total += time.Duration(utime+stime) * time.Second / clockTicks
+	}
+	return total
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times: 100 on Linux.
+const clockTicks = 100
+
+// childrenOf returns the ids of the processes whose parent is pid.
+func childrenOf(pid int) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			out = append(out, child)
+		}
+	}
+	return out
 }
 
 func freePort() (int, error) {

@@ -161,3 +161,7 @@ func (n *Nginx) ErrorLog() string {
 	b, _ := os.ReadFile(filepath.Join(n.Dir, "error.log"))
 	return string(b)
 }
+
+// PID returns the process id of nginx's master process; its workers are
+// its children.
+func (n *Nginx) PID() int { return n.cmd.Process.Pid }
