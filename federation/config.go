@@ -119,9 +119,11 @@ type RateLimits struct {
 	// SelfTest is self-tests per server key. Default 2.
 	SelfTest int `yaml:"self-test"`
 	// PerIP is requests to the federation doors (join, announce, self-test,
-	// rooms) per client address, counted before the key is checked.
-	// Default 12000. Behind a proxy, put a trusted real-IP middleware in
-	// front of Handler.
+	// rooms) per client address, counted before the key is checked, so that
+	// guessing keys costs the register little. Room reports count too:
+	// raise it for a node with many busy servers behind one address.
+	// Default 60000 (1000 a second). Behind a proxy, put a trusted real-IP
+	// middleware in front of Handler.
 	PerIP int `yaml:"per-ip"`
 }
 
@@ -146,7 +148,7 @@ func (c HomeConfig) withDefaults() (HomeConfig, error) {
 	setInt(&c.Limits.Announce, 10)
 	setInt(&c.Limits.Rooms, 6000)
 	setInt(&c.Limits.SelfTest, 2)
-	setInt(&c.Limits.PerIP, 12000)
+	setInt(&c.Limits.PerIP, 60000)
 	if c.Now == nil {
 		c.Now = time.Now
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"sync"
@@ -304,7 +305,7 @@ func (h *Home) Regions(ctx context.Context) (RegionList, error) {
 	}
 	now := h.now()
 	h.sweepRooms(ctx, s, now)
-	list := RegionList{Home: h.cfg.Services, Regions: []Region{}}
+	list := RegionList{Home: maps.Clone(h.cfg.Services), Regions: []Region{}}
 	byNode := make(map[string]*Region)
 	for _, n := range s.nodes {
 		if !s.inRotation(h, n, now) {

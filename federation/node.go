@@ -319,8 +319,10 @@ func (n *Node) selfTest(ctx context.Context, size int64) (selfTestResponse, erro
 // ends. Home keeps the latest snapshot per room, so a lost report is
 // corrected by the next one. A snapshot home has not acknowledged is kept
 // and resent with the next announce, until home has it or a newer
-// snapshot of the room replaces it. ReportRoom returns nil once home has
-// the snapshot (or a newer one); ErrNotJoined before Run has joined.
+// snapshot of the room replaces it; one refused by home (4xx) is dropped.
+// ReportRoom returns nil once home has the snapshot (or a newer one), and
+// ErrNotJoined before Run has joined, in which case the snapshot is sent
+// after the join.
 func (n *Node) ReportRoom(ctx context.Context, rep RoomReport) error {
 	if err := rep.validate(); err != nil {
 		return err

@@ -27,9 +27,12 @@ func TURNCredentials(secret, user string, ttl time.Duration, now time.Time) (use
 
 // ICEServer is one entry of a WebRTC RTCIceServer list.
 type ICEServer struct {
-	URLs       []string `json:"urls"`
-	Username   string   `json:"username,omitempty"`
-	Credential string   `json:"credential,omitempty"`
+	// URLs are stun:, turn: (or turns:) URLs.
+	URLs []string `json:"urls"`
+	// Username and Credential authenticate to a TURN server; empty for
+	// STUN.
+	Username   string `json:"username,omitempty"`
+	Credential string `json:"credential,omitempty"`
 }
 
 // iceURL returns addr as a scheme: URL ("turn:host:port"), leaving an

@@ -25,13 +25,19 @@ type NodeSpec struct {
 
 // Hardware is a server's hardware report.
 type Hardware struct {
-	OS          string `json:"os,omitempty"`
-	Arch        string `json:"arch,omitempty"`
-	CPUs        int    `json:"cpus,omitempty"`
+	// OS and Arch are runtime.GOOS and runtime.GOARCH.
+	OS   string `json:"os,omitempty"`
+	Arch string `json:"arch,omitempty"`
+	// CPUs is the number of logical CPUs.
+	CPUs int `json:"cpus,omitempty"`
+	// MemoryBytes is the machine's total memory.
 	MemoryBytes uint64 `json:"memory_bytes,omitempty"`
-	Hostname    string `json:"hostname,omitempty"`
-	Kernel      string `json:"kernel,omitempty"`
-	GoVersion   string `json:"go_version,omitempty"`
+	// Hostname is the machine's host name.
+	Hostname string `json:"hostname,omitempty"`
+	// Kernel is the kernel release, on Linux.
+	Kernel string `json:"kernel,omitempty"`
+	// GoVersion is the Go version the agent was built with.
+	GoVersion string `json:"go_version,omitempty"`
 }
 
 // SelfTestResult is one bandwidth self-test as home measured it.
@@ -48,33 +54,47 @@ type SelfTestResult struct {
 
 // NodeInfo is a node's register entry as the admin sees it.
 type NodeInfo struct {
-	ID         string       `json:"id"`
-	Name       string       `json:"name"`
-	Country    string       `json:"country"`
-	Region     string       `json:"region,omitempty"`
-	Approved   bool         `json:"approved"`
-	Revoked    bool         `json:"revoked"`
-	InRotation bool         `json:"in_rotation"`
-	CreatedAt  time.Time    `json:"created_at"`
-	ApprovedAt time.Time    `json:"approved_at,omitzero"`
-	RevokedAt  time.Time    `json:"revoked_at,omitzero"`
-	Servers    []ServerInfo `json:"servers"`
+	// ID, Name, Country and Region are as created (see NodeSpec).
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Country string `json:"country"`
+	Region  string `json:"region,omitempty"`
+	// Approved reports an admin's approval; Revoked is final.
+	Approved bool `json:"approved"`
+	Revoked  bool `json:"revoked"`
+	// InRotation reports that the node is in the regions list now.
+	InRotation bool `json:"in_rotation"`
+	// CreatedAt, ApprovedAt and RevokedAt are when those happened; zero
+	// when they have not.
+	CreatedAt  time.Time `json:"created_at"`
+	ApprovedAt time.Time `json:"approved_at,omitzero"`
+	RevokedAt  time.Time `json:"revoked_at,omitzero"`
+	// Servers are the servers the node enrolled, revoked ones included,
+	// sorted by id.
+	Servers []ServerInfo `json:"servers"`
 }
 
 // ServerInfo is one server of a node as the admin sees it.
 type ServerInfo struct {
-	ID      string `json:"id"`
-	NodeID  string `json:"node_id"`
-	Name    string `json:"name"`
-	Revoked bool   `json:"revoked"`
+	// ID is the server's id, given by home at join: "<node>-<8 hex>".
+	ID string `json:"id"`
+	// NodeID is the node that enrolled it.
+	NodeID string `json:"node_id"`
+	// Name is the label the server joined with (default its host name).
+	Name string `json:"name"`
+	// Revoked reports that the server's key is refused.
+	Revoked bool `json:"revoked"`
 	// Fresh reports that the server counts towards rotation now: not
 	// revoked, announced within SilentAfter, self-test not overdue.
-	Fresh     bool              `json:"fresh"`
-	JoinedAt  time.Time         `json:"joined_at"`
-	RevokedAt time.Time         `json:"revoked_at,omitzero"`
-	LastSeen  time.Time         `json:"last_seen,omitzero"`
-	Services  map[string]string `json:"services,omitempty"`
-	Hardware  Hardware          `json:"hardware"`
+	Fresh bool `json:"fresh"`
+	// JoinedAt and RevokedAt are when the server joined and was revoked.
+	JoinedAt  time.Time `json:"joined_at"`
+	RevokedAt time.Time `json:"revoked_at,omitzero"`
+	// LastSeen is the server's last announce; zero before the first.
+	LastSeen time.Time `json:"last_seen,omitzero"`
+	// Services and Hardware are what the last announce reported.
+	Services map[string]string `json:"services,omitempty"`
+	Hardware Hardware          `json:"hardware"`
 	// SelfTestDue is when the next self-test is due.
 	SelfTestDue time.Time `json:"self_test_due,omitzero"`
 	// SelfTest is the latest self-test, passed or not.
@@ -84,7 +104,8 @@ type ServerInfo struct {
 // Region is one node in rotation, as GET /api/v1/regions lists it.
 type Region struct {
 	// Node is the node's id.
-	Node    string `json:"node"`
+	Node string `json:"node"`
+	// Name, Country and Region describe the node (see NodeSpec).
 	Name    string `json:"name"`
 	Country string `json:"country"`
 	Region  string `json:"region,omitempty"`
@@ -123,14 +144,18 @@ type RoomReport struct {
 // RoomSnapshot is the latest report home holds for a room.
 type RoomSnapshot struct {
 	RoomReport
-	NodeID    string    `json:"node_id"`
-	ServerID  string    `json:"server_id"`
-	Seq       uint64    `json:"seq"`
+	// NodeID and ServerID are who reported the room (from the key).
+	NodeID   string `json:"node_id"`
+	ServerID string `json:"server_id"`
+	// Seq is the agent's sequence number of the report.
+	Seq uint64 `json:"seq"`
+	// UpdatedAt is when home stored it.
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Announcement is home's answer to an announce.
 type Announcement struct {
+	// NodeID and ServerID are who home took the announce from.
 	NodeID   string `json:"node_id"`
 	ServerID string `json:"server_id"`
 	// Approved reports whether the node is approved; an unapproved node's
