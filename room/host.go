@@ -18,6 +18,10 @@ import (
 // ReasonPanic is the end reason of a room whose game code panicked.
 const ReasonPanic = "panic"
 
+// ReasonStopped is the end reason of the rooms still running when the
+// host's Run returns.
+const ReasonStopped = "server-stopped"
+
 // ReasonDrained is the end reason of a room closed at the drain timeout.
 const ReasonDrained = "server-drained"
 
@@ -292,6 +296,11 @@ func (h *Host[Sim, Input, Player]) Run(ctx context.Context) error {
 	h.sched.run(ctx)
 	stopLoad()
 	wg.Wait()
+	// Nothing steps the rooms any more: end them, so that nobody waits
+	// for them (a drain) and their players are released.
+	for _, r := range h.runningRooms() {
+		r.finish(ReasonStopped)
+	}
 
 	h.mu.Lock()
 	h.stopped = true

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net"
 	"net/http"
 	"sync/atomic"
@@ -163,6 +164,10 @@ func (h *Host[Sim, Input, Player]) arrive(ctx context.Context, c *Client) {
 			}
 		}
 	}
+	if h.server != nil && h.server.Draining() {
+		h.sendAway(c)
+		return
+	}
 	var ho Handoff
 	if h.fleet != nil {
 		data, err := h.fleet.TakeHandoff(ctx, c.id)
@@ -181,6 +186,42 @@ func (h *Host[Sim, Input, Player]) arrive(ctx context.Context, c *Client) {
 			a.Arrived(ctx, c, ho)
 		}
 	}
+}
+
+// sendAway redirects a newcomer of a draining server to a server with room
+// (spread by player id), or tells it the server is draining when there is
+// none.
+func (h *Host[Sim, Input, Player]) sendAway(c *Client) {
+	if h.fleet != nil {
+		var best fleet.Node
+		var bestScore uint64
+		for _, n := range h.fleet.Nodes() {
+			if n.ID == h.fleet.ID() || !n.HasRoom() {
+				continue
+			}
+			if s := spread(c.id, n.ID); best.ID == "" || s > bestScore {
+				best, bestScore = n, s
+			}
+		}
+		if best.ID != "" && h.redirect(c, best, ReasonDrain) == nil {
+			return
+		}
+	}
+	if dn, ok := h.game.(DrainNotifier); ok {
+		if p := dn.ServerDraining(); p != nil {
+			c.Send(p)
+		}
+	}
+}
+
+// spread scores a node for a player (rendezvous hashing), so newcomers of
+// a draining server spread evenly over the others.
+func spread(player, node string) uint64 {
+	f := fnv.New64a()
+	f.Write([]byte(player))
+	f.Write([]byte{0})
+	f.Write([]byte(node))
+	return f.Sum64()
 }
 
 func (h *Host[Sim, Input, Player]) readLoop(ctx context.Context, c *Client) {

@@ -200,6 +200,7 @@ func twoServers(t *testing.T, game func() Game[*csim, int, *cplayer]) (a, b *Hos
 		if err != nil {
 			t.Fatal(err)
 		}
+		h.UseServer(s.Fleet)
 		h.UseFleet(s.Fleet)
 		runHost(t, h)
 		rl, err := relay.New(relay.Config{NodeID: s.ID(), Secret: "shared relay secret, long enough"}, s.Fleet, quietLog)
@@ -280,5 +281,37 @@ func TestNilRedirectMovesNobody(t *testing.T) {
 	defer cancel()
 	if _, data, err := c.Read(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("after welcome: %q, %v; want nothing", data, err)
+	}
+}
+
+func TestDrainingServerSendsNewcomersAway(t *testing.T) {
+	a, b, urlA := twoServers(t, func() Game[*csim, int, *cplayer] { return redirecting{newCounter()} })
+	srvA := a.fleet.(*fleet.Fleet)
+	// b must look ready with room in a's view: fleettest marks it ready.
+	if _, err := a.OpenRoom(t.Context(), Info{ID: "last", Players: []string{"x"}}); err != nil {
+		t.Fatal(err)
+	}
+	drained := make(chan error)
+	go func() { drained <- srvA.Drain(context.Background()) }() // waits for "last" to end
+	deadline := time.Now().Add(5 * time.Second)
+	for !srvA.Draining() {
+		if time.Now().After(deadline) {
+			t.Fatal("not draining")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	tk, _ := a.Tickets().Issue("newcomer")
+	c := dial(t, wsURL(urlA, "ticket="+tk))
+	send(t, c, `{"type":"hello","data":{"mode":"new"}}`)
+	readUntil(t, c, "welcome")
+	if rd := readUntil(t, c, "redirect"); rd["node"] != "s1" || rd["reason"] != ReasonDrain {
+		t.Fatalf("newcomer of a draining server got %v, want a drain redirect to s1", rd)
+	}
+	_ = b
+	if r, ok := a.Room("last"); ok {
+		r.End("done")
+	}
+	if err := <-drained; err != nil {
+		t.Fatal(err)
 	}
 }
