@@ -4,12 +4,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 )
 
 func TestFallbackServesLocally(t *testing.T) {
 	t.Parallel()
 	dir := &dirMap{}
-	a := startNode(t, "a", dir)
+	// Every target of a here is one it must give up on, so a short dial
+	// timeout cannot turn a relay into a fallback.
+	a := startNode(t, "a", dir, withDialTimeout(300*time.Millisecond))
 	startNode(t, "b", dir)
 	dir.set("dead", deadAddr(t))
 	dir.set("silent", silentAddr(t))

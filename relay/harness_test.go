@@ -102,6 +102,7 @@ type nodeOpt func(*nodeSettings)
 func withSecret(s string) nodeOpt              { return func(n *nodeSettings) { n.cfg.Secret = s } }
 func withReadLimit(l int64) nodeOpt            { return func(n *nodeSettings) { n.cfg.ReadLimit = l } }
 func withProbeTimeout(d time.Duration) nodeOpt { return func(n *nodeSettings) { n.probeTimeout = d } }
+func withDialTimeout(d time.Duration) nodeOpt  { return func(n *nodeSettings) { n.cfg.DialTimeout = d } }
 
 // startNode starts node id on loopback, using dir to find others and
 // registering itself in it. It is stopped when the test ends.
@@ -124,7 +125,9 @@ func startTLSNode(t *testing.T, id string, dir *dirMap, opts ...nodeOpt) *testNo
 
 func newNode(t *testing.T, id string, dir *dirMap, opts ...nodeOpt) *testNode {
 	t.Helper()
-	set := nodeSettings{cfg: Config{NodeID: id, Secret: testSecret, DialTimeout: 500 * time.Millisecond}}
+	// A generous dial timeout: a loaded CI machine must not turn a relay
+	// into a fallback. Tests of the timeout itself set a short one.
+	set := nodeSettings{cfg: Config{NodeID: id, Secret: testSecret, DialTimeout: 5 * time.Second}}
 	for _, o := range opts {
 		o(&set)
 	}
