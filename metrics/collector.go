@@ -1,0 +1,244 @@
+package metrics
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/relay"
+	"github.com/muster-gg/muster/room"
+)
+
+// Fleet is what a Collector reads of a server's fleet membership.
+// *fleet.Fleet implements it.
+type Fleet interface {
+	// Self returns this server's record: state, load, max-load and the
+	// statistics its modules publish ("queue:<playlist>").
+	Self() fleet.Node
+	// Nodes returns the live servers in view, this one included.
+	Nodes() []fleet.Node
+	// Attached reports whether the last heartbeat reached the backplane.
+	Attached() bool
+}
+
+// Rooms is what a Collector reads of a room host. Every *room.Host
+// implements it, whatever its type parameters.
+type Rooms interface {
+	// Stats returns the host's counters.
+	Stats() room.Stats
+	// Lateness returns the quantile q of how late room passes started
+	// after their tick, and the number of passes measured.
+	Lateness(q float64) (time.Duration, uint64)
+}
+
+// Relay is what a Collector reads of a relay. *relay.Relay implements it.
+type Relay interface {
+	// Stats returns the relay's counters.
+	Stats() relay.Stats
+}
+
+// Sources are the parts of a server a Collector reports on. A nil part is
+// left out, with its series.
+type Sources struct {
+	// Fleet gives the server's identity, state, load and queues.
+	Fleet Fleet
+	// Rooms gives rooms, players, redirects, handoffs and step lateness.
+	Rooms Rooms
+	// Relay gives the relayed connections and bytes.
+	Relay Relay
+	// Quantiles are the step-lateness quantiles reported. Default 0.5,
+	// 0.9, 0.99 and 0.999.
+	Quantiles []float64
+}
+
+// Collector is a prometheus.Collector for one game server. Create it with
+// NewCollector and register it on a prometheus.Registry. It is safe for
+// concurrent use.
+type Collector struct {
+	src Sources
+
+	info, state, load, maxLoad, queue, nodes, attached *prometheus.Desc
+
+	rooms, connected, seated, redirects, handoffs, lateness, passes *prometheus.Desc
+
+	relayActive, relayTotal, relayFallbacks, relayBytes, relaySignatures *prometheus.Desc
+}
+
+var _ prometheus.Collector = (*Collector)(nil)
+
+// states are reported by muster_server_state, one series each, so that a
+// server's state is a set of 0/1 gauges that alerts can match.
+var states = []fleet.State{fleet.StateStarting, fleet.StateReady, fleet.StateFull, fleet.StateDraining, fleet.StateLeaving}
+
+// reasons are reported by muster_redirects_total even before the first
+// redirect, so that rate() has a series to start from.
+var reasons = []string{room.ReasonRejoin, room.ReasonQueue, room.ReasonLobby, room.ReasonDrain}
+
+// NewCollector returns a Collector reading src. It reports, for each part
+// given:
+//
+// Fleet:
+//   - muster_server_info{node_id,cluster,region}: always 1.
+//   - muster_server_state{state}: 1 for the server's state (starting,
+//     ready, full, draining, leaving), 0 for the others.
+//   - muster_server_load and muster_server_max_load: the load and its
+//     budget, in the game's load units.
+//   - muster_queue_length{playlist}: entries waiting in each playlist's
+//     queue, from the fleet statistics "queue:<playlist>".
+//   - muster_fleet_nodes: live servers in this server's view, itself
+//     included.
+//   - muster_backplane_attached: 1 when the last heartbeat reached the
+//     backplane.
+//
+// Rooms:
+//   - muster_rooms: running rooms.
+//   - muster_players_connected and muster_players_seated: players connected
+//     to this server, and players with a seat in one of its rooms, present
+//     or away.
+//   - muster_redirects_total{reason}: clients sent to another server.
+//   - muster_handoffs_total: handoffs written for players moved away.
+//   - muster_step_lateness_seconds{quantile}: how late room passes started
+//     after their tick (NaN until the first pass), and
+//     muster_step_passes_total, the passes measured.
+//
+// Relay:
+//   - muster_relay_connections_active, muster_relay_connections_total and
+//     muster_relay_fallbacks_total: relayed connections open and relayed so
+//     far, and relay attempts served locally instead.
+//   - muster_relay_bytes_total{direction}: message bytes relayed
+//     "to_node" and "to_client".
+//   - muster_relay_signatures_total{result}: incoming relayed requests
+//     whose signature was "verified" or "rejected".
+//
+// Without a Fleet, muster_server_load is the room host's load.
+func NewCollector(src Sources) *Collector {
+	if len(src.Quantiles) == 0 {
+		src.Quantiles = []float64{0.5, 0.9, 0.99, 0.999}
+	}
+	d := prometheus.NewDesc
+	return &Collector{
+		src:      src,
+		info:     d("muster_server_info", "This server's identity in its fleet; always 1.", []string{"node_id", "cluster", "region"}, nil),
+		state:    d("muster_server_state", "1 for this server's state, 0 for the others.", []string{"state"}, nil),
+		load:     d("muster_server_load", "This server's load, in the game's load units.", nil, nil),
+		maxLoad:  d("muster_server_max_load", "This server's load budget; at it the server is full.", nil, nil),
+		queue:    d("muster_queue_length", "Entries waiting in a playlist's queue on this server.", []string{"playlist"}, nil),
+		nodes:    d("muster_fleet_nodes", "Live servers in this server's view of the fleet, itself included.", nil, nil),
+		attached: d("muster_backplane_attached", "1 when the last heartbeat reached the backplane, 0 while serving alone.", nil, nil),
+
+		rooms:     d("muster_rooms", "Running rooms.", nil, nil),
+		connected: d("muster_players_connected", "Players connected to this server.", nil, nil),
+		seated:    d("muster_players_seated", "Players with a seat in one of this server's rooms, present or away.", nil, nil),
+		redirects: d("muster_redirects_total", "Clients sent to another server, by reason.", []string{"reason"}, nil),
+		handoffs:  d("muster_handoffs_total", "Handoffs written for players moved to another server.", nil, nil),
+		lateness:  d("muster_step_lateness_seconds", "Quantiles of how late room passes started after their tick.", []string{"quantile"}, nil),
+		passes:    d("muster_step_passes_total", "Room passes measured for muster_step_lateness_seconds.", nil, nil),
+
+		relayActive:     d("muster_relay_connections_active", "WebSocket connections being relayed to another server.", nil, nil),
+		relayTotal:      d("muster_relay_connections_total", "WebSocket connections relayed to another server.", nil, nil),
+		relayFallbacks:  d("muster_relay_fallbacks_total", "Relay attempts served locally because the target could not be reached.", nil, nil),
+		relayBytes:      d("muster_relay_bytes_total", "Message bytes relayed, by direction.", []string{"direction"}, nil),
+		relaySignatures: d("muster_relay_signatures_total", "Incoming relayed requests, by signature check result.", []string{"result"}, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	if c.src.Fleet != nil {
+		for _, d := range []*prometheus.Desc{c.info, c.state, c.maxLoad, c.queue, c.nodes, c.attached} {
+			ch <- d
+		}
+	}
+	if c.src.Fleet != nil || c.src.Rooms != nil {
+		ch <- c.load
+	}
+	if c.src.Rooms != nil {
+		for _, d := range []*prometheus.Desc{c.rooms, c.connected, c.seated, c.redirects, c.handoffs, c.lateness, c.passes} {
+			ch <- d
+		}
+	}
+	if c.src.Relay != nil {
+		for _, d := range []*prometheus.Desc{c.relayActive, c.relayTotal, c.relayFallbacks, c.relayBytes, c.relaySignatures} {
+			ch <- d
+		}
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+
+	if f := c.src.Fleet; f != nil {
+		self := f.Self()
+		gauge(c.info, 1, self.ID, self.Cluster, self.Region)
+		for _, s := range states {
+			gauge(c.state, b2f(self.State == s), string(s))
+		}
+		gauge(c.load, float64(self.Load))
+		gauge(c.maxLoad, float64(self.MaxLoad))
+		for name, v := range self.Stats {
+			if pl, ok := strings.CutPrefix(name, "queue:"); ok {
+				gauge(c.queue, float64(v), pl)
+			}
+		}
+		gauge(c.nodes, float64(len(f.Nodes())))
+		gauge(c.attached, b2f(f.Attached()))
+	}
+
+	if r := c.src.Rooms; r != nil {
+		st := r.Stats()
+		if c.src.Fleet == nil {
+			gauge(c.load, float64(st.Load))
+		}
+		gauge(c.rooms, float64(st.Rooms))
+		gauge(c.connected, float64(st.Connected))
+		gauge(c.seated, float64(st.Seated))
+		for _, reason := range reasons {
+			if _, ok := st.Redirects[reason]; !ok {
+				counter(c.redirects, 0, reason)
+			}
+		}
+		for reason, n := range st.Redirects {
+			counter(c.redirects, float64(n), reason)
+		}
+		counter(c.handoffs, float64(st.Handoffs))
+		var passes uint64
+		for _, q := range c.src.Quantiles {
+			d, n := r.Lateness(q)
+			v := d.Seconds()
+			if n == 0 {
+				v = math.NaN()
+			}
+			passes = max(passes, n) // passes may land between two calls
+			gauge(c.lateness, v, strconv.FormatFloat(q, 'g', -1, 64))
+		}
+		counter(c.passes, float64(passes))
+	}
+
+	if r := c.src.Relay; r != nil {
+		st := r.Stats()
+		gauge(c.relayActive, float64(st.Active))
+		counter(c.relayTotal, float64(st.Relayed))
+		counter(c.relayFallbacks, float64(st.Fallbacks))
+		counter(c.relayBytes, float64(st.BytesToNode), "to_node")
+		counter(c.relayBytes, float64(st.BytesToClient), "to_client")
+		counter(c.relaySignatures, float64(st.Verified), "verified")
+		counter(c.relaySignatures, float64(st.Rejected), "rejected")
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
