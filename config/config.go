@@ -55,6 +55,9 @@ type Drain struct {
 	// timeout they are told and closed. Default 30s (deployments often
 	// use 360s).
 	Timeout Duration `yaml:"timeout"`
+	// Token lets POST /muster/server/drain come from another machine with
+	// "Authorization: Bearer <token>". Default "": loopback only.
+	Token string `yaml:"token"`
 }
 
 // Fleet is muster.server.fleet.

@@ -56,6 +56,7 @@ func (c Config) FleetConfig(nodeID, ip string) fleet.Config {
 		Heartbeat:       time.Duration(f.Heartbeat),
 		MaxLoad:         c.Server.Capacity.MaxLoad,
 		DrainTimeout:    time.Duration(c.Server.Drain.Timeout),
+		DrainToken:      c.Server.Drain.Token,
 	}
 }
 

@@ -118,6 +118,7 @@ func (c Config) withDefaults() (Config, error) {
 // implements it.
 type Server interface {
 	SetLoad(load int)
+	SetStat(name string, value int64)
 	Draining() bool
 	AddDrainer(d fleet.Drainer)
 }
@@ -316,7 +317,8 @@ func (h *Host[Sim, Input, Player]) Run(ctx context.Context) error {
 	return nil
 }
 
-// reportLoad publishes the load to the server every second.
+// reportLoad publishes the load, and the "rooms" and "players" stats, to
+// the server every second.
 func (h *Host[Sim, Input, Player]) reportLoad(ctx context.Context) {
 	if h.server == nil {
 		return
@@ -324,7 +326,10 @@ func (h *Host[Sim, Input, Player]) reportLoad(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
-		h.server.SetLoad(h.Load())
+		st := h.Stats()
+		h.server.SetLoad(st.Load)
+		h.server.SetStat("rooms", int64(st.Rooms))
+		h.server.SetStat("players", int64(st.Connected))
 		select {
 		case <-ctx.Done():
 			return
