@@ -27,11 +27,14 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	goredis "github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/muster-gg/muster/config"
+	"github.com/muster-gg/muster/dashboard"
 	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/metrics"
 	"github.com/muster-gg/muster/relay"
 	"github.com/muster-gg/muster/room"
 )
@@ -69,7 +72,8 @@ func run(path string, logger *slog.Logger) error {
 		return err
 	}
 	defer bp.Close()
-	fl, err := fleet.New(cfg.FleetConfig(nodeID, config.MachineIP()), bp, logger)
+	reg := prometheus.NewRegistry()
+	fl, err := fleet.New(cfg.FleetConfig(nodeID, config.MachineIP()), metrics.Instrument(bp, reg), logger)
 	if err != nil {
 		return err
 	}
@@ -87,10 +91,14 @@ func run(path string, logger *slog.Logger) error {
 		return err
 	}
 	defer rl.Close()
+	reg.MustRegister(metrics.NewCollector(metrics.Sources{Fleet: fl, Rooms: host, Relay: rl}))
 
 	r := chi.NewRouter()
 	r.Use(rl.Middleware)
 	r.Handle("/muster/server/*", fl.Handler())
+	r.Handle("/metrics", metrics.Handler(reg))
+	r.Handle("/muster/dashboard", dashboard.Handler(fl))
+	r.Handle("/muster/dashboard/*", dashboard.Handler(fl))
 	r.Handle("/play", host.Handler())
 	r.Post("/ticket", ticketHandler(host))
 	web, _ := fs.Sub(static, "static")
