@@ -1,0 +1,58 @@
+package lobby
+
+import (
+	"fmt"
+	"time"
+)
+
+// Config configures a Module. The zero value of each field means its
+// default.
+type Config struct {
+	// CodeLength is the length of the codes, 4 to 6. Default 5.
+	CodeLength int `yaml:"code-length"`
+
+	// MaxMembers is the most members a lobby holds, its host included.
+	// Default 8.
+	MaxMembers int `yaml:"max-members"`
+
+	// RoomKind is the Kind of the rooms lobbies start. Default "lobby".
+	RoomKind string `yaml:"room-kind"`
+
+	// Tick is the interval of the module's housekeeping: joins waiting
+	// for the move cooldown, members who never arrived, and hand-overs
+	// while the server drains. Default 250ms.
+	Tick time.Duration `yaml:"tick"`
+
+	// ArrivalTimeout is how long a lobby moved by a drain keeps the place
+	// of a member who has not arrived yet. Default 30s.
+	ArrivalTimeout time.Duration `yaml:"arrival-timeout"`
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.CodeLength == 0 {
+		c.CodeLength = 5
+	}
+	if c.MaxMembers == 0 {
+		c.MaxMembers = 8
+	}
+	if c.RoomKind == "" {
+		c.RoomKind = "lobby"
+	}
+	if c.Tick == 0 {
+		c.Tick = 250 * time.Millisecond
+	}
+	if c.ArrivalTimeout == 0 {
+		c.ArrivalTimeout = 30 * time.Second
+	}
+	switch {
+	case c.CodeLength < 4 || c.CodeLength > 6:
+		return c, fmt.Errorf("lobby: Config.CodeLength %d is outside 4-6", c.CodeLength)
+	case c.MaxMembers < 1:
+		return c, fmt.Errorf("lobby: Config.MaxMembers %d must be positive", c.MaxMembers)
+	case c.Tick < 0:
+		return c, fmt.Errorf("lobby: Config.Tick %v is negative", c.Tick)
+	case c.ArrivalTimeout < 0:
+		return c, fmt.Errorf("lobby: Config.ArrivalTimeout %v is negative", c.ArrivalTimeout)
+	}
+	return c, nil
+}

@@ -1,0 +1,73 @@
+package lobby
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/room"
+)
+
+// A lobby handoff comes from another server through the backplane: any
+// bytes are dropped or taken as a consistent lobby, never a panic.
+func FuzzArrive(f *testing.F) {
+	f.Add([]byte(`{"code":"K7QXM","role":"host","host":"p1","members":["p1","p2"],"from":"s1"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := New[*sim, int, string](Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.env, m.logger = nopEnv{}, quiet
+		now := time.Unix(1_000_000, 0)
+		ctx := context.Background()
+		for _, id := range []string{"p1", "p2", "p3"} {
+			m.arrive(ctx, id, room.Handoff{Kind: HandoffKind, Data: data}, now, now)
+		}
+		m.mu.Lock()
+		for id, l := range m.players {
+			if l.member(id) == nil || m.lobbies[l.code] != l {
+				t.Fatalf("%s points to lobby %q it is not in", id, l.code)
+			}
+		}
+		for _, l := range m.lobbies {
+			if len(l.members) > 0 && l.member(l.host) == nil {
+				t.Fatalf("lobby %q hosted by %q, not a member", l.code, l.host)
+			}
+		}
+		m.mu.Unlock()
+		m.step(ctx, now.Add(time.Hour)) // every expected member times out
+	})
+}
+
+func FuzzNormalizeCode(f *testing.F) {
+	f.Add("k7qxm")
+	f.Fuzz(func(t *testing.T, s string) {
+		code, ok := NormalizeCode(s)
+		if !ok {
+			return
+		}
+		if again, ok := NormalizeCode(code); !ok || again != code {
+			t.Fatalf("%q normalizes to %q, then to %q", s, code, again)
+		}
+		for _, c := range code {
+			if !strings.ContainsRune(Alphabet, c) {
+				t.Fatalf("%q has %q", code, c)
+			}
+		}
+	})
+}
+
+// nopEnv is a host with no fleet whose players are all connected.
+type nopEnv struct{}
+
+func (nopEnv) fleet() room.Fleet { return nil }
+func (nopEnv) move(context.Context, string, fleet.Node, string, *room.Handoff) error {
+	return room.ErrNoRedirect
+}
+func (nopEnv) open(context.Context, room.Info) (string, error) { return "r", nil }
+func (nopEnv) send(string, room.Packet)                        {}
+func (nopEnv) connected(string) bool                           { return true }
+func (nopEnv) drainPacket() room.Packet                        { return nil }
+func (nopEnv) cooldown() time.Duration                         { return 0 }

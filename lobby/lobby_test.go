@@ -1,0 +1,370 @@
+package lobby
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/room"
+)
+
+const tick = 250 * time.Millisecond // Config.Tick's default
+
+// A code made on A and typed on B and C lands all three on A, with the
+// right host.
+func TestCodeWorksEverywhere(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startCluster(t, clusterOpts{servers: 3, run: true})
+		a, b, cc := c.nodes[0], c.nodes[1], c.nodes[2]
+		code := c.create(a, "host")
+
+		c.connect(b, "bea")
+		c.connect(cc, "cid")
+		ctx := t.Context()
+		b.lm.join(ctx, "bea", strings.ToLower(code), time.Now()) // typed as it came
+		cc.lm.join(ctx, "cid", " "+code+" ", time.Now())
+		time.Sleep(cooldown) // they just connected: the host moves nobody sooner
+		synctest.Wait()
+
+		for _, id := range []string{"bea", "cid"} {
+			if got := c.where(id); got != a.srv.ID() {
+				t.Fatalf("%s is on %s, want %s", id, got, a.srv.ID())
+			}
+		}
+		st, ok := a.lm.Lobby(code)
+		if len(st.Members) == 3 && st.Members[1] == "cid" { // they arrived at once, through two servers
+			st.Members[1], st.Members[2] = st.Members[2], st.Members[1]
+		}
+		if !ok || st.Host != "host" || !reflect.DeepEqual(st.Members, []string{"host", "bea", "cid"}) {
+			t.Fatalf("lobby on %s: %+v, want host, bea, cid with host as host", a.srv.ID(), st)
+		}
+		for _, id := range []string{"host", "bea", "cid"} {
+			p, _ := c.last(id, TypeState).(StatePacket)
+			if p.Code != code || p.Host != "host" || len(p.Members) != 3 || p.Node != a.srv.ID() {
+				t.Errorf("%s was last told %+v", id, p)
+			}
+		}
+		for _, m := range c.allMoves() {
+			if m.reason != room.ReasonLobby || m.ho.Code != code || m.ho.Role != RoleMember || m.to != a.srv.ID() {
+				t.Errorf("move %+v, want a lobby move to %s as a member", m, a.srv.ID())
+			}
+		}
+
+		// Codes that name no lobby are refused where they are typed.
+		for _, tc := range []struct{ code string }{{"ZZZZZ"}, {"O0I1"}, {"AB"}} {
+			c.connect(b, "dan")
+			b.lm.join(ctx, "dan", tc.code, time.Now())
+			p, _ := c.last("dan", TypeError).(ErrorPacket)
+			want := ErrNoLobby
+			if _, ok := NormalizeCode(tc.code); !ok {
+				want = ErrBadCode
+			}
+			if p.Error != want.Error() || c.where("dan") != b.srv.ID() {
+				t.Errorf("join %q: told %+v, at %s; want %v on %s", tc.code, p, c.where("dan"), want, b.srv.ID())
+			}
+		}
+	})
+}
+
+// 32 racing creations on three servers never yield one code twice, even
+// when the candidate codes collide.
+func TestRacingCreationsUniqueCodes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startCluster(t, clusterOpts{servers: 3})
+		var draws atomic.Int64
+		gen := func() string { // every candidate comes twice, in turn
+			k := draws.Add(1) / 2 % 40
+			return string([]byte{Alphabet[k/32], Alphabet[k%32], 'Z', 'Z'})
+		}
+		for _, n := range c.nodes {
+			n.lm.gen, n.lm.attempts = gen, 100
+		}
+		var wg sync.WaitGroup
+		codes := make([]string, 32)
+		for i := range codes {
+			n, id := c.nodes[i%3], fmt.Sprintf("p%02d", i)
+			c.connect(n, id)
+			wg.Go(func() {
+				n.lm.create(t.Context(), id, time.Now())
+				codes[i] = n.lm.LobbyOf(id)
+			})
+		}
+		wg.Wait()
+		seen := map[string]string{}
+		for i, code := range codes {
+			n := c.nodes[i%3]
+			if code == "" {
+				t.Fatalf("p%02d got no code", i)
+			}
+			if other, dup := seen[code]; dup {
+				t.Fatalf("code %s given to p%02d and %s", code, i, other)
+			}
+			seen[code] = fmt.Sprintf("p%02d", i)
+			where, err := c.nodes[(i+1)%3].srv.Locate(t.Context(), fleet.KindLobby, code)
+			if err != nil || where.ID != n.srv.ID() {
+				t.Fatalf("%s locates at %v (%v), want %s", code, where.ID, err, n.srv.ID())
+			}
+		}
+		if draws.Load() <= 32 {
+			t.Fatalf("only %d candidates drawn: the codes did not collide", draws.Load())
+		}
+	})
+}
+
+// The host leaves: a new host. The last member leaves: the lobby closes
+// and its code is released.
+func TestNewHostWhenHostLeaves(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startCluster(t, clusterOpts{servers: 2})
+		a := c.nodes[0]
+		ctx := t.Context()
+		code := c.create(a, "host")
+		for _, id := range []string{"bea", "cid"} {
+			c.connect(a, id)
+			a.lm.join(ctx, id, code, time.Now())
+		}
+
+		a.lm.leave(ctx, "host")
+		if p, _ := c.last("host", TypeLeft).(LeftPacket); p.Code != code {
+			t.Errorf("the host was told %+v on leaving", p)
+		}
+		for _, id := range []string{"bea", "cid"} {
+			if p, _ := c.last(id, TypeState).(StatePacket); p.Host != "bea" || len(p.Members) != 2 {
+				t.Errorf("%s was told %+v, want bea as host of two", id, p)
+			}
+		}
+
+		// The new host's connection ends: the next member hosts.
+		c.mu.Lock()
+		delete(c.at, "bea")
+		c.mu.Unlock()
+		a.lm.disconnected("bea")
+		if st, _ := a.lm.Lobby(code); st.Host != "cid" || len(st.Members) != 1 {
+			t.Fatalf("after bea's connection ended: %+v, want cid alone as host", st)
+		}
+		a.lm.start(ctx, "bea")
+		a.lm.leave(ctx, "cid")
+		if a.lm.Lobbies() != 0 {
+			t.Fatal("the empty lobby is still open")
+		}
+		if _, err := c.nodes[1].srv.Locate(ctx, fleet.KindLobby, code); !errors.Is(err, fleet.ErrNotFound) {
+			t.Fatalf("the closed lobby's code still locates: %v", err)
+		}
+	})
+}
+
+// Members of a lobby whose match runs stay when their connection ends and
+// are dropped when the match ends; the lobby is then open again.
+func TestMatchAndAwayMembers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startCluster(t, clusterOpts{servers: 1, run: true, matchLen: 60})
+		a := c.nodes[0]
+		ctx := t.Context()
+		code := c.create(a, "host")
+		c.connect(a, "bea")
+		a.lm.join(ctx, "bea", code, time.Now())
+
+		a.lm.start(ctx, "bea")
+		if p, _ := c.last("bea", TypeError).(ErrorPacket); p.Error != ErrNotHost.Error() {
+			t.Fatalf("a member started the match: %+v", p)
+		}
+		a.lm.start(ctx, "host")
+		st, _ := a.lm.Lobby(code)
+		if !st.Playing || a.host.RoomOf("bea") != st.Room {
+			t.Fatalf("after start: %+v; bea in room %q", st, a.host.RoomOf("bea"))
+		}
+		c.mu.Lock()
+		delete(c.at, "host")
+		c.mu.Unlock()
+		a.lm.disconnected("host")
+		if st, _ := a.lm.Lobby(code); len(st.Members) != 2 {
+			t.Fatalf("a member away during the match was dropped: %+v", st)
+		}
+		time.Sleep(2 * time.Second) // the match ends
+		synctest.Wait()
+		st, _ = a.lm.Lobby(code)
+		if st.Playing || st.Host != "bea" || !reflect.DeepEqual(st.Members, []string{"bea"}) {
+			t.Fatalf("after the match: %+v, want bea alone, host, not playing", st)
+		}
+	})
+}
+
+// A drain hands every open lobby, its members and its host role to
+// another server, where the first to arrive re-creates it under the same
+// code; a lobby whose match runs moves when the match ends; the running
+// rooms finish.
+func TestDrainMovesLobbies(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startCluster(t, clusterOpts{servers: 3, server: true, run: true, matchLen: 6 * 60})
+		g := c.nodes[0]
+		ctx := t.Context()
+		type want struct {
+			host    string
+			members []string
+		}
+		lobbies := map[string]want{}
+		for i := range 5 {
+			host := fmt.Sprintf("h%d", i)
+			code := c.create(g, host)
+			members := []string{host}
+			for j := range 2 {
+				id := fmt.Sprintf("m%d-%d", i, j)
+				c.connect(g, id)
+				g.lm.join(ctx, id, code, time.Now())
+				members = append(members, id)
+			}
+			lobbies[code] = want{host, members}
+			if i < 2 {
+				g.lm.start(ctx, host) // these two are playing
+			}
+		}
+		time.Sleep(cooldown)
+		started := time.Now()
+		if err := g.srv.Drain(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(started); took >= g.srv.Config().DrainTimeout {
+			t.Errorf("drain took %v: it hit the timeout", took)
+		}
+		if g.lm.Lobbies() != 0 {
+			t.Errorf("%d lobbies left on the drained server", g.lm.Lobbies())
+		}
+		for code, w := range lobbies {
+			var on *node
+			for _, n := range c.nodes[1:] {
+				if _, ok := n.lm.Lobby(code); ok {
+					if on != nil {
+						t.Errorf("lobby %s is on %s and %s", code, on.srv.ID(), n.srv.ID())
+					}
+					on = n
+				}
+			}
+			if on == nil {
+				t.Errorf("lobby %s was lost", code)
+				continue
+			}
+			st, _ := on.lm.Lobby(code)
+			if st.Host != w.host || !reflect.DeepEqual(st.Members, w.members) {
+				t.Errorf("lobby %s on %s: %+v, want host %s and %v", code, on.srv.ID(), st, w.host, w.members)
+			}
+			for _, id := range w.members {
+				if c.where(id) != on.srv.ID() {
+					t.Errorf("%s of %s is on %s, want %s", id, code, c.where(id), on.srv.ID())
+				}
+			}
+			where, err := c.nodes[1].srv.Locate(ctx, fleet.KindLobby, code)
+			if err != nil || where.ID != on.srv.ID() {
+				t.Errorf("%s locates at %q (%v), want %s", code, where.ID, err, on.srv.ID())
+			}
+		}
+		for _, m := range c.allMoves() {
+			role := RoleMember
+			if m.player == lobbies[m.ho.Code].host {
+				role = RoleHost
+			}
+			if m.reason != room.ReasonDrain || m.ho.Role != role || m.ho.Host != lobbies[m.ho.Code].host || len(m.ho.Members) != 3 {
+				t.Errorf("move %+v, want a drain move as %s", m, role)
+			}
+		}
+		if n := len(c.allMoves()); n != 15 {
+			t.Errorf("%d moves, want 15", n)
+		}
+		g.game.mu.Lock()
+		ended := len(g.game.ended)
+		g.game.mu.Unlock()
+		if ended != 2 || g.host.Rooms() != 0 {
+			t.Errorf("%d rooms finished by the game, %d still run; want both to finish", ended, g.host.Rooms())
+		}
+	})
+}
+
+// With nowhere to go, a draining server tells its lobbies' members.
+func TestDrainNowhereTells(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startCluster(t, clusterOpts{servers: 1, server: true, run: true})
+		a := c.nodes[0]
+		c.create(a, "host")
+		if err := a.srv.Drain(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if c.last("host", "server_draining") == nil {
+			t.Fatal("the host was not told the server drains")
+		}
+	})
+}
+
+// A lobby created on a draining server is created on another one.
+func TestCreateWhileDrainingGoesElsewhere(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startCluster(t, clusterOpts{servers: 2, server: true, run: true, matchLen: 10 * 60})
+		a, b := c.nodes[0], c.nodes[1]
+		if _, err := a.host.OpenRoom(t.Context(), room.Info{Players: []string{"x"}}); err != nil {
+			t.Fatal(err) // keeps a's drain going
+		}
+		done := make(chan error, 1)
+		go func() { done <- a.srv.Drain(context.Background()) }()
+		synctest.Wait()
+		c.connect(a, "p")
+		a.lm.create(t.Context(), "p", time.Now())
+		time.Sleep(cooldown + tick)
+		synctest.Wait()
+		code := b.lm.LobbyOf("p")
+		if code == "" || c.where("p") != b.srv.ID() {
+			t.Fatalf("p is on %s in lobby %q, want a new lobby on %s", c.where("p"), code, b.srv.ID())
+		}
+		if st, _ := b.lm.Lobby(code); st.Host != "p" {
+			t.Fatalf("lobby %+v, want p as host", st)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestNormalizeCode(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		in, want string
+		ok       bool
+	}{
+		{"K7QXM", "K7QXM", true},
+		{" k7qxm\n", "K7QXM", true},
+		{"ABCD", "ABCD", true},
+		{"ABCDEF", "ABCDEF", true},
+		{"ABC", "", false},
+		{"ABCDEFG", "", false},
+		{"AB0D", "", false},
+		{"ABOD", "", false},
+		{"AB1D", "", false},
+		{"ABID", "", false},
+		{"AB-D", "", false},
+	}
+	for _, tc := range cases {
+		if got, ok := NormalizeCode(tc.in); got != tc.want || ok != tc.ok {
+			t.Errorf("NormalizeCode(%q) = %q, %v; want %q, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+	for range 1000 {
+		code := newCode(6)
+		if got, ok := NormalizeCode(code); !ok || got != code {
+			t.Fatalf("new code %q does not normalize to itself", code)
+		}
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	t.Parallel()
+	for _, cfg := range []Config{{CodeLength: 3}, {CodeLength: 7}, {MaxMembers: -1}, {Tick: -1}, {ArrivalTimeout: -1}} {
+		if _, err := New[*sim, int, string](cfg); err == nil {
+			t.Errorf("New(%+v): no error", cfg)
+		}
+	}
+}

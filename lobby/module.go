@@ -1,0 +1,942 @@
+package lobby
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/room"
+)
+
+// Module is the lobby module of a room host: players create lobbies with
+// short codes that work on every server of the fleet, join them, and the
+// host starts a match for the members. Create it with New, add it with
+// room.Host.Use, and run Run beside the host's Run. It is safe for
+// concurrent use.
+type Module[Sim, Input, Player any] struct {
+	cfg      Config
+	env      env
+	codec    room.Codec
+	logger   *slog.Logger
+	gen      func() string // makes a candidate code
+	attempts int           // candidate codes tried per creation
+
+	mu       sync.Mutex
+	lobbies  map[string]*lobby // code → lobby
+	players  map[string]*lobby // member → lobby
+	rooms    map[string]*lobby // running match room → lobby
+	reserved map[string]bool   // codes being claimed
+	waits    map[string]*wait  // moves waiting for the cooldown
+	draining bool
+	nextRoom uint64
+}
+
+type lobby struct {
+	code    string
+	host    string
+	members []*member // in the order they joined
+	room    string    // the running match, "" when open
+	target  string    // while draining: the server it moves to
+	told    bool      // told that the server drains with nowhere to go
+}
+
+type member struct {
+	id      string
+	present bool      // connected here
+	arrived time.Time // when it connected here (the move cooldown)
+	expect  time.Time // moved here with its lobby, not arrived yet: dropped after
+	moving  bool      // being handed to another server
+	handed  bool      // handed to another server with its lobby
+}
+
+// wait is a move refused for the cooldown, tried again when it is over:
+// a join of a lobby on another server, or a creation sent away from a
+// draining server.
+type wait struct {
+	id      string
+	arrived time.Time
+	code    string
+	to      fleet.Node
+	create  bool
+}
+
+// New returns a lobby module. It checks cfg and starts nothing.
+func New[Sim, Input, Player any](cfg Config) (*Module[Sim, Input, Player], error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Module[Sim, Input, Player]{
+		cfg:      cfg,
+		gen:      func() string { return newCode(cfg.CodeLength) },
+		attempts: 16,
+		lobbies:  make(map[string]*lobby),
+		players:  make(map[string]*lobby),
+		rooms:    make(map[string]*lobby),
+		reserved: make(map[string]bool),
+		waits:    make(map[string]*wait),
+	}, nil
+}
+
+// Attach implements room.Module. Host.Use calls it.
+func (m *Module[Sim, Input, Player]) Attach(h *room.Host[Sim, Input, Player]) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.env != nil {
+		return errors.New("lobby: module attached twice")
+	}
+	m.env = hostEnv[Sim, Input, Player]{h}
+	m.codec = h.Codec()
+	m.logger = h.Logger().With("module", "lobby")
+	return nil
+}
+
+// MessageTypes implements room.MessageHandler.
+func (m *Module[Sim, Input, Player]) MessageTypes() []string {
+	return []string{MsgCreate, MsgJoin, MsgLeave, MsgStart}
+}
+
+// HandleMessage implements room.MessageHandler. A refused request is
+// answered with an ErrorPacket; only an undecodable one closes the
+// connection.
+func (m *Module[Sim, Input, Player]) HandleMessage(ctx context.Context, c *room.Client, typ string, body []byte) error {
+	switch typ {
+	case MsgCreate:
+		m.create(ctx, c.ID(), c.Arrived())
+	case MsgJoin:
+		var req struct {
+			Code string `json:"code"`
+		}
+		if err := m.codec.Unmarshal(body, &req); err != nil {
+			return fmt.Errorf("lobby.join: %w", err)
+		}
+		m.join(ctx, c.ID(), req.Code, c.Arrived())
+	case MsgLeave:
+		m.leave(ctx, c.ID())
+	case MsgStart:
+		m.start(ctx, c.ID())
+	}
+	return nil
+}
+
+// Arrived implements room.ArrivalHandler: a player who brings a lobby
+// handoff joins its lobby here, re-creating it under the same code when
+// the whole lobby moved, or creates one.
+func (m *Module[Sim, Input, Player]) Arrived(ctx context.Context, c *room.Client, ho room.Handoff) {
+	m.arrive(ctx, c.ID(), ho, c.Arrived(), time.Now())
+}
+
+// Disconnected implements room.DisconnectHandler: a member whose
+// connection ends leaves its lobby, unless the lobby's match is running
+// (it may come back to its seat) or it is being moved.
+func (m *Module[Sim, Input, Player]) Disconnected(c *room.Client) {
+	if m.env.connected(c.ID()) {
+		return // replaced by a newer connection
+	}
+	m.disconnected(c.ID())
+}
+
+func (m *Module[Sim, Input, Player]) disconnected(id string) {
+	m.mu.Lock()
+	delete(m.waits, id)
+	l := m.players[id]
+	if l == nil {
+		m.mu.Unlock()
+		return
+	}
+	mem := l.member(id)
+	switch {
+	case mem.moving:
+		m.mu.Unlock()
+		return
+	case l.room != "":
+		mem.present = false
+		m.mu.Unlock()
+		m.broadcast(l)
+		return
+	}
+	closed := m.removeLocked(l, id)
+	m.mu.Unlock()
+	m.closedOrChanged(context.Background(), l, closed)
+}
+
+// RoomEnded implements room.RoomEndHandler: a lobby whose match ended is
+// open again; members who left during the match are dropped. On a
+// draining server the lobby then moves.
+func (m *Module[Sim, Input, Player]) RoomEnded(info room.Info, _ string) {
+	m.mu.Lock()
+	l := m.rooms[info.ID]
+	delete(m.rooms, info.ID)
+	if l == nil || l.room != info.ID {
+		m.mu.Unlock()
+		return
+	}
+	l.room = ""
+	closed := false
+	for _, mem := range slices.Clone(l.members) {
+		if !mem.present && mem.expect.IsZero() {
+			closed = m.removeLocked(l, mem.id)
+		}
+	}
+	m.mu.Unlock()
+	m.closedOrChanged(context.Background(), l, closed)
+}
+
+// Run does the module's housekeeping every Config.Tick until ctx ends:
+// joins waiting for the move cooldown, members moved with a lobby who
+// never arrived. Run it beside the host's Run; it returns nil when ctx
+// ends.
+func (m *Module[Sim, Input, Player]) Run(ctx context.Context) error {
+	m.mu.Lock()
+	attached := m.env != nil
+	m.mu.Unlock()
+	if !attached {
+		return ErrNotAttached
+	}
+	t := time.NewTicker(m.cfg.Tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			m.step(ctx, time.Now())
+		}
+	}
+}
+
+// Drain implements fleet.Drainer: every open lobby moves, with its code,
+// its members and its host role, to another server; a lobby whose match
+// is running moves when the match ends. With nowhere to go, the members
+// are told (the game's ServerDraining packet). Drain returns when no
+// lobby is left here, or when ctx ends.
+func (m *Module[Sim, Input, Player]) Drain(ctx context.Context) error {
+	m.mu.Lock()
+	m.draining = true
+	m.mu.Unlock()
+	t := time.NewTicker(m.cfg.Tick)
+	defer t.Stop()
+	for {
+		if m.step(ctx, time.Now()) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			m.tellRest()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Lobby returns a snapshot of the lobby code on this server.
+func (m *Module[Sim, Input, Player]) Lobby(code string) (StatePacket, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l := m.lobbies[code]
+	if l == nil {
+		return StatePacket{}, false
+	}
+	return m.stateLocked(l), true
+}
+
+// LobbyOf returns the code of player id's lobby on this server, or "".
+func (m *Module[Sim, Input, Player]) LobbyOf(id string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if l := m.players[id]; l != nil {
+		return l.code
+	}
+	return ""
+}
+
+// Lobbies returns the number of lobbies on this server.
+func (m *Module[Sim, Input, Player]) Lobbies() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.lobbies)
+}
+
+func (m *Module[Sim, Input, Player]) fail(id string, err error) {
+	m.env.send(id, ErrorPacket{Type: TypeError, Error: err.Error()})
+}
+
+// create makes a lobby with player id as its host, under a code claimed
+// for this server in the whole fleet. A draining server sends the player
+// to another server to create it there.
+func (m *Module[Sim, Input, Player]) create(ctx context.Context, id string, arrived time.Time) {
+	m.mu.Lock()
+	switch {
+	case m.players[id] != nil:
+		m.mu.Unlock()
+		m.fail(id, ErrInLobby)
+		return
+	case m.draining:
+		m.waits[id] = &wait{id: id, arrived: arrived, create: true}
+		m.mu.Unlock()
+		return
+	}
+	m.mu.Unlock()
+
+	code, err := m.claim(ctx)
+	if err != nil {
+		m.logger.Warn("claim a lobby code", "player_id", id, "err", err)
+		m.fail(id, ErrUnavailable)
+		return
+	}
+	m.mu.Lock()
+	delete(m.reserved, code)
+	if m.players[id] != nil { // created or joined another meanwhile
+		m.mu.Unlock()
+		m.release(ctx, code)
+		m.fail(id, ErrInLobby)
+		return
+	}
+	l := &lobby{code: code, host: id, members: []*member{{id: id, present: true, arrived: arrived}}}
+	m.lobbies[code], m.players[id] = l, l
+	m.mu.Unlock()
+	m.broadcast(l)
+}
+
+// claim finds a free code and claims it, reserved locally until the
+// caller drops the reservation.
+func (m *Module[Sim, Input, Player]) claim(ctx context.Context) (string, error) {
+	f := m.env.fleet()
+	uc, _ := f.(uniqueClaimer)
+	for range m.attempts {
+		code := m.gen()
+		m.mu.Lock()
+		taken := m.lobbies[code] != nil || m.reserved[code]
+		if !taken {
+			m.reserved[code] = true
+		}
+		m.mu.Unlock()
+		if taken {
+			continue
+		}
+		if uc == nil {
+			return code, nil // no fleet: unique on this server
+		}
+		err := uc.ClaimUnique(ctx, fleet.KindLobby, code)
+		switch {
+		case err == nil:
+			return code, nil
+		case errors.Is(err, fleet.ErrHeld):
+			m.unreserve(code)
+			continue
+		case f.Alone():
+			// Serving alone through a backplane outage: the claim is held
+			// and re-asserted when the backplane returns.
+			f.Claim(ctx, fleet.KindLobby, code)
+			return code, nil
+		default:
+			m.unreserve(code)
+			return "", fmt.Errorf("claim lobby code: %w", err)
+		}
+	}
+	return "", fmt.Errorf("claim lobby code: %d codes taken", m.attempts)
+}
+
+func (m *Module[Sim, Input, Player]) unreserve(code string) {
+	m.mu.Lock()
+	delete(m.reserved, code)
+	m.mu.Unlock()
+}
+
+func (m *Module[Sim, Input, Player]) release(ctx context.Context, code string) {
+	f := m.env.fleet()
+	if f == nil {
+		return
+	}
+	if err := f.Release(ctx, fleet.KindLobby, code); err != nil {
+		m.logger.Debug("release lobby code", "code", code, "err", err)
+	}
+}
+
+// join adds player id to the lobby of code: here if it is here, or on the
+// server that holds the code, where the player is sent with a handoff.
+func (m *Module[Sim, Input, Player]) join(ctx context.Context, id, raw string, arrived time.Time) {
+	code, ok := NormalizeCode(raw)
+	if !ok {
+		m.fail(id, ErrBadCode)
+		return
+	}
+	m.mu.Lock()
+	if cur := m.players[id]; cur != nil {
+		m.mu.Unlock()
+		if cur.code != code {
+			m.fail(id, ErrInLobby)
+			return
+		}
+		m.broadcast(cur)
+		return
+	}
+	if l := m.lobbies[code]; l != nil {
+		err := m.addLocked(l, id, arrived)
+		m.mu.Unlock()
+		if err != nil {
+			m.fail(id, err)
+			return
+		}
+		m.broadcast(l)
+		return
+	}
+	m.mu.Unlock()
+
+	f := m.env.fleet()
+	if f == nil {
+		m.fail(id, ErrNoLobby)
+		return
+	}
+	m.locateAndMove(ctx, &wait{id: id, arrived: arrived, code: code})
+}
+
+// locateAndMove sends player w.id to the server holding lobby w.code. A
+// lobby on a draining server is on its way elsewhere: the join waits and
+// locates it again.
+func (m *Module[Sim, Input, Player]) locateAndMove(ctx context.Context, w *wait) {
+	f := m.env.fleet()
+	n, err := f.Locate(ctx, fleet.KindLobby, w.code)
+	switch {
+	case errors.Is(err, fleet.ErrNotFound), err == nil && n.ID == f.ID():
+		m.fail(w.id, ErrNoLobby)
+		return
+	case err != nil:
+		m.logger.Warn("locate lobby", "player_id", w.id, "code", w.code, "err", err)
+		m.fail(w.id, ErrUnavailable)
+		return
+	case n.State == fleet.StateDraining || n.State == fleet.StateLeaving:
+		m.mu.Lock()
+		if m.players[w.id] == nil {
+			m.waits[w.id] = w
+		}
+		m.mu.Unlock()
+		return
+	}
+	w.to = n
+	m.moveWait(ctx, w)
+}
+
+// moveWait tries a join or creation move; within the cooldown it waits
+// for the next step.
+func (m *Module[Sim, Input, Player]) moveWait(ctx context.Context, w *wait) {
+	d := handoff{Code: w.code, Role: RoleMember, Create: w.create, From: m.self()}
+	reason := room.ReasonLobby
+	if w.create {
+		d.Role, reason = RoleHost, room.ReasonDrain
+	}
+	err := m.move(ctx, w.id, w.to, reason, d)
+	switch {
+	case err == nil, errors.Is(err, errGone):
+	case errors.Is(err, room.ErrCooldown):
+		m.mu.Lock()
+		if m.players[w.id] == nil {
+			m.waits[w.id] = w
+		}
+		m.mu.Unlock()
+	default:
+		m.logger.Warn("send a player to its lobby's server", "player_id", w.id, "code", w.code, "err", err)
+		m.fail(w.id, ErrUnavailable)
+	}
+}
+
+func (m *Module[Sim, Input, Player]) move(ctx context.Context, id string, to fleet.Node, reason string, d handoff) error {
+	data, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	return m.env.move(ctx, id, to, reason, &room.Handoff{Kind: HandoffKind, Data: data})
+}
+
+func (m *Module[Sim, Input, Player]) leave(ctx context.Context, id string) {
+	m.mu.Lock()
+	delete(m.waits, id)
+	l := m.players[id]
+	if l == nil {
+		m.mu.Unlock()
+		m.fail(id, ErrNotInLobby)
+		return
+	}
+	closed := m.removeLocked(l, id)
+	m.mu.Unlock()
+	m.env.send(id, LeftPacket{Type: TypeLeft, Code: l.code})
+	m.closedOrChanged(ctx, l, closed)
+}
+
+// start opens a room for the present members of player id's lobby, if id
+// is its host.
+func (m *Module[Sim, Input, Player]) start(ctx context.Context, id string) {
+	m.mu.Lock()
+	l := m.players[id]
+	var err error
+	switch {
+	case l == nil:
+		err = ErrNotInLobby
+	case l.host != id:
+		err = ErrNotHost
+	case l.room != "":
+		err = ErrPlaying
+	}
+	if err != nil {
+		m.mu.Unlock()
+		m.fail(id, err)
+		return
+	}
+	var ids []string
+	for _, mem := range l.members {
+		if mem.present {
+			ids = append(ids, mem.id)
+		}
+	}
+	m.nextRoom++
+	rid := fmt.Sprintf("lobby-%s-%d", l.code, m.nextRoom)
+	l.room, m.rooms[rid] = rid, l
+	info := room.Info{ID: rid, Kind: m.cfg.RoomKind, Players: ids, Data: Match{Code: l.code, Host: l.host, Members: ids}}
+	m.mu.Unlock()
+
+	if _, err := m.env.open(ctx, info); err != nil {
+		m.mu.Lock()
+		delete(m.rooms, rid)
+		if l.room == rid {
+			l.room = ""
+		}
+		m.mu.Unlock()
+		m.fail(id, fmt.Errorf("lobby.start: %w", err))
+		return
+	}
+	m.broadcast(l)
+}
+
+// arrive takes a lobby handoff.
+func (m *Module[Sim, Input, Player]) arrive(ctx context.Context, id string, ho room.Handoff, arrived, now time.Time) {
+	if ho.Kind != HandoffKind {
+		return
+	}
+	var d handoff
+	if err := json.Unmarshal(ho.Data, &d); err != nil {
+		m.logger.Warn("undecodable lobby handoff dropped", "player_id", id, "err", err)
+		return
+	}
+	if d.Create {
+		m.create(ctx, id, arrived)
+		return
+	}
+	if code, ok := NormalizeCode(d.Code); !ok || code != d.Code {
+		m.logger.Warn("lobby handoff with a malformed code dropped", "player_id", id)
+		return
+	}
+	m.mu.Lock()
+	if cur := m.players[id]; cur != nil && cur.code != d.Code {
+		m.mu.Unlock()
+		m.fail(id, ErrInLobby)
+		return
+	}
+	l := m.lobbies[d.Code]
+	if d.Members == nil { // a join
+		if l == nil {
+			m.mu.Unlock()
+			m.fail(id, ErrNoLobby)
+			return
+		}
+		err := m.addLocked(l, id, arrived)
+		m.mu.Unlock()
+		if err != nil {
+			m.fail(id, err)
+			return
+		}
+		m.broadcast(l)
+		return
+	}
+
+	// The whole lobby moves here: the first member to arrive re-creates
+	// it, with every member expected and the host it had.
+	recreated := false
+	if l == nil {
+		l = &lobby{code: d.Code, host: d.Host}
+		for _, mid := range d.Members {
+			l.members = append(l.members, &member{id: mid, expect: now.Add(m.cfg.ArrivalTimeout)})
+		}
+		if l.member(d.Host) == nil {
+			l.host = id
+		}
+		m.lobbies[d.Code] = l
+		recreated = true
+	}
+	mem := l.member(id)
+	if mem == nil {
+		mem = &member{id: id}
+		l.members = append(l.members, mem)
+	}
+	mem.present, mem.arrived, mem.expect, mem.moving = true, arrived, time.Time{}, false
+	if d.Role == RoleHost {
+		l.host = id
+	}
+	m.players[id] = l
+	m.mu.Unlock()
+	if recreated {
+		if f := m.env.fleet(); f != nil {
+			if err := f.Claim(ctx, fleet.KindLobby, d.Code); err != nil {
+				m.logger.Warn("claim a lobby moved here; re-asserted when the backplane returns", "code", d.Code, "err", err)
+			}
+		}
+	}
+	m.broadcast(l)
+}
+
+// addLocked adds player id to l as a present member. m.mu must be held.
+func (m *Module[Sim, Input, Player]) addLocked(l *lobby, id string, arrived time.Time) error {
+	if mem := l.member(id); mem != nil {
+		mem.present, mem.arrived, mem.expect = true, arrived, time.Time{}
+		m.players[id] = l
+		return nil
+	}
+	if len(l.members) >= m.cfg.MaxMembers {
+		return ErrFull
+	}
+	l.members = append(l.members, &member{id: id, present: true, arrived: arrived})
+	m.players[id] = l
+	return nil
+}
+
+// removeLocked removes member id from l; a new host is chosen if it was
+// the host: the first present member in join order, or else the first
+// member. It reports whether the lobby closed (no member left). m.mu must
+// be held.
+func (m *Module[Sim, Input, Player]) removeLocked(l *lobby, id string) (closed bool) {
+	l.members = slices.DeleteFunc(l.members, func(mem *member) bool { return mem.id == id })
+	if m.players[id] == l {
+		delete(m.players, id)
+	}
+	if l.host == id {
+		l.host = ""
+		for _, mem := range l.members {
+			if mem.present {
+				l.host = mem.id
+				break
+			}
+		}
+		if l.host == "" && len(l.members) > 0 {
+			l.host = l.members[0].id
+		}
+	}
+	if len(l.members) > 0 {
+		return false
+	}
+	if m.lobbies[l.code] == l {
+		delete(m.lobbies, l.code)
+	}
+	return true
+}
+
+// closedOrChanged releases the code of a closed lobby, or sends the new
+// state of a changed one.
+func (m *Module[Sim, Input, Player]) closedOrChanged(ctx context.Context, l *lobby, closed bool) {
+	if closed {
+		m.release(ctx, l.code)
+		return
+	}
+	m.broadcast(l)
+}
+
+func (l *lobby) member(id string) *member {
+	for _, mem := range l.members {
+		if mem.id == id {
+			return mem
+		}
+	}
+	return nil
+}
+
+func (m *Module[Sim, Input, Player]) self() string {
+	if f := m.env.fleet(); f != nil {
+		return f.ID()
+	}
+	return ""
+}
+
+// stateLocked is l's snapshot. m.mu must be held.
+func (m *Module[Sim, Input, Player]) stateLocked(l *lobby) StatePacket {
+	p := StatePacket{Type: TypeState, Code: l.code, Host: l.host, Playing: l.room != "", Room: l.room, Node: m.self()}
+	p.Members = make([]string, len(l.members))
+	for i, mem := range l.members {
+		p.Members[i] = mem.id
+	}
+	return p
+}
+
+// broadcast sends l's state to its members connected here.
+func (m *Module[Sim, Input, Player]) broadcast(l *lobby) {
+	m.mu.Lock()
+	if m.lobbies[l.code] != l {
+		m.mu.Unlock()
+		return
+	}
+	p := m.stateLocked(l)
+	var to []string
+	for _, mem := range l.members {
+		if mem.present && !mem.moving {
+			to = append(to, mem.id)
+		}
+	}
+	m.mu.Unlock()
+	for _, id := range to {
+		m.env.send(id, p)
+	}
+}
+
+// lobbyMove is a member to hand to another server with its lobby.
+type lobbyMove struct {
+	l   *lobby
+	mem *member
+	to  fleet.Node
+	d   handoff
+}
+
+// step is one round of housekeeping at now: moves that waited for the
+// cooldown, members who never arrived, and, while draining, lobbies handed
+// to other servers. It returns the number of lobbies and waiting moves
+// still here.
+func (m *Module[Sim, Input, Player]) step(ctx context.Context, now time.Time) int {
+	f := m.env.fleet()
+	var (
+		self  string
+		nodes []fleet.Node
+	)
+	if f != nil {
+		self, nodes = f.ID(), f.Nodes()
+	}
+	cool := m.env.cooldown()
+	cooled := func(arrived time.Time) bool { return !now.Before(arrived.Add(cool)) }
+
+	m.mu.Lock()
+	var (
+		retry   []*wait
+		changed []*lobby
+		closed  []string
+		moves   []lobbyMove
+		tell    []string
+	)
+	for id, w := range m.waits {
+		if cooled(w.arrived) {
+			retry = append(retry, w)
+			delete(m.waits, id)
+		}
+	}
+	slices.SortFunc(retry, func(a, b *wait) int { // first come, first moved
+		if c := a.arrived.Compare(b.arrived); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+	codes := make([]string, 0, len(m.lobbies))
+	for code := range m.lobbies {
+		codes = append(codes, code)
+	}
+	slices.Sort(codes)
+	for _, code := range codes {
+		l := m.lobbies[code]
+		dropped, gone := false, false
+		for _, mem := range slices.Clone(l.members) {
+			if !mem.present && !mem.expect.IsZero() && now.After(mem.expect) {
+				dropped = true
+				gone = m.removeLocked(l, mem.id)
+			}
+		}
+		switch {
+		case gone:
+			closed = append(closed, code)
+			continue
+		case dropped:
+			changed = append(changed, l)
+		}
+		if !m.draining || l.room != "" {
+			continue // a running match's lobby moves when its room ends
+		}
+		present := 0
+		for _, mem := range l.members {
+			if mem.present {
+				present++
+			}
+		}
+		if present == 0 { // all handed over, or nobody here to move
+			delete(m.lobbies, code)
+			for _, mem := range l.members {
+				if m.players[mem.id] == l {
+					delete(m.players, mem.id)
+				}
+			}
+			closed = append(closed, code)
+			continue
+		}
+		to, ok := drainTarget("lobby:"+code, nodes, self, l.target)
+		if !ok {
+			if !l.told {
+				l.told = true
+				for _, mem := range l.members {
+					if mem.present {
+						tell = append(tell, mem.id)
+					}
+				}
+			}
+			continue
+		}
+		l.target = to.ID
+		ids := make([]string, len(l.members))
+		for i, mem := range l.members {
+			ids[i] = mem.id
+		}
+		for _, mem := range l.members {
+			if mem.present && !mem.moving && cooled(mem.arrived) {
+				role := RoleMember
+				if mem.id == l.host {
+					role = RoleHost
+				}
+				mem.moving = true
+				moves = append(moves, lobbyMove{l: l, mem: mem, to: to, d: handoff{Code: code, Role: role, Host: l.host, Members: ids, From: self}})
+			}
+		}
+	}
+	draining := m.draining
+	m.mu.Unlock()
+
+	for _, code := range closed {
+		m.release(ctx, code)
+	}
+	for _, l := range changed {
+		m.broadcast(l)
+	}
+	for _, w := range retry {
+		m.retry(ctx, w, draining, nodes, self)
+	}
+	for _, mv := range moves {
+		err := m.move(ctx, mv.mem.id, mv.to, room.ReasonDrain, mv.d)
+		m.mu.Lock()
+		switch {
+		case err == nil || errors.Is(err, errGone) || !m.env.connected(mv.mem.id):
+			// Moved (or gone): its place is on the target now. The lobby
+			// is closed here once nobody is left to move.
+			mv.mem.moving, mv.mem.present, mv.mem.handed = false, false, true
+			if m.players[mv.mem.id] == mv.l {
+				delete(m.players, mv.mem.id)
+			}
+		default:
+			mv.mem.moving = false // keeps its place; tried again next step
+			if !errors.Is(err, room.ErrCooldown) {
+				m.logger.Warn("hand a lobby member to another server", "player_id", mv.mem.id, "code", mv.l.code, "err", err)
+			}
+		}
+		m.mu.Unlock()
+	}
+	if p := m.env.drainPacket(); p != nil {
+		for _, id := range tell {
+			m.env.send(id, p)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.lobbies) + len(m.waits)
+}
+
+// retry tries again a move that waited for the cooldown.
+func (m *Module[Sim, Input, Player]) retry(ctx context.Context, w *wait, draining bool, nodes []fleet.Node, self string) {
+	if !w.create {
+		if m.env.fleet() == nil {
+			return
+		}
+		m.locateAndMove(ctx, w)
+		return
+	}
+	if !draining {
+		m.create(ctx, w.id, w.arrived)
+		return
+	}
+	to, ok := drainTarget("create:"+w.id, nodes, self, "")
+	if !ok {
+		m.fail(w.id, ErrUnavailable)
+		if p := m.env.drainPacket(); p != nil {
+			m.env.send(w.id, p)
+		}
+		return
+	}
+	w.to = to
+	m.moveWait(ctx, w)
+}
+
+// tellRest tells the members of the lobbies still here at the drain
+// timeout, who were not told yet, that the server drains.
+func (m *Module[Sim, Input, Player]) tellRest() {
+	p := m.env.drainPacket()
+	m.mu.Lock()
+	var tell []string
+	for _, l := range m.lobbies {
+		if l.told {
+			continue
+		}
+		l.told = true
+		for _, mem := range l.members {
+			if mem.present {
+				tell = append(tell, mem.id)
+			}
+		}
+	}
+	m.mu.Unlock()
+	if p == nil {
+		return
+	}
+	for _, id := range tell {
+		m.env.send(id, p)
+	}
+}
+
+// drainTarget picks the server a draining server sends key to: the one it
+// picked before (prev) while it still has room, or else the best by
+// rendezvous hashing of key among the servers with room, this one
+// (self) excepted.
+func drainTarget(key string, nodes []fleet.Node, self, prev string) (fleet.Node, bool) {
+	var best fleet.Node
+	var bestScore uint64
+	found := false
+	for _, n := range nodes {
+		if !n.HasRoom() || n.ID == self {
+			continue
+		}
+		if n.ID == prev {
+			return n, true
+		}
+		s := rendezvous(key, n.ID)
+		if !found || s > bestScore || (s == bestScore && cmp.Less(n.ID, best.ID)) {
+			best, bestScore, found = n, s, true
+		}
+	}
+	return best, found
+}
+
+// rendezvous scores the pair (key, node): FNV-1a finished with the
+// splitmix64 mixer.
+func rendezvous(key, node string) uint64 {
+	const (
+		offset = 14695981039346656037
+		prime  = 1099511628211
+	)
+	h := uint64(offset)
+	for i := 0; i < len(key); i++ {
+		h = (h ^ uint64(key[i])) * prime
+	}
+	h *= prime // the separator byte 0
+	for i := 0; i < len(node); i++ {
+		h = (h ^ uint64(node[i])) * prime
+	}
+	h ^= h >> 30
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 27
+	h *= 0x94d049bb133111eb
+	h ^= h >> 31
+	return h
+}

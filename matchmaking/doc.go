@@ -1,0 +1,58 @@
+// Package matchmaking is the room-host module that queues players on
+// playlists and matches them into rooms, across a fleet of servers.
+//
+// A game declares its playlists (name, teams, team size, a rating rule
+// whose window widens with the time waited) and adds the module to its
+// room.Host with Use. A player sends {"type":"queue","data":{"playlist":
+// "duel","rating":1500}} (the rating is optional) and {"type":"unqueue"};
+// it gets a WaitingPacket, and once matched the host's "room" packet. The
+// rooms the module opens have Kind = the playlist name and Data = Match.
+//
+// # Queues gather
+//
+// The players of one playlist wait on one server, so that ten servers do
+// not make ten small queues. Every server ranks the live servers that are
+// ready and below their max-load with GatherOrder, from the registry alone,
+// and they agree: the first gathers the playlist and forms its matches,
+// the next takes over when it fills, drains or leaves. A player queued on
+// another server is handed over: the module writes a handoff (kind
+// HandoffKind: the playlist, the time already waited, the rating) for the
+// gather server and only then redirects the player (reason "queue"). The
+// gather server counts the time already waited, for priority and for the
+// widening rating window: a player who waited 4.2 s on A has waited 4.2 s
+// on arrival at B.
+//
+// Nobody bounces. The host does not move a player within its move
+// cooldown of arriving (room.Config.MoveCooldown); beyond that, a player
+// who arrived with a queue handoff is not moved again by gathering for
+// Config.Hold, and a server that was sent players of a playlist gathers
+// that playlist itself for Config.Hold, even if its own view of the
+// registry, a heartbeat old, still names another server. A player whose
+// match was formed and whose room is being opened is never moved. If the
+// handoff cannot be written the player is not redirected and keeps its
+// place. A server at its max-load opens no match room, and if no server
+// has room, players wait where they are. With no fleet, a fleet of one, or
+// a game without a redirect packet, every decision is local.
+//
+// Each server publishes the length of each playlist's queue with its
+// heartbeat as the statistic "queue:<playlist>".
+//
+// # Drain
+//
+// Module implements fleet.Drainer (room.Host.UseServer registers it). A
+// draining server hands every waiting player, with its waited time, and
+// every newcomer who enqueues meanwhile, to the server where the playlist
+// now gathers (reason "drain"). With nowhere to go, the waiting players
+// are told with the game's ServerDraining packet and wait on.
+//
+// # Lifecycle
+//
+// New checks the configuration and starts nothing. Matches are formed in
+// rounds, every Config.Tick, by Run, which the application runs beside the
+// host's Run and which returns when its context ends:
+//
+//	go host.Run(ctx)
+//	go mm.Run(ctx)
+//
+// A Module is safe for concurrent use.
+package matchmaking

@@ -1,0 +1,431 @@
+package matchmaking
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/internal/fleettest"
+	"github.com/muster-gg/muster/room"
+)
+
+const tick = 100 * time.Millisecond // Config.Tick's default
+const cooldown = 3 * time.Second    // room.Config.MoveCooldown's default
+
+// 30 players enqueued for duel, ten on each of three servers: within one
+// heartbeat plus the cooldown they all wait on one server and are matched
+// there.
+func TestQueuesGather(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startCluster(t, clusterOpts{servers: 3, run: true})
+		g := c.gather("duel")[0]
+		for i := range 30 {
+			c.queue(c.nodes[i%3], fmt.Sprintf("p%02d", i), "duel", nil)
+		}
+		time.Sleep(fleettest.Heartbeat + cooldown + tick)
+		synctest.Wait()
+
+		for _, n := range c.nodes {
+			want := 0
+			if n == g {
+				want = 15
+			}
+			if got := n.host.Rooms(); got != want {
+				t.Errorf("%s runs %d rooms, want %d", n.srv.ID(), got, want)
+			}
+		}
+		for i := range 30 {
+			id := fmt.Sprintf("p%02d", i)
+			if g.host.RoomOf(id) == "" {
+				t.Errorf("%s is not seated on the gather server %s (at %s)", id, g.srv.ID(), c.where(id))
+			}
+			moves := c.movesOf(id)
+			switch {
+			case c.nodes[i%3] == g && len(moves) != 0:
+				t.Errorf("%s queued on the gather server was moved: %v", id, moves)
+			case c.nodes[i%3] != g && (len(moves) != 1 || moves[0].to != g.srv.ID() || moves[0].reason != room.ReasonQueue):
+				t.Errorf("%s moves %+v, want one queue move to %s", id, moves, g.srv.ID())
+			}
+		}
+		// The rooms carry the playlist and teams.
+		if n := len(c.allMoves()); n != 20 {
+			t.Errorf("%d moves, want 20", n)
+		}
+	})
+}
+
+// A player who waited 4.2 s on A has waited 4.2 s on arrival at B, and
+// is told so.
+func TestWaitedTimeMoves(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startCluster(t, clusterOpts{servers: 2, playlists: []Playlist{{Name: "duel", Rating: RatingRule{Window: 10, Widen: 100}}}})
+		order := c.gather("duel")
+		b, a := order[0], order[1]
+		c.queue(a, "p1", "duel", ptr(1500.0))
+		time.Sleep(4200 * time.Millisecond)
+		a.mm.step(t.Context(), time.Now())
+
+		if got := c.where("p1"); got != b.srv.ID() {
+			t.Fatalf("p1 is on %s, want the gather server %s", got, b.srv.ID())
+		}
+		waited, ok := b.mm.Waited("p1")
+		if !ok || waited != 4200*time.Millisecond {
+			t.Fatalf("p1 has waited %v on arrival at %s (queued %v), want 4.2s", waited, b.srv.ID(), ok)
+		}
+		last := c.packets("p1")[len(c.packets("p1"))-1]
+		if w, ok := last.(WaitingPacket); !ok || w.WaitedMS != 4200 || w.Node != b.srv.ID() {
+			t.Fatalf("p1 was last told %#v, want a WaitingPacket with 4200 ms on %s", last, b.srv.ID())
+		}
+		// The rating and the widened window moved too: a player 400
+		// points away, just arrived, is within p1's window (10 + 4.2*100).
+		c.queue(b, "p2", "duel", ptr(1900.0))
+		b.mm.step(t.Context(), time.Now())
+		if b.host.RoomOf("p1") == "" || b.host.RoomOf("p1") != b.host.RoomOf("p2") {
+			t.Fatal("p1 and p2 were not matched with p1's widened window")
+		}
+	})
+}
+
+// The gather server at max-load sends its queue, and new players flow, to
+// the next server in order; with no server with room, players wait where
+// they are.
+func TestOverflow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const maxLoad = 10
+		c := startCluster(t, clusterOpts{
+			servers: 3, run: true,
+			playlists: []Playlist{{Name: "squad", Teams: 2, TeamSize: 4}},
+			fleet:     func(_ int, cfg *fleet.Config) { cfg.MaxLoad = maxLoad },
+		})
+		order := c.gather("squad")
+		g, next, last := order[0], order[1], order[2]
+
+		c.queue(g, "early", "squad", nil) // waits on the gather server
+		time.Sleep(cooldown)
+		synctest.Wait()
+		if c.where("early") != g.srv.ID() || g.mm.Waiting("squad") != 1 {
+			t.Fatalf("early is on %s, want to wait on the gather server %s", c.where("early"), g.srv.ID())
+		}
+
+		g.srv.SetLoad(maxLoad)
+		time.Sleep(2 * fleettest.Heartbeat) // published, then read by all
+		synctest.Wait()
+		for _, n := range c.nodes {
+			if got := GatherOrder("squad", n.srv.Nodes()); len(got) != 2 || got[0].ID != next.srv.ID() {
+				t.Fatalf("%s's order with %s full: %v, want %s first", n.srv.ID(), g.srv.ID(), got, next.srv.ID())
+			}
+		}
+		// The full server sent its waiting player on.
+		if m := c.movesOf("early"); len(m) != 1 || m[0].to != next.srv.ID() {
+			t.Fatalf("early's moves %+v, want one to %s", m, next.srv.ID())
+		}
+		// New players anywhere flow to the next server.
+		c.queue(g, "new-g", "squad", nil)
+		c.queue(last, "new-last", "squad", nil)
+		time.Sleep(cooldown + tick)
+		synctest.Wait()
+		for _, id := range []string{"new-g", "new-last"} {
+			if got := c.where(id); got != next.srv.ID() {
+				t.Errorf("%s is on %s, want %s", id, got, next.srv.ID())
+			}
+		}
+		if got := next.mm.Waiting("squad"); got != 3 {
+			t.Errorf("%d wait on %s, want 3", got, next.srv.ID())
+		}
+
+		// Every server full: nobody moves, everyone waits where they are.
+		for _, n := range c.nodes {
+			n.srv.SetLoad(maxLoad)
+		}
+		time.Sleep(2 * fleettest.Heartbeat)
+		synctest.Wait()
+		moved := len(c.allMoves())
+		for i, n := range c.nodes {
+			for j := range 3 {
+				c.queue(n, fmt.Sprintf("full-%d-%d", i, j), "squad", nil)
+			}
+		}
+		time.Sleep(3 * fleettest.Heartbeat)
+		synctest.Wait()
+		if got := len(c.allMoves()); got != moved {
+			t.Errorf("%d moves with no server with room", got-moved)
+		}
+		for i, n := range c.nodes {
+			for j := range 3 {
+				if id := fmt.Sprintf("full-%d-%d", i, j); c.where(id) != n.srv.ID() {
+					t.Errorf("%s moved to %s with no server with room", id, c.where(id))
+				}
+			}
+			if n.host.Rooms() != 0 {
+				t.Errorf("%s opened rooms above its max-load", n.srv.ID())
+			}
+			// Q5: the queue lengths are published with the heartbeat.
+			want := int64(n.mm.Waiting("squad"))
+			for _, seen := range c.nodes[0].srv.Nodes() {
+				if seen.ID == n.srv.ID() && seen.Stat("queue:squad") != want {
+					t.Errorf("%s publishes queue:squad=%d, want %d", n.srv.ID(), seen.Stat("queue:squad"), want)
+				}
+			}
+		}
+	})
+}
+
+// One heartbeat of disagreeing views bounces nobody: the gather server
+// fills and sends its player to the next server, whose view still names
+// the full one; that server keeps it, and keeps its own players too,
+// instead of sending them to the full server to be sent back.
+func TestStaleViewBouncesNobody(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const maxLoad = 10
+		c := startCluster(t, clusterOpts{
+			servers:   3,
+			playlists: []Playlist{{Name: "squad", Teams: 2, TeamSize: 4}},
+			fleet:     func(_ int, cfg *fleet.Config) { cfg.MaxLoad = maxLoad },
+		})
+		order := c.gather("squad")
+		g, next := order[0], order[1]
+		ctx := t.Context()
+		stepAll := func() { // g first: its handoff is on its way before the others step
+			g.mm.step(ctx, time.Now())
+			for _, n := range c.nodes {
+				if n != g {
+					n.mm.step(ctx, time.Now())
+				}
+			}
+		}
+		c.queue(g, "on-g", "squad", nil)
+		c.queue(next, "on-next", "squad", nil)
+		time.Sleep(cooldown) // both could be moved now
+		g.mm.step(ctx, time.Now())
+		if len(c.allMoves()) != 0 {
+			t.Fatalf("moves %+v before the views changed", c.allMoves())
+		}
+
+		// g fills between two heartbeats: g knows at once, the others a
+		// heartbeat later.
+		g.srv.SetLoad(maxLoad)
+		if n, _ := next.srv.Node(g.srv.ID()); !n.HasRoom() {
+			t.Fatal("test setup: next's view is not stale")
+		}
+		stepAll() // g hands on-g to next; next, whose view names g, keeps both
+		if n, _ := next.srv.Node(g.srv.ID()); !n.HasRoom() {
+			t.Fatal("test setup: next's view is no longer stale")
+		}
+		for range 3 * int(fleettest.Heartbeat/tick) {
+			time.Sleep(tick)
+			stepAll()
+		}
+
+		for _, id := range []string{"on-g", "on-next"} {
+			if got := c.where(id); got != next.srv.ID() {
+				t.Errorf("%s is on %s, want %s", id, got, next.srv.ID())
+			}
+		}
+		if m := c.movesOf("on-next"); len(m) != 0 {
+			t.Errorf("on-next, queued on the server the others were sending to, was moved: %+v", m)
+		}
+		if m := c.movesOf("on-g"); len(m) != 1 || m[0].to != next.srv.ID() {
+			t.Errorf("on-g moves %+v, want one to %s", m, next.srv.ID())
+		}
+	})
+}
+
+// A player whose match was formed and whose room is being opened is never
+// moved, even when its server stops gathering meanwhile.
+func TestPendingJoinNeverMoved(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const maxLoad = 10
+		c := startCluster(t, clusterOpts{servers: 2, fleet: func(_ int, cfg *fleet.Config) { cfg.MaxLoad = maxLoad }})
+		order := c.gather("duel")
+		g, next := order[0], order[1]
+		release := make(chan struct{})
+		opening := make(chan struct{}, 1)
+		g.openHook = func(room.Info) {
+			opening <- struct{}{}
+			<-release
+		}
+		c.queue(g, "p1", "duel", nil)
+		c.queue(g, "p2", "duel", nil)
+		time.Sleep(cooldown)
+		ctx := t.Context()
+		stepped := make(chan struct{})
+		go func() {
+			defer close(stepped)
+			g.mm.step(ctx, time.Now())
+		}()
+		<-opening // p1 and p2 are matched; their room is being opened
+
+		g.srv.SetLoad(maxLoad) // g stops gathering
+		c.queue(g, "p3", "duel", nil)
+		time.Sleep(cooldown)
+		g.mm.step(ctx, time.Now()) // hands over what waits: p3 only
+		if c.where("p3") != next.srv.ID() {
+			t.Errorf("p3 is on %s, want %s", c.where("p3"), next.srv.ID())
+		}
+		for _, id := range []string{"p1", "p2"} {
+			if m := c.movesOf(id); len(m) != 0 {
+				t.Errorf("%s with a pending join was moved: %+v", id, m)
+			}
+		}
+		close(release)
+		<-stepped
+		if g.host.RoomOf("p1") == "" || g.host.RoomOf("p1") != g.host.RoomOf("p2") {
+			t.Fatal("p1 and p2 did not join their room")
+		}
+	})
+}
+
+// An injected backplane error on the handoff write leaves the player in
+// place, with its place; it moves once the backplane works again.
+func TestHandoffWriteFailureKeepsPlace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startCluster(t, clusterOpts{servers: 2})
+		order := c.gather("duel")
+		g, a := order[0], order[1]
+		c.queue(a, "p1", "duel", nil)
+		time.Sleep(cooldown + time.Second)
+		a.srv.Backplane.Fail("PutHandoff", fleettest.ErrInjected)
+		a.mm.step(t.Context(), time.Now())
+
+		if c.where("p1") != a.srv.ID() || len(c.movesOf("p1")) != 0 {
+			t.Fatalf("p1 moved although its handoff could not be written: at %s, moves %+v", c.where("p1"), c.movesOf("p1"))
+		}
+		for _, p := range c.packets("p1") {
+			if m, ok := p.(map[string]string); ok && m["type"] == "redirect" {
+				t.Fatal("p1 was redirected without a handoff")
+			}
+		}
+		if w, ok := a.mm.Waited("p1"); !ok || w != cooldown+time.Second {
+			t.Fatalf("p1 waits %v (%v) on %s, want its place with 4s waited", w, ok, a.srv.ID())
+		}
+
+		a.srv.Backplane.Fail("PutHandoff", nil)
+		time.Sleep(time.Second)
+		a.mm.step(t.Context(), time.Now())
+		if c.where("p1") != g.srv.ID() {
+			t.Fatalf("p1 is on %s after the backplane recovered, want %s", c.where("p1"), g.srv.ID())
+		}
+		if w, _ := g.mm.Waited("p1"); w != 5*time.Second {
+			t.Fatalf("p1 has waited %v on arrival, want 5s", w)
+		}
+	})
+}
+
+// Alone, every decision is local: no handoff, no redirect.
+func TestAloneIsLocal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startCluster(t, clusterOpts{servers: 1, run: true})
+		n := c.nodes[0]
+		for i := range 4 {
+			c.queue(n, fmt.Sprintf("p%d", i), "duel", nil)
+		}
+		time.Sleep(tick)
+		synctest.Wait()
+		if n.host.Rooms() != 2 || len(c.allMoves()) != 0 {
+			t.Fatalf("alone: %d rooms, %d moves; want 2 rooms, no move", n.host.Rooms(), len(c.allMoves()))
+		}
+	})
+}
+
+// A draining gather server hands its 50 waiting players, with their
+// waited time, to the next server, and lets its running rooms finish.
+func TestDrainHandsQueueOver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startCluster(t, clusterOpts{
+			servers: 3, run: true, server: true, matchLen: 8 * 60, // rooms end after 8 s
+			playlists: []Playlist{{Name: "duel"}, {Name: "royale", Teams: 2, TeamSize: 32}},
+		})
+		g := c.gather("royale")[0]
+		if c.gather("duel")[0] != g {
+			// Open the running rooms on g directly.
+			for i := range 3 {
+				if _, err := g.host.OpenRoom(t.Context(), room.Info{Kind: "duel", Players: []string{fmt.Sprintf("r%da", i), fmt.Sprintf("r%db", i)}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		} else {
+			for i := range 6 {
+				c.queue(g, fmt.Sprintf("r%d", i), "duel", nil)
+			}
+		}
+		for i := range 50 {
+			c.queue(g, fmt.Sprintf("w%02d", i), "royale", nil)
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if g.host.Rooms() != 3 || g.mm.Waiting("royale") != 50 {
+			t.Fatalf("before the drain: %d rooms, %d waiting on %s", g.host.Rooms(), g.mm.Waiting("royale"), g.srv.ID())
+		}
+		waitedAtDrain := map[string]time.Duration{}
+		for i := range 50 {
+			id := fmt.Sprintf("w%02d", i)
+			waitedAtDrain[id], _ = g.mm.Waited(id)
+		}
+
+		start := time.Now()
+		if err := g.srv.Drain(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		took := time.Since(start)
+		if took >= g.srv.Config().DrainTimeout {
+			t.Errorf("drain took %v: it hit the timeout", took)
+		}
+		arrived := map[string]arrival{}
+		c.mu.Lock()
+		for _, a := range c.arrivals {
+			arrived[a.player] = a
+		}
+		c.mu.Unlock()
+		for i := range 50 {
+			id := fmt.Sprintf("w%02d", i)
+			a, ok := arrived[id]
+			switch {
+			case !ok:
+				t.Errorf("%s was lost", id)
+			case a.node == g.srv.ID():
+				t.Errorf("%s arrived on the draining server", id)
+			case a.waited < waitedAtDrain[id] || a.waited > waitedAtDrain[id]+cooldown:
+				// Moved within the cooldown of the drain's start at the latest.
+				t.Errorf("%s arrived with %v waited, had %v at the drain", id, a.waited, waitedAtDrain[id])
+			}
+			if m := c.movesOf(id); len(m) != 1 || m[0].reason != room.ReasonDrain || m[0].waited != a.waited {
+				t.Errorf("%s moves %+v, want one drain move carrying %v", id, m, a.waited)
+			}
+		}
+		g.game.mu.Lock()
+		ended := len(g.game.ended)
+		g.game.mu.Unlock()
+		if ended != 3 || g.host.Rooms() != 0 {
+			t.Errorf("%d rooms ended by the game, %d still run; want the 3 to finish", ended, g.host.Rooms())
+		}
+		if g.srv.State() != fleet.StateLeaving {
+			t.Errorf("state after the drain: %s", g.srv.State())
+		}
+	})
+}
+
+// With nowhere to go, a draining server's waiting players are told, not
+// dropped.
+func TestDrainNowhereTells(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startCluster(t, clusterOpts{servers: 1, server: true, run: true, fleet: func(_ int, cfg *fleet.Config) { cfg.DrainTimeout = 10 * time.Second }})
+		n := c.nodes[0]
+		c.queue(n, "p1", "duel", nil)
+		if err := n.srv.Drain(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		told := 0
+		for _, p := range c.packets("p1") {
+			if m, ok := p.(map[string]string); ok && m["type"] == "server_draining" {
+				told++
+			}
+		}
+		if told != 1 || c.where("p1") != n.srv.ID() {
+			t.Fatalf("p1 told %d times, at %s; want told once, not moved", told, c.where("p1"))
+		}
+	})
+}

@@ -1,0 +1,236 @@
+package matchmaking
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/muster-gg/muster/fleet"
+)
+
+type waiter struct {
+	id     string
+	rating float64
+	waited time.Duration
+}
+
+func TestMatch(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1000, 0)
+	cases := []struct {
+		name    string
+		pl      Playlist
+		waiters []waiter
+		want    [][][]string // matches → teams → ids
+		left    int
+	}{
+		{
+			name:    "duel in waiting order",
+			pl:      Playlist{Name: "duel"},
+			waiters: []waiter{{"c", 0, 1 * time.Second}, {"a", 0, 3 * time.Second}, {"e", 0, 0}, {"b", 0, 2 * time.Second}, {"d", 0, 1 * time.Second}},
+			want:    [][][]string{{{"a"}, {"b"}}, {{"c"}, {"d"}}},
+			left:    1,
+		},
+		{
+			name:    "too few",
+			pl:      Playlist{Name: "squad", Teams: 2, TeamSize: 4},
+			waiters: []waiter{{"a", 0, 0}, {"b", 0, 0}, {"c", 0, 0}},
+			left:    3,
+		},
+		{
+			name: "4v4 snake draft without ratings",
+			pl:   Playlist{Name: "squad", Teams: 2, TeamSize: 4},
+			waiters: []waiter{
+				{"p1", 0, 8 * time.Second}, {"p2", 0, 7 * time.Second}, {"p3", 0, 6 * time.Second}, {"p4", 0, 5 * time.Second},
+				{"p5", 0, 4 * time.Second}, {"p6", 0, 3 * time.Second}, {"p7", 0, 2 * time.Second}, {"p8", 0, 1 * time.Second},
+			},
+			want: [][][]string{{{"p1", "p4", "p5", "p8"}, {"p2", "p3", "p6", "p7"}}},
+		},
+		{
+			name:    "ratings too far apart",
+			pl:      Playlist{Name: "ranked", Rating: RatingRule{Window: 50, Widen: 10}},
+			waiters: []waiter{{"a", 1000, 4 * time.Second}, {"b", 1100, 0}},
+			left:    2,
+		},
+		{
+			name:    "window widened by the time waited",
+			pl:      Playlist{Name: "ranked", Rating: RatingRule{Window: 50, Widen: 10}},
+			waiters: []waiter{{"a", 1000, 5 * time.Second}, {"b", 1100, 0}},
+			want:    [][][]string{{{"b"}, {"a"}}},
+		},
+		{
+			name:    "window capped",
+			pl:      Playlist{Name: "ranked", Rating: RatingRule{Window: 50, Widen: 10, Max: 80}},
+			waiters: []waiter{{"a", 1000, time.Minute}, {"b", 1100, 0}},
+			left:    2,
+		},
+		{
+			name:    "longest waiting takes the nearest rating",
+			pl:      Playlist{Name: "ranked", Rating: RatingRule{Window: 100}},
+			waiters: []waiter{{"old", 1000, 9 * time.Second}, {"far", 1090, 8 * time.Second}, {"near", 990, 0}, {"other", 1200, 1 * time.Second}},
+			want:    [][][]string{{{"old"}, {"near"}}},
+			left:    2,
+		},
+		{
+			name: "2v2 balanced by rating",
+			pl:   Playlist{Name: "ranked", TeamSize: 2, Rating: RatingRule{Window: 100}},
+			waiters: []waiter{
+				{"r1000", 1000, 4 * time.Second}, {"r1010", 1010, 3 * time.Second},
+				{"r1020", 1020, 2 * time.Second}, {"r1030", 1030, 1 * time.Second},
+			},
+			want: [][][]string{{{"r1030", "r1000"}, {"r1020", "r1010"}}},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			pl, err := tc.pl.withDefaults()
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := newQueue(pl)
+			for _, w := range tc.waiters {
+				q.add(&entry{id: w.id, rating: w.rating, since: now.Add(-w.waited).UnixNano()})
+			}
+			var got [][][]string
+			for _, m := range q.match(now, nil) {
+				got = append(got, m.teams)
+				for _, e := range m.players {
+					if e.state != pending {
+						t.Errorf("matched %s is not pending", e.id)
+					}
+				}
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("matches %v, want %v", got, tc.want)
+			}
+			if len(q.waiting) != tc.left {
+				t.Errorf("%d left waiting, want %d", len(q.waiting), tc.left)
+			}
+			for i, e := range q.waiting {
+				if e.pos != i || e.state != waiting || e.mark {
+					t.Errorf("waiting entry %s: pos %d (at %d), state %d, mark %v", e.id, e.pos, i, e.state, e.mark)
+				}
+			}
+		})
+	}
+}
+
+// Every match holds players within the window of its longest-waiting
+// player, and nobody is matched twice.
+func TestMatchRatedInvariants(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1000, 0)
+	for _, size := range []int{1, 3} {
+		pl, _ := Playlist{Name: "r", TeamSize: size, Rating: RatingRule{Window: 20, Widen: 5}}.withDefaults()
+		q := newQueue(pl)
+		rng := rand.New(rand.NewPCG(1, uint64(size)))
+		for i := range 2000 {
+			q.add(&entry{id: fmt.Sprint(i), rating: rng.NormFloat64() * 300, since: now.Add(-time.Duration(rng.IntN(30_000)) * time.Millisecond).UnixNano()})
+		}
+		seen := map[string]bool{}
+		for _, m := range q.match(now, nil) {
+			oldest := m.players[0]
+			for _, e := range m.players {
+				if e.since < oldest.since {
+					oldest = e
+				}
+			}
+			w := pl.Rating.window(oldest.waited(now))
+			for _, e := range m.players {
+				if seen[e.id] {
+					t.Fatalf("%s matched twice", e.id)
+				}
+				seen[e.id] = true
+				if d := e.rating - oldest.rating; d > w || -d > w {
+					t.Fatalf("%s (%.0f) is %.0f from %s, window %.0f", e.id, e.rating, d, oldest.id, w)
+				}
+			}
+		}
+		if len(seen)+len(q.waiting) != 2000 || len(seen) == 0 {
+			t.Fatalf("size %d: %d matched + %d waiting != 2000", size, len(seen), len(q.waiting))
+		}
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name      string
+		cfg       Config
+		playlists []Playlist
+	}{
+		{"no playlist", Config{}, nil},
+		{"empty name", Config{}, []Playlist{{}}},
+		{"space in name", Config{}, []Playlist{{Name: "my duel"}}},
+		{"twice", Config{}, []Playlist{{Name: "duel"}, {Name: "duel"}}},
+		{"negative teams", Config{}, []Playlist{{Name: "duel", Teams: -1}}},
+		{"negative window", Config{}, []Playlist{{Name: "duel", Rating: RatingRule{Window: -1}}}},
+		{"negative tick", Config{Tick: -1}, []Playlist{{Name: "duel"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if _, err := New[*sim, int, string](tc.cfg, tc.playlists...); err == nil {
+				t.Fatal("no error")
+			}
+		})
+	}
+}
+
+func TestGatherOrderAgreesAndSpreads(t *testing.T) {
+	t.Parallel()
+	nodes := testNodes(10)
+	first := map[string]int{}
+	for i := range 1000 {
+		pl := fmt.Sprintf("playlist-%d", i)
+		a := GatherOrder(pl, nodes)
+		// Another server's view lists the same servers in another order.
+		shuffled := append(slices.Clone(nodes[5:]), nodes[:5]...)
+		if b := GatherOrder(pl, shuffled); !reflect.DeepEqual(a, b) {
+			t.Fatalf("%s: orders differ with the input order", pl)
+		}
+		first[a[0].ID]++
+		// Removing a server that is not first leaves the first in place.
+		var without []string
+		for _, n := range GatherOrder(pl, slices.Delete(slices.Clone(nodes), 3, 4)) {
+			without = append(without, n.ID)
+		}
+		if nodes[3].ID != a[0].ID && without[0] != a[0].ID {
+			t.Fatalf("%s: first moved from %s to %s when %s left", pl, a[0].ID, without[0], nodes[3].ID)
+		}
+	}
+	for _, n := range nodes {
+		if first[n.ID] < 50 || first[n.ID] > 150 {
+			t.Errorf("%s gathers %d of 1000 playlists; want about 100", n.ID, first[n.ID])
+		}
+	}
+}
+
+func testNodes(n int) []fleet.Node {
+	nodes := make([]fleet.Node, n)
+	for i := range nodes {
+		nodes[i] = fleet.Node{ID: fmt.Sprintf("game-%d", i), State: fleet.StateReady, MaxLoad: 10}
+	}
+	return nodes
+}
+
+func TestGatherOrderOnlyServersWithRoom(t *testing.T) {
+	t.Parallel()
+	nodes := testNodes(5)
+	nodes[0].Load = 10
+	nodes[1].State = fleet.StateDraining
+	nodes[2].State = fleet.StateStarting
+	got := GatherOrder("duel", nodes)
+	if len(got) != 2 {
+		t.Fatalf("order %v, want only game-3 and game-4", got)
+	}
+	for _, n := range got {
+		if n.ID != "game-3" && n.ID != "game-4" {
+			t.Fatalf("order %v lists %s", got, n.ID)
+		}
+	}
+}

@@ -1,0 +1,553 @@
+package matchmaking
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/room"
+)
+
+// Module is the matchmaking module of a room host: players enqueue on
+// playlists, wait on the server where the fleet gathers each playlist,
+// and are matched into rooms. Create it with New, add it with
+// room.Host.Use, and run Run beside the host's Run. It is safe for
+// concurrent use.
+type Module[Sim, Input, Player any] struct {
+	cfg       Config
+	playlists []Playlist
+	env       env
+	codec     room.Codec
+	logger    *slog.Logger
+	kick      chan struct{} // asks Run for a round now: a player enqueued or arrived
+
+	mu         sync.Mutex
+	queues     map[string]*queue
+	order      []*queue // in declaration order
+	players    map[string]*entry
+	draining   bool
+	noRedirect bool // the game sends no redirect packet: every decision is local
+	failing    bool // hand-overs are failing (logged once per streak)
+}
+
+// New returns a matchmaking module for playlists. It checks cfg and the
+// playlists and starts nothing.
+func New[Sim, Input, Player any](cfg Config, playlists ...Playlist) (*Module[Sim, Input, Player], error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if len(playlists) == 0 {
+		return nil, errors.New("matchmaking: New: no playlist")
+	}
+	m := &Module[Sim, Input, Player]{
+		cfg:     cfg,
+		kick:    make(chan struct{}, 1),
+		queues:  make(map[string]*queue, len(playlists)),
+		players: make(map[string]*entry),
+	}
+	for _, pl := range playlists {
+		pl, err := pl.withDefaults()
+		if err != nil {
+			return nil, err
+		}
+		if m.queues[pl.Name] != nil {
+			return nil, fmt.Errorf("matchmaking: playlist %s declared twice", pl.Name)
+		}
+		q := newQueue(pl)
+		m.queues[pl.Name] = q
+		m.order = append(m.order, q)
+		m.playlists = append(m.playlists, pl)
+	}
+	return m, nil
+}
+
+// Playlists returns the playlists, defaults filled in.
+func (m *Module[Sim, Input, Player]) Playlists() []Playlist {
+	return append([]Playlist(nil), m.playlists...)
+}
+
+// Attach implements room.Module. Host.Use calls it.
+func (m *Module[Sim, Input, Player]) Attach(h *room.Host[Sim, Input, Player]) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.env != nil {
+		return errors.New("matchmaking: module attached twice")
+	}
+	m.env = hostEnv[Sim, Input, Player]{h}
+	m.codec = h.Codec()
+	m.logger = h.Logger().With("module", "matchmaking")
+	return nil
+}
+
+// MessageTypes implements room.MessageHandler.
+func (m *Module[Sim, Input, Player]) MessageTypes() []string { return []string{MsgQueue, MsgUnqueue} }
+
+// HandleMessage implements room.MessageHandler. A refused request is
+// answered with an ErrorPacket; only an undecodable one closes the
+// connection.
+func (m *Module[Sim, Input, Player]) HandleMessage(ctx context.Context, c *room.Client, typ string, body []byte) error {
+	switch typ {
+	case MsgQueue:
+		var req struct {
+			Playlist string   `json:"playlist"`
+			Rating   *float64 `json:"rating"`
+		}
+		if err := m.codec.Unmarshal(body, &req); err != nil {
+			return fmt.Errorf("queue: %w", err)
+		}
+		m.enqueue(c.ID(), req.Playlist, req.Rating, c.Arrived(), time.Now())
+	case MsgUnqueue:
+		m.unqueue(c.ID())
+	}
+	return nil
+}
+
+// Arrived implements room.ArrivalHandler: a player who brings a queue
+// handoff waits on here, with the time it already waited.
+func (m *Module[Sim, Input, Player]) Arrived(_ context.Context, c *room.Client, ho room.Handoff) {
+	m.arrive(c.ID(), ho, c.Arrived(), time.Now())
+}
+
+// Disconnected implements room.DisconnectHandler: a player whose
+// connection ends leaves the queue, unless it is being matched or moved,
+// or has already connected again.
+func (m *Module[Sim, Input, Player]) Disconnected(c *room.Client) {
+	if m.env.connected(c.ID()) {
+		return // replaced by a newer connection that keeps the place
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e := m.players[c.ID()]; e != nil && e.state == waiting {
+		e.q.remove(e)
+		delete(m.players, e.id)
+	}
+}
+
+// Run forms matches and moves players to where their playlist gathers,
+// every Config.Tick, until ctx ends. Run it beside the host's Run; it
+// returns nil when ctx ends.
+func (m *Module[Sim, Input, Player]) Run(ctx context.Context) error {
+	m.mu.Lock()
+	attached := m.env != nil
+	m.mu.Unlock()
+	if !attached {
+		return ErrNotAttached
+	}
+	t := time.NewTicker(m.cfg.Tick)
+	defer t.Stop()
+	gap := m.cfg.Tick / 10 // the least time between two rounds asked by kicks
+	var last time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		case <-m.kick:
+			if wait := gap - time.Since(last); wait > 0 {
+				w := time.NewTimer(wait)
+				select {
+				case <-ctx.Done():
+					w.Stop()
+					return nil
+				case <-w.C:
+				}
+			}
+		}
+		last = time.Now()
+		m.step(ctx, last)
+	}
+}
+
+// kickRun asks Run for a round without waiting for the tick.
+func (m *Module[Sim, Input, Player]) kickRun() {
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Drain implements fleet.Drainer: every waiting player, and every newcomer
+// who enqueues meanwhile, is handed with its waited time to the server
+// where its playlist now gathers. With nowhere to go, waiting players are
+// told (the game's ServerDraining packet) and wait on; they are still
+// moved if a server with room appears before ctx ends. Drain returns when
+// nobody waits here any more, or when ctx ends.
+func (m *Module[Sim, Input, Player]) Drain(ctx context.Context) error {
+	m.mu.Lock()
+	m.draining = true
+	m.mu.Unlock()
+	t := time.NewTicker(m.cfg.Tick)
+	defer t.Stop()
+	for {
+		if m.step(ctx, time.Now()) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			m.tellRest()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Waiting returns the number of players waiting in playlist's queue here.
+func (m *Module[Sim, Input, Player]) Waiting(playlist string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if q := m.queues[playlist]; q != nil {
+		return len(q.waiting)
+	}
+	return 0
+}
+
+// Waited returns how long player id has waited, and whether it waits
+// here.
+func (m *Module[Sim, Input, Player]) Waited(id string) (time.Duration, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.players[id]
+	if e == nil {
+		return 0, false
+	}
+	return e.waited(time.Now()), true
+}
+
+// enqueue puts player id in playlist's queue; a refusal is sent to it.
+func (m *Module[Sim, Input, Player]) enqueue(id, playlist string, rating *float64, arrived, now time.Time) {
+	if err := m.tryEnqueue(id, playlist, rating, arrived, now); err != nil {
+		m.env.send(id, ErrorPacket{Type: TypeError, Error: err.Error()})
+		return
+	}
+	m.env.send(id, WaitingPacket{Type: TypeWaiting, Playlist: playlist, Node: m.self()})
+	m.kickRun()
+}
+
+func (m *Module[Sim, Input, Player]) tryEnqueue(id, playlist string, rating *float64, arrived, now time.Time) error {
+	if m.env.seated(id) {
+		return ErrSeated
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.queues[playlist]
+	if q == nil {
+		return ErrUnknownPlaylist
+	}
+	if old := m.players[id]; old != nil {
+		if old.state != waiting {
+			return ErrMatched
+		}
+		old.q.remove(old)
+		delete(m.players, id)
+	}
+	e := &entry{id: id, rating: q.pl.Rating.Default, since: now.UnixNano(), arrived: arrived}
+	if rating != nil {
+		e.rating = *rating
+	}
+	q.add(e)
+	m.players[id] = e
+	return nil
+}
+
+func (m *Module[Sim, Input, Player]) unqueue(id string) {
+	m.mu.Lock()
+	e := m.players[id]
+	var err error
+	switch {
+	case e == nil:
+		m.mu.Unlock()
+		return
+	case e.state != waiting:
+		err = ErrMatched
+	default:
+		e.q.remove(e)
+		delete(m.players, id)
+	}
+	m.mu.Unlock()
+	if err != nil {
+		m.env.send(id, ErrorPacket{Type: TypeError, Error: err.Error()})
+		return
+	}
+	m.env.send(id, LeftPacket{Type: TypeLeft, Playlist: e.q.pl.Name})
+}
+
+// arrive takes a queue handoff: the player waits on here, its start
+// back-dated by the time it waited elsewhere, and this server gathers the
+// playlist for a while, since another server thinks it should.
+func (m *Module[Sim, Input, Player]) arrive(id string, ho room.Handoff, arrived, now time.Time) {
+	if ho.Kind != HandoffKind {
+		return
+	}
+	var d handoff
+	if err := json.Unmarshal(ho.Data, &d); err != nil {
+		m.logger.Warn("undecodable queue handoff dropped", "player_id", id, "err", err)
+		return
+	}
+	d.Waited = min(max(d.Waited, 0), int64(maxWaited)) // from another server: keep it sane
+	hold := m.hold()
+	m.mu.Lock()
+	q := m.queues[d.Playlist]
+	if q == nil {
+		m.mu.Unlock()
+		m.logger.Warn("queue handoff for a playlist this server does not have", "player_id", id, "playlist", d.Playlist)
+		m.env.send(id, ErrorPacket{Type: TypeError, Error: ErrUnknownPlaylist.Error()})
+		return
+	}
+	if old := m.players[id]; old != nil && old.state == waiting {
+		old.q.remove(old)
+		delete(m.players, id)
+	}
+	e := &entry{
+		id: id, rating: d.Rating, since: now.UnixNano() - d.Waited,
+		arrived: arrived, hold: now.Add(hold), from: d.From,
+	}
+	q.add(e)
+	m.players[id] = e
+	if until := now.Add(hold); until.After(q.received) {
+		q.received = until
+	}
+	m.mu.Unlock()
+	m.env.send(id, WaitingPacket{Type: TypeWaiting, Playlist: d.Playlist, WaitedMS: d.Waited / 1e6, Node: m.self()})
+	m.kickRun()
+}
+
+func (m *Module[Sim, Input, Player]) self() string {
+	if f := m.env.fleet(); f != nil {
+		return f.ID()
+	}
+	return ""
+}
+
+// hold is Config.Hold, or two fleet heartbeats.
+func (m *Module[Sim, Input, Player]) hold() time.Duration {
+	if m.cfg.Hold > 0 {
+		return m.cfg.Hold
+	}
+	if f := m.env.fleet(); f != nil {
+		return 2 * f.Config().Heartbeat
+	}
+	return 0
+}
+
+// maxWaited bounds the waited time a handoff may carry.
+const maxWaited = 24 * time.Hour
+
+// plannedMove is a player to hand to another server.
+type plannedMove struct {
+	e      *entry
+	to     fleet.Node
+	reason string
+	ho     handoff
+}
+
+// step is one round at now: each playlist either forms matches here (this
+// server gathers it, or the server is alone), or hands its waiting players
+// to the server that gathers it, or, with no server with room, lets them
+// wait. A draining server hands everyone over. step returns the number of
+// players still on this server's queues (waiting, being matched or moved).
+func (m *Module[Sim, Input, Player]) step(ctx context.Context, now time.Time) int {
+	f := m.env.fleet()
+	var (
+		self     string
+		nodes    []fleet.Node
+		selfRoom = true // may open rooms: not draining, below max-load
+		selfNode fleet.Node
+	)
+	if f != nil {
+		self, nodes = f.ID(), f.Nodes()
+		for _, n := range nodes {
+			if n.ID == self {
+				selfNode = n
+				selfRoom = n.State != fleet.StateDraining && n.State != fleet.StateLeaving && n.Load < n.MaxLoad
+			}
+		}
+	}
+	cool := m.env.cooldown()
+	movable := func(e *entry, draining bool) bool {
+		if now.Before(e.arrived.Add(cool)) {
+			return false // the host refuses it (F7); try again later
+		}
+		return draining || !now.Before(e.hold)
+	}
+
+	m.mu.Lock()
+	local := f == nil || len(nodes) <= 1 || m.noRedirect
+	var (
+		matches []match
+		moves   []plannedMove
+		tell    []string
+	)
+	for _, q := range m.order {
+		switch {
+		case m.draining:
+			var order []fleet.Node
+			if !local {
+				order = gatherOrder(q.pl.Name, nodes, self)
+			}
+			for _, e := range q.waiting {
+				switch {
+				case len(order) == 0:
+					if !e.told {
+						e.told = true
+						tell = append(tell, e.id)
+					}
+				case movable(e, true):
+					moves = append(moves, plannedMove{e: e, to: order[0], reason: room.ReasonDrain})
+				}
+			}
+		case local:
+			if selfRoom {
+				matches = q.match(now, matches)
+			}
+		default:
+			order := gatherOrder(q.pl.Name, nodes, "")
+			switch {
+			case len(order) == 0:
+				// No server has room: everyone waits where they are.
+			case order[0].ID == self, now.Before(q.received) && selfNode.HasRoom():
+				matches = q.match(now, matches)
+			default:
+				for _, e := range q.waiting {
+					if movable(e, false) {
+						moves = append(moves, plannedMove{e: e, to: order[0], reason: room.ReasonQueue})
+					}
+				}
+			}
+		}
+	}
+	for i := range moves {
+		e := moves[i].e
+		moves[i].ho = handoff{Playlist: e.q.pl.Name, Waited: int64(e.waited(now)), Rating: e.rating, From: self}
+	}
+	for _, mv := range moves {
+		mv.e.q.remove(mv.e)
+		mv.e.state = moving
+	}
+	m.mu.Unlock()
+
+	for _, mt := range matches {
+		m.open(ctx, mt)
+	}
+	m.moveAll(ctx, moves)
+	if p := m.env.drainPacket(); p != nil {
+		for _, id := range tell {
+			m.env.send(id, p)
+		}
+	}
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if st, ok := f.(statSetter); ok {
+		for _, q := range m.order {
+			st.SetStat(q.stat, int64(len(q.waiting)))
+		}
+	}
+	return len(m.players)
+}
+
+// open opens the room of a match. If the host refuses, the players who
+// are still connected and not seated elsewhere wait on, in their place.
+func (m *Module[Sim, Input, Player]) open(ctx context.Context, mt match) {
+	ids := make([]string, 0, len(mt.players))
+	for _, t := range mt.teams {
+		ids = append(ids, t...)
+	}
+	err := m.env.open(ctx, room.Info{Kind: mt.q.pl.Name, Players: ids, Data: Match{Playlist: mt.q.pl.Name, Teams: mt.teams}})
+	if err != nil {
+		m.logger.Warn("open match room; players wait on", "playlist", mt.q.pl.Name, "err", err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, e := range mt.players {
+		if err == nil || !m.env.connected(e.id) || m.env.seated(e.id) || m.players[e.id] != e {
+			m.forget(e)
+			continue
+		}
+		mt.q.add(e)
+	}
+}
+
+// moveAll hands each player to its target: handoff first, then redirect.
+// A player whose move fails keeps its place.
+func (m *Module[Sim, Input, Player]) moveAll(ctx context.Context, moves []plannedMove) {
+	var failed int
+	var firstErr error
+	for _, mv := range moves {
+		if m.env.seated(mv.e.id) { // seated meanwhile (a lobby's match): not ours to move
+			m.mu.Lock()
+			m.forget(mv.e)
+			m.mu.Unlock()
+			continue
+		}
+		data, err := json.Marshal(mv.ho)
+		if err == nil {
+			err = m.env.move(ctx, mv.e.id, mv.to, mv.reason, &room.Handoff{Kind: HandoffKind, Data: data})
+		}
+		m.mu.Lock()
+		switch {
+		case err == nil || errors.Is(err, errGone) || m.players[mv.e.id] != mv.e:
+			m.forget(mv.e)
+		default:
+			if errors.Is(err, room.ErrNoRedirect) && !m.noRedirect {
+				m.noRedirect = true
+				m.logger.Info("the game sends no redirect packet; queues stay on every server")
+			} else if !errors.Is(err, room.ErrCooldown) {
+				failed++
+				if firstErr == nil {
+					firstErr = err
+				}
+			}
+			if m.env.connected(mv.e.id) {
+				mv.e.q.add(mv.e)
+			} else {
+				m.forget(mv.e)
+			}
+		}
+		m.mu.Unlock()
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case failed > 0 && !m.failing:
+		m.failing = true
+		m.logger.Warn("hand queue places to other servers; the players keep their place", "players", failed, "err", firstErr)
+	case failed == 0 && len(moves) > 0 && m.failing:
+		m.failing = false
+		m.logger.Info("queue hand-overs work again")
+	}
+}
+
+// forget drops e from the players, unless a newer entry replaced it.
+// m.mu must be held.
+func (m *Module[Sim, Input, Player]) forget(e *entry) {
+	if m.players[e.id] == e {
+		delete(m.players, e.id)
+	}
+}
+
+// tellRest tells the players still waiting at the drain timeout who were
+// not told yet that the server drains.
+func (m *Module[Sim, Input, Player]) tellRest() {
+	p := m.env.drainPacket()
+	m.mu.Lock()
+	var tell []string
+	for _, e := range m.players {
+		if !e.told {
+			e.told = true
+			tell = append(tell, e.id)
+		}
+	}
+	m.mu.Unlock()
+	if p == nil {
+		return
+	}
+	for _, id := range tell {
+		m.env.send(id, p)
+	}
+}
