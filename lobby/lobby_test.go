@@ -368,3 +368,36 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// A code typed while its lobby's server drains leads to the server the
+// lobby moves to, not to the draining one.
+func TestJoinFollowsDrainingLobby(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startCluster(t, clusterOpts{servers: 3, server: true, run: true})
+		a, joiner := c.nodes[0], c.nodes[2]
+		code := c.create(a, "host")
+		c.connect(joiner, "p")
+		time.Sleep(time.Second)
+		done := make(chan error, 1)
+		go func() { done <- a.srv.Drain(context.Background()) }()
+		synctest.Wait()
+		joiner.lm.join(t.Context(), "p", code, time.Now()) // a still holds the code
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(cooldown)
+		synctest.Wait()
+		to := c.where("host")
+		if to == a.srv.ID() || c.where("p") != to {
+			t.Fatalf("host on %s, p on %s; want both on the server the lobby moved to", to, c.where("p"))
+		}
+		if st, _ := c.node(to).lm.Lobby(code); st.Host != "host" || !reflect.DeepEqual(st.Members, []string{"host", "p"}) {
+			t.Fatalf("lobby on %s: %+v", to, st)
+		}
+		for _, m := range c.allMoves() {
+			if m.player == "p" && m.to == a.srv.ID() {
+				t.Fatal("p was sent to the draining server")
+			}
+		}
+	})
+}

@@ -759,11 +759,10 @@ func (m *Module[Sim, Input, Player]) step(ctx context.Context, now time.Time) in
 		if !m.draining || l.room != "" {
 			continue // a running match's lobby moves when its room ends
 		}
-		present := 0
+		present, handed := 0, false
 		for _, mem := range l.members {
-			if mem.present {
-				present++
-			}
+			present += btoi(mem.present)
+			handed = handed || mem.handed
 		}
 		if present == 0 { // all handed over, or nobody here to move
 			delete(m.lobbies, code)
@@ -772,7 +771,13 @@ func (m *Module[Sim, Input, Player]) step(ctx context.Context, now time.Time) in
 					delete(m.players, mem.id)
 				}
 			}
-			closed = append(closed, code)
+			if !handed {
+				closed = append(closed, code)
+			}
+			// A lobby handed over keeps its claim here until the first
+			// member to arrive claims it on the target (or this server
+			// leaves the fleet): a code typed meanwhile locates this
+			// draining server, and the join waits for the lobby to land.
 			continue
 		}
 		to, ok := drainTarget("lobby:"+code, nodes, self, l.target)
@@ -847,10 +852,7 @@ func (m *Module[Sim, Input, Player]) step(ctx context.Context, now time.Time) in
 // retry tries again a move that waited for the cooldown.
 func (m *Module[Sim, Input, Player]) retry(ctx context.Context, w *wait, draining bool, nodes []fleet.Node, self string) {
 	if !w.create {
-		if m.env.fleet() == nil {
-			return
-		}
-		m.locateAndMove(ctx, w)
+		m.join(ctx, w.id, w.code, w.arrived) // the lobby may be here by now
 		return
 	}
 	if !draining {
@@ -916,6 +918,13 @@ func drainTarget(key string, nodes []fleet.Node, self, prev string) (fleet.Node,
 		}
 	}
 	return best, found
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // rendezvous scores the pair (key, node): FNV-1a finished with the
