@@ -83,7 +83,8 @@ func run(path string, logger *slog.Logger) error {
 	}
 	host.UseServer(fl)
 	host.UseFleet(fl)
-	if err := useModules(host); err != nil {
+	modules, err := useModules(host)
+	if err != nil {
 		return err
 	}
 	rl, err := relay.New(cfg.RelayConfig(nodeID), fl, logger)
@@ -117,6 +118,9 @@ func run(path string, logger *slog.Logger) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return fl.Run(ctx) })
 	g.Go(func() error { return host.Run(ctx) })
+	for _, run := range modules {
+		g.Go(func() error { return run(ctx) })
+	}
 	g.Go(func() error {
 		if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
 			return err

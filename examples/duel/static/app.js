@@ -3,7 +3,7 @@
 'use strict';
 
 const $ = (id) => document.getElementById(id);
-const state = { player: localStorage.getItem('muster.player') || '', node: '', socket: null, snapshot: null, keys: new Set(), sent: '' };
+const state = window.musterState = { player: localStorage.getItem('muster.player') || '', node: '', socket: null, snapshot: null, keys: new Set(), sent: '' };
 
 function log(msg) {
   const line = document.createElement('div');
@@ -68,8 +68,18 @@ function onPacket(p) {
     case 'server_draining':
       log('this server is draining');
       break;
+    case 'queue.waiting':
+      log(`waiting for ${p.playlist} on ${p.node || 'this server'} (waited ${(p.waited_ms / 1000).toFixed(1)} s)`);
+      break;
+    case 'lobby.state':
+      $('lobby').textContent = `${p.code}${p.host === state.player ? ' (host)' : ''} · ${p.members.length} in`;
+      log(`lobby ${p.code}: ${p.members.join(', ')}${p.playing ? ' (playing)' : ''}`);
+      break;
+    case 'lobby.left':
+      $('lobby').textContent = '–';
+      log(`left lobby ${p.code}`);
+      break;
     default:
-      if (p.type && p.type.startsWith('lobby')) $('lobby').textContent = p.code ? `${p.code}${p.host === state.player ? ' (host)' : ''}` : '–';
       log(p.type + ' ' + JSON.stringify(p));
   }
 }

@@ -1,0 +1,52 @@
+package bot
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/coder/websocket"
+)
+
+// ErrStopped is returned by Wait when the bot's Run has returned before the
+// condition held.
+var ErrStopped = errors.New("bot: stopped")
+
+// ErrRunTwice is returned by Run when the bot has already run.
+var ErrRunTwice = errors.New("bot: Run called twice")
+
+// The room host's close codes that end a bot's run instead of being retried:
+// the bot or the server speaks another protocol, or another connection took
+// the player's place.
+const (
+	StatusBadHello    = websocket.StatusCode(4000)
+	StatusBadTicket   = websocket.StatusCode(4001)
+	StatusBadPacket   = websocket.StatusCode(4002)
+	StatusUnknownType = websocket.StatusCode(4003)
+	StatusReplaced    = websocket.StatusCode(4004)
+	StatusLimited     = websocket.StatusCode(4005)
+)
+
+// CloseError is a close by the server for a protocol error, such as 4003
+// for a message type the server does not handle (a game without the
+// matchmaking or lobby module). Run returns it.
+type CloseError struct {
+	// Node is the server that closed the connection.
+	Node string
+	// Code is the WebSocket close code.
+	Code websocket.StatusCode
+	// Reason is the close reason the server gave.
+	Reason string
+}
+
+func (e *CloseError) Error() string {
+	return fmt.Sprintf("bot: closed by %s with %d: %s", e.Node, int(e.Code), e.Reason)
+}
+
+// fatal reports whether a close code ends the run: retrying cannot help.
+func fatal(code websocket.StatusCode) bool {
+	switch code {
+	case StatusBadHello, StatusBadPacket, StatusUnknownType, StatusReplaced:
+		return true
+	}
+	return false
+}
