@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"net"
 	"net/http"
 	"sync/atomic"
@@ -189,21 +188,13 @@ func (h *Host[Sim, Input, Player]) arrive(ctx context.Context, c *Client) {
 }
 
 // sendAway redirects a newcomer of a draining server to a server with room
-// (spread by player id), or tells it the server is draining when there is
-// none.
+// (spread by rendezvous hashing of its id), or tells it the server is
+// draining when there is none.
 func (h *Host[Sim, Input, Player]) sendAway(c *Client) {
 	if h.fleet != nil {
-		var best fleet.Node
-		var bestScore uint64
-		for _, n := range h.fleet.Nodes() {
-			if n.ID == h.fleet.ID() || !n.HasRoom() {
-				continue
-			}
-			if s := spread(c.id, n.ID); best.ID == "" || s > bestScore {
-				best, bestScore = n, s
-			}
-		}
-		if best.ID != "" && h.redirect(c, best, ReasonDrain) == nil {
+		self := h.fleet.ID()
+		ranked := fleet.Ranked(c.id, h.fleet.Nodes(), func(n fleet.Node) bool { return n.ID != self && n.HasRoom() })
+		if len(ranked) > 0 && h.redirect(c, ranked[0], ReasonDrain) == nil {
 			return
 		}
 	}
@@ -212,16 +203,6 @@ func (h *Host[Sim, Input, Player]) sendAway(c *Client) {
 			c.Send(p)
 		}
 	}
-}
-
-// spread scores a node for a player (rendezvous hashing), so newcomers of
-// a draining server spread evenly over the others.
-func spread(player, node string) uint64 {
-	f := fnv.New64a()
-	f.Write([]byte(player))
-	f.Write([]byte{0})
-	f.Write([]byte(node))
-	return f.Sum64()
 }
 
 func (h *Host[Sim, Input, Player]) readLoop(ctx context.Context, c *Client) {
