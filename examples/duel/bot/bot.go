@@ -200,7 +200,8 @@ func (b *Bot) LeaveRoom() {
 }
 
 // Drop cuts the bot's connection as a network failure would, without a
-// close handshake; Run reconnects at once with hello "rejoin".
+// close handshake (or its next one, when it is between connections); Run
+// reconnects at once with hello "rejoin".
 func (b *Bot) Drop() {
 	b.mu.Lock()
 	b.dropping = true

@@ -38,6 +38,7 @@ type CloseError struct {
 	Reason string
 }
 
+// Error implements error.
 func (e *CloseError) Error() string {
 	return fmt.Sprintf("bot: closed by %s with %d: %s", e.Node, int(e.Code), e.Reason)
 }

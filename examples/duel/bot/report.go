@@ -50,16 +50,18 @@ type Report struct {
 
 // Redirect is a redirect the bot followed.
 type Redirect struct {
-	At     time.Time
-	From   string // the server that sent it
-	To     string // the server it names
-	Param  string // the query parameter naming a server
-	Reason string // rejoin, queue, lobby or drain
+	At     time.Time // when the bot read it
+	From   string    // the server that sent it
+	To     string    // the server it names
+	Param  string    // the query parameter naming a server
+	Reason string    // rejoin, queue, lobby or drain
 }
 
 // Room is a room the bot was seated in.
 type Room struct {
-	ID   string
+	// ID is the room's id on its server.
+	ID string
+	// Kind is the room's kind: the playlist, or "lobby".
 	Kind string
 	// Node is the server the room runs on.
 	Node string
@@ -83,41 +85,41 @@ type Room struct {
 // Wait is a queue.waiting packet: the bot waits in a playlist's queue on a
 // server and had already waited Waited (on earlier servers too).
 type Wait struct {
-	At       time.Time
-	Node     string
-	Playlist string
-	Waited   time.Duration
+	At       time.Time     // when the bot read the packet
+	Node     string        // the server the bot waits on
+	Playlist string        // the playlist it waits for
+	Waited   time.Duration // the time it had waited, on every server
 }
 
 // Lobby is a lobby.state packet.
 type Lobby struct {
-	At      time.Time
-	Code    string
-	Host    string
-	Members []string
-	Playing bool
-	Room    string
+	At      time.Time // when the bot read the packet
+	Code    string    // the lobby's code
+	Host    string    // the host's player id
+	Members []string  // the members' player ids, in the order they joined
+	Playing bool      // whether the lobby's match runs
+	Room    string    // the running match's room id
 	// Node is the server the lobby lives on.
 	Node string
 }
 
 // Failure is a connection attempt that did not end in a welcome.
 type Failure struct {
-	At time.Time
+	At time.Time // when the attempt failed
 	// Stage is where it failed: "ticket", "dial" or "hello".
 	Stage string
 	// Node is the server the bot asked for, "" for any.
 	Node string
-	Err  string
+	Err  string // the error
 }
 
 // Drop is a welcomed connection that ended without a redirect.
 type Drop struct {
-	At   time.Time
-	Node string
+	At   time.Time // when the bot noticed
+	Node string    // the server that had welcomed the connection
 	// Code is the close code, or -1 when the connection ended without one.
 	Code   int
-	Reason string
+	Reason string // the close reason, or the read error
 }
 
 // Reconnect is the gap between two welcomed connections.
@@ -133,7 +135,7 @@ type Reconnect struct {
 
 // Rejoin is a return to a room after a connection ended.
 type Rejoin struct {
-	Room string
+	Room string // the room the bot came back to
 	// Took is the time from the end of the connection to being back in the
 	// room: redirects, tickets and failed attempts included.
 	Took time.Duration
@@ -144,10 +146,10 @@ type Rejoin struct {
 
 // Event is one line of a bot's log.
 type Event struct {
-	At     time.Time
-	Kind   string
-	Node   string
-	Detail string
+	At     time.Time // when it happened
+	Kind   string    // what: welcome, redirect, room, room_end, waiting, dropped, failure, …
+	Node   string    // the server concerned, if any
+	Detail string    // the rest, for people
 }
 
 // Room returns the room the bot is seated in, if any.
