@@ -20,7 +20,6 @@ import (
 // both land in one match, and each page draws the other player where
 // that player moved.
 func testBrowser(t *testing.T, c *cluster) {
-	needQueues(t, c)
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(testbin.ChromiumPath(t)),
 		chromedp.UserDataDir(t.TempDir()),

@@ -20,7 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	"go.uber.org/goleak"
 
 	"github.com/muster-gg/muster/dashboard"
@@ -600,40 +599,5 @@ func waitAll(t *testing.T, timeout time.Duration, what string, bots []*bot.Bot, 
 	if len(missing) > 0 {
 		slices.Sort(missing)
 		t.Fatalf("%s: %d of %d bots did not get there within %v: %s", what, len(missing), len(bots), timeout, strings.Join(missing, ", "))
-	}
-}
-
-// wired reports whether the servers handle client messages of type typ:
-// a server without the module closes the connection with 4003.
-func (c *cluster) wired(t *testing.T, typ string) bool {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	body := strings.NewReader(`{"player":"probe"}`)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.url+"ticket", body)
-	resp, err := c.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tk struct{ Ticket string }
-	json.NewDecoder(resp.Body).Decode(&tk)
-	resp.Body.Close()
-	ws, _, err := websocket.Dial(ctx, "ws://"+c.nginx.Addr+"/play?ticket="+tk.Ticket, &websocket.DialOptions{HTTPClient: c.client})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.CloseNow()
-	for _, m := range []string{`{"type":"hello","data":{"mode":"new"}}`, `{"type":"` + typ + `","data":{}}`} {
-		if err := ws.Write(ctx, websocket.MessageText, []byte(m)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rctx, rcancel := context.WithTimeout(ctx, 500*time.Millisecond)
-	defer rcancel()
-	for {
-		_, _, err := ws.Read(rctx)
-		if err != nil {
-			return websocket.CloseStatus(err) != bot.StatusUnknownType
-		}
 	}
 }

@@ -41,14 +41,6 @@ func TestFleet(t *testing.T) {
 	}
 }
 
-// needQueues skips a subtest while the example has no matchmaking.
-func needQueues(t *testing.T, c *cluster) {
-	t.Helper()
-	if !c.wired(t, "unqueue") {
-		t.Skip("matchmaking not wired yet")
-	}
-}
-
 func seated(r bot.Report) bool { _, ok := r.Room(); return ok }
 
 // seatedSince is true once the bot is seated in a room it got after t0.
@@ -85,7 +77,6 @@ func quantiles(ds []time.Duration) string {
 // on the server where duel gathers, and no bot is ever without a working
 // connection.
 func testQueue(t *testing.T, c *cluster) {
-	needQueues(t, c)
 	g := c.gather(t, "duel")
 	const n = 40
 	bots := make([]*bot.Bot, n)
@@ -138,9 +129,6 @@ func testQueue(t *testing.T, c *cluster) {
 // A lobby created through nginx is joined by code by three other bots
 // through nginx, wherever round robin put them; its match has all four.
 func testLobby(t *testing.T, c *cluster) {
-	if !c.wired(t, "lobby.leave") {
-		t.Skip("lobby not wired yet")
-	}
 	host := c.player(t, "lobby-host", bot.Config{Style: bot.StyleRandom})
 	host.CreateLobby()
 	waitAll(t, 10*time.Second, "lobby created", []*bot.Bot{host}, func(r bot.Report) bool { return r.Lobby.Code != "" })
@@ -191,7 +179,6 @@ func testLobby(t *testing.T, c *cluster) {
 // room: one that names the server it was on, and one that names none and
 // is sent there by whichever server nginx picked.
 func testRejoin(t *testing.T, c *cluster) {
-	needQueues(t, c)
 	named := c.player(t, "rejoin-named", bot.Config{Style: bot.StyleRandom})
 	anywhere := c.player(t, "rejoin-anywhere", bot.Config{Style: bot.StyleRandom, Anywhere: true})
 	both := []*bot.Bot{named, anywhere}
@@ -230,7 +217,6 @@ func testRejoin(t *testing.T, c *cluster) {
 // waited and matched elsewhere, the matches play to their end, and the
 // process exits 0 before the drain timeout.
 func testDrain(t *testing.T, c *cluster) {
-	needQueues(t, c)
 	g := c.gather(t, "duel")
 	var players []*bot.Bot
 	for i := range 4 {
@@ -347,7 +333,6 @@ func testDrain(t *testing.T, c *cluster) {
 // of its lost match, who reconnect through nginx, are matched on the
 // server where duel gathers now.
 func testKill(t *testing.T, c *cluster) {
-	needQueues(t, c)
 	k := c.gather(t, "duel")
 	var victims []*bot.Bot
 	for i := range 2 {
