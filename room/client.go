@@ -30,6 +30,7 @@ const writeTimeout = 5 * time.Second
 type Client struct {
 	id      string
 	ip      string
+	asked   string // the node the client's URL named (?node=), if any
 	arrived time.Time
 	conn    *websocket.Conn
 	msgType websocket.MessageType

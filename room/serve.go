@@ -80,6 +80,9 @@ func (h *Host[Sim, Input, Player]) serve(w http.ResponseWriter, r *http.Request)
 	// Closing the client from this side (c.Close) makes the writer close
 	// the connection, which ends the reads below.
 	ctx := r.Context()
+	if h.fleet != nil {
+		c.asked = r.URL.Query().Get(h.fleet.Config().NodeParam)
+	}
 	if code, why := h.hello(ctx, c, r); code != 0 {
 		c.Close(code, why)
 		return
@@ -157,7 +160,10 @@ func (h *Host[Sim, Input, Player]) arrive(ctx context.Context, c *Client) {
 		return
 	}
 	if h.fleet != nil && !h.fleet.Alone() {
-		if n, err := h.fleet.Locate(ctx, fleet.KindPlayer, c.id); err == nil && n.ID != h.fleet.ID() {
+		// A client that asked for the server holding its seat and still
+		// landed here was not relayed there: the server is dying or
+		// unreachable. Sending it back would loop; it is served here.
+		if n, err := h.fleet.Locate(ctx, fleet.KindPlayer, c.id); err == nil && n.ID != h.fleet.ID() && n.ID != c.asked {
 			if err := h.redirect(c, n, ReasonRejoin); err == nil {
 				return
 			}

@@ -188,6 +188,12 @@ func TestTicketsOnceAcrossFleet(t *testing.T) {
 
 // twoServers runs hosts A and B, each behind its relay, on one fleet.
 func twoServers(t *testing.T, game func() Game[*csim, int, *cplayer]) (a, b *Host[*csim, int, *cplayer], urlA string) {
+	a, b, urlA, _ = twoServersB(t, game)
+	return a, b, urlA
+}
+
+// twoServersB is twoServers that also returns B's HTTP server.
+func twoServersB(t *testing.T, game func() Game[*csim, int, *cplayer]) (a, b *Host[*csim, int, *cplayer], urlA string, srvB *httptest.Server) {
 	t.Helper()
 	srvs := []*httptest.Server{httptest.NewUnstartedServer(nil), httptest.NewUnstartedServer(nil)}
 	c := fleettest.Start(t, 2, func(i int, cfg *fleet.Config) {
@@ -221,7 +227,7 @@ func twoServers(t *testing.T, game func() Game[*csim, int, *cplayer]) (a, b *Hos
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return hosts[0], hosts[1], srvs[0].URL
+	return hosts[0], hosts[1], srvs[0].URL, srvs[1]
 }
 
 func TestRejoinFromAnywhere(t *testing.T) {
@@ -313,5 +319,36 @@ func TestDrainingServerSendsNewcomersAway(t *testing.T) {
 	}
 	if err := <-drained; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestNoRedirectBackToUnreachableNode: a client that asked for its room's
+// server but was served here (the relay could not reach it) is not sent
+// back there, which would loop until the dead server leaves the registry.
+func TestNoRedirectBackToUnreachableNode(t *testing.T) {
+	a, b, urlA, srvB := twoServersB(t, func() Game[*csim, int, *cplayer] { return redirecting{newCounter()} })
+	if _, err := b.OpenRoom(t.Context(), Info{ID: "match", Players: []string{"p1"}}); err != nil {
+		t.Fatal(err)
+	}
+	srvB.Close() // b's fleet still heartbeats and holds p1: a dying server
+
+	tk, _ := a.Tickets().Issue("p1")
+	c := dial(t, wsURL(urlA, "node=s1&ticket="+tk))
+	send(t, c, `{"type":"hello","data":{"mode":"rejoin"}}`)
+	if m := readUntil(t, c, "welcome"); m["node"] != "s0" {
+		t.Fatalf("welcome %v; want it served on s0", m)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	if _, data, err := c.Read(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("after welcome: %q, %v; want no redirect back to the unreachable s1", data, err)
+	}
+
+	// Without ?node= the client is still sent to s1, where its seat is.
+	tk, _ = a.Tickets().Issue("p1")
+	c = dial(t, wsURL(urlA, "ticket="+tk))
+	send(t, c, `{"type":"hello","data":{"mode":"rejoin"}}`)
+	if rd := readUntil(t, c, "redirect"); rd["node"] != "s1" {
+		t.Fatalf("redirect %v", rd)
 	}
 }
