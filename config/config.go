@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +40,12 @@ type HTTP struct {
 	Host string `yaml:"host"`
 	// Port is the port to listen on, 1-65535. Default 8080.
 	Port int `yaml:"port"`
+	// TrustedProxies lists, comma-separated, the addresses or CIDR ranges
+	// of the load balancers in front of the server: a request from one of
+	// them is taken to come from the client its X-Real-IP or
+	// X-Forwarded-For names, so per-client rate limits work behind the
+	// load balancer. Default "": every peer is the client.
+	TrustedProxies string `yaml:"trusted-proxies"`
 }
 
 // Capacity is muster.server.capacity.
@@ -179,4 +186,27 @@ func parseDuration(s string) (Duration, error) {
 
 func errDuration(s string) error {
 	return fmt.Errorf(`want seconds (2, 0.5) or a duration ("1500ms"), got %q`, s)
+}
+
+// Proxies returns muster.server.http.trusted-proxies as prefixes. Validate
+// has checked them; a bad entry is left out.
+func (c Config) Proxies() []netip.Prefix {
+	var out []netip.Prefix
+	for _, f := range strings.Split(c.Server.HTTP.TrustedProxies, ",") {
+		if p, ok := parseProxy(strings.TrimSpace(f)); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// parseProxy parses an address or a CIDR range.
+func parseProxy(s string) (netip.Prefix, bool) {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked(), true
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		return netip.PrefixFrom(a, a.BitLen()), true
+	}
+	return netip.Prefix{}, false
 }

@@ -202,8 +202,8 @@ func TestEveryKeyFromEnv(t *testing.T) {
 		}
 	}
 	walk(reflect.TypeFor[config.Config](), nil, "MUSTER")
-	if n != 15 {
-		t.Errorf("walked %d settings, want 15", n)
+	if n != 16 {
+		t.Errorf("walked %d settings, want 16", n)
 	}
 }
 

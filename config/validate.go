@@ -22,6 +22,8 @@ func (c Config) Validate() error {
 		return bad("server.http.host", "want a host name or IP address, got %q", h.Host)
 	case h.Port < 1 || h.Port > 65535:
 		return bad("server.http.port", "want a port number 1-65535, got %d", h.Port)
+	case !validProxies(h.TrustedProxies):
+		return bad("server.http.trusted-proxies", "want comma-separated IP addresses or CIDR ranges, got %q", h.TrustedProxies)
 	case c.Server.Capacity.MaxLoad < 1:
 		return bad("server.capacity.max-load", "want a positive integer, got %d", c.Server.Capacity.MaxLoad)
 	case c.Server.Drain.Timeout <= 0:
@@ -117,4 +119,16 @@ func validPublic(s string) bool {
 // (RFC 3986 unreserved characters: letters, digits, - . _ ~).
 func notUnreserved(r rune) bool {
 	return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("-._~", r))
+}
+
+func validProxies(s string) bool {
+	if strings.TrimSpace(s) == "" {
+		return true
+	}
+	for _, f := range strings.Split(s, ",") {
+		if _, ok := parseProxy(strings.TrimSpace(f)); !ok {
+			return false
+		}
+	}
+	return true
 }

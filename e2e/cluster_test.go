@@ -252,6 +252,7 @@ func serverEnv(host string, port int, id, addr, redis, cluster, key string) []st
 	return []string{
 		"MUSTER__SERVER__HTTP__HOST=" + host,
 		"MUSTER__SERVER__HTTP__PORT=" + strconv.Itoa(port),
+		"MUSTER__SERVER__HTTP__TRUSTED_PROXIES=127.0.0.1", // nginx
 		"MUSTER__SERVER__FLEET__REDIS=" + redis,
 		"MUSTER__SERVER__FLEET__CLUSTER=" + cluster,
 		"MUSTER__SERVER__FLEET__NODE_ID=" + id,

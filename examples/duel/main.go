@@ -95,6 +95,7 @@ func run(path string, logger *slog.Logger) error {
 	reg.MustRegister(metrics.NewCollector(metrics.Sources{Fleet: fl, Rooms: host, Relay: rl}))
 
 	r := chi.NewRouter()
+	r.Use(relay.RealIP(cfg.Proxies())) // the client behind the load balancer
 	r.Use(rl.Middleware)
 	r.Handle("/muster/server/*", fl.Handler())
 	r.Handle("/metrics", metrics.Handler(reg))
