@@ -88,3 +88,36 @@ func TestDrainTimeoutEndsRooms(t *testing.T) {
 func fleetConfig(id string, drain time.Duration) fleet.Config {
 	return fleet.Config{NodeID: id, DrainTimeout: drain, Heartbeat: fleettest.Heartbeat}
 }
+
+func TestAbandonedRoomEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newCounter()
+		h, err := New[*csim, int, *cplayer](g, Config{AwayTimeout: 10 * time.Second}, quietLog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runHost(t, h)
+		// Seated players who never connect are away from the start.
+		if _, err := h.OpenRoom(t.Context(), Info{ID: "empty-seats", Players: []string{"p1", "p2"}}); err != nil {
+			t.Fatal(err)
+		}
+		// A room without seats (a world that runs on its own) is never
+		// abandoned.
+		if _, err := h.OpenRoom(t.Context(), Info{ID: "no-seats"}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(9 * time.Second)
+		synctest.Wait()
+		if _, ok := h.Room("empty-seats"); !ok {
+			t.Fatal("room ended before its players had been away for the timeout")
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if _, ok := h.Room("empty-seats"); ok || h.RoomOf("p1") != "" {
+			t.Fatal("room whose players were all away for the timeout still runs")
+		}
+		if _, ok := h.Room("no-seats"); !ok {
+			t.Fatal("room without seats ended")
+		}
+	})
+}

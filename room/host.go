@@ -22,6 +22,10 @@ const ReasonPanic = "panic"
 // host's Run returns.
 const ReasonStopped = "server-stopped"
 
+// ReasonAbandoned is the end reason of a room whose players were all away
+// for the AwayTimeout.
+const ReasonAbandoned = "abandoned"
+
 // ReasonDrained is the end reason of a room closed at the drain timeout.
 const ReasonDrained = "server-drained"
 
@@ -60,6 +64,11 @@ type Config struct {
 	// again. Default 3s.
 	MoveCooldown time.Duration `yaml:"move-cooldown"`
 
+	// AwayTimeout ends a room whose seated players have all been
+	// disconnected this long (a closed tab keeps its seat until then).
+	// Default 60s.
+	AwayTimeout time.Duration `yaml:"away-timeout"`
+
 	// DrainGrace is the time between telling the players of the rooms left
 	// at the drain timeout and closing those rooms. Default 2s.
 	DrainGrace time.Duration `yaml:"drain-grace"`
@@ -90,6 +99,7 @@ func (c Config) withDefaults() (Config, error) {
 	defDur(&c.TicketTTL, 30*time.Second)
 	defDur(&c.MoveCooldown, 3*time.Second)
 	defDur(&c.DrainGrace, 2*time.Second)
+	defDur(&c.AwayTimeout, time.Minute)
 	if c.Secret == "" {
 		c.Secret = rand.Text()
 	}
@@ -108,7 +118,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("room: Config.ReadLimit %d is negative", c.ReadLimit)
 	case c.SendQueue < 0:
 		return c, fmt.Errorf("room: Config.SendQueue %d is negative", c.SendQueue)
-	case c.HelloTimeout < 0 || c.TicketTTL < 0 || c.MoveCooldown < 0 || c.DrainGrace < 0:
+	case c.HelloTimeout < 0 || c.TicketTTL < 0 || c.MoveCooldown < 0 || c.DrainGrace < 0 || c.AwayTimeout < 0:
 		return c, errors.New("room: Config durations must not be negative")
 	}
 	return c, nil

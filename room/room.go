@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Room is one running room: its Sim, its seats, and the queue of events
@@ -23,13 +24,16 @@ type Room[Sim, Input, Player any] struct {
 	// dirty says the room has events queued or was asked to end, so a
 	// pass without news takes no lock.
 	dirty atomic.Bool
+	// away says every seated player is disconnected (since awaySince).
+	away atomic.Bool
 
-	mu       sync.Mutex
-	inbox    []event[Input]
-	spare    []event[Input]
-	seats    map[string]*seat[Player]
-	ended    bool
-	endAsked string // End was called; the room ends after its pass
+	mu        sync.Mutex
+	inbox     []event[Input]
+	spare     []event[Input]
+	seats     map[string]*seat[Player]
+	ended     bool
+	endAsked  string    // End was called; the room ends after its pass
+	awaySince time.Time // when the last seated player went away
 }
 
 type seat[Player any] struct {
@@ -203,15 +207,42 @@ func (r *Room[Sim, Input, Player]) pass(t uint64) (alive bool) {
 			return false
 		}
 	}
+	if r.abandoned() {
+		r.finish(ReasonAbandoned)
+		return false
+	}
 	return true
 }
 
 // seatsChanged keeps the room's load (its seated players, for a game
-// without a Loader) current. r.mu must be held.
+// without a Loader) and its away flag current after a seat was added or
+// removed, or a player connected or went away. r.mu must be held.
 func (r *Room[Sim, Input, Player]) seatsChanged() {
 	if r.host.loader == nil {
 		r.load.Store(int64(len(r.seats)))
 	}
+	present := 0
+	for _, s := range r.seats {
+		if s.client != nil {
+			present++
+		}
+	}
+	away := len(r.seats) > 0 && present == 0
+	if away && !r.away.Load() {
+		r.awaySince = time.Now()
+	}
+	r.away.Store(away)
+}
+
+// abandoned reports whether every seated player has been away for the
+// host's AwayTimeout.
+func (r *Room[Sim, Input, Player]) abandoned() bool {
+	if !r.away.Load() {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.away.Load() && time.Since(r.awaySince) >= r.host.cfg.AwayTimeout
 }
 
 // apply runs the game's Join, Leave and Input for events, in arrival

@@ -136,6 +136,7 @@ func (h *Host[Sim, Input, Player]) hello(ctx context.Context, c *Client, r *http
 		rm.mu.Lock()
 		if s := rm.seats[id]; s != nil {
 			s.client = c
+			rm.seatsChanged()
 		}
 		rm.mu.Unlock()
 	}
@@ -267,6 +268,7 @@ func (h *Host[Sim, Input, Player]) disconnected(c *Client) {
 			rm.mu.Lock()
 			if s := rm.seats[c.id]; s != nil && s.client == c {
 				s.client = nil
+				rm.seatsChanged()
 			}
 			rm.mu.Unlock()
 		}

@@ -3,7 +3,10 @@
 'use strict';
 
 const $ = (id) => document.getElementById(id);
-const state = window.musterState = { player: localStorage.getItem('muster.player') || '', node: '', socket: null, snapshot: null, keys: new Set(), sent: '' };
+const state = window.musterState = { player: localStorage.getItem('muster.player') || '', node: '', socket: null, snapshot: null, keys: new Set(), sent: '', retries: 0 };
+// Reconnect at once, then back off: a dropped player is back in its room
+// within one round trip, and a server in trouble is not hammered.
+const backoff = [0, 250, 500, 1000, 2000, 4000];
 
 function log(msg) {
   const line = document.createElement('div');
@@ -33,13 +36,15 @@ async function connect(hello) {
   ws.onclose = (e) => {
     if (state.socket !== ws) return;
     log(`closed ${e.code} ${e.reason}`);
-    setTimeout(() => connect('rejoin'), 1000); // reconnect anywhere: the fleet finds our room
+    const wait = backoff[Math.min(state.retries++, backoff.length - 1)];
+    setTimeout(() => connect('rejoin'), wait); // reconnect anywhere: the fleet finds our room
   };
 }
 
 function onPacket(p) {
   switch (p.type) {
     case 'welcome':
+      state.retries = 0;
       $('node').textContent = p.node || 'this server';
       $('room').textContent = p.room || '–';
       log(`welcome on ${p.node || 'this server'}${p.room ? ', back in ' + p.room : ''}`);
