@@ -25,9 +25,11 @@
 // Nobody bounces. The host does not move a player within its move
 // cooldown of arriving (room.Config.MoveCooldown); beyond that, a player
 // who arrived with a queue handoff is not moved again by gathering for
-// Config.Hold, and a server that was sent players of a playlist gathers
-// that playlist itself for Config.Hold, even if its own view of the
-// registry, a heartbeat old, still names another server. A player whose
+// Config.Hold, nor sent back to the server it came from for three
+// heartbeats (never, if that server was draining), and a server that was
+// sent players of a playlist gathers that playlist itself for Config.Hold,
+// even if its own view of the registry, a heartbeat old, still names
+// another server. A player whose
 // match was formed and whose room is being opened is never moved. If the
 // handoff cannot be written the player is not redirected and keeps its
 // place. A server at its max-load opens no match room, and if no server

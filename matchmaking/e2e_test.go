@@ -99,8 +99,9 @@ func startServers(tb testing.TB, o setup) []*server {
 		cfg.DrainTimeout = 20 * time.Second
 	})
 	var out []*server
+	logger := slog.New(slog.NewTextHandler(tbWriter{tb}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	for i, s := range c.Servers {
-		h, err := room.New[*sim, int, string](game{o.matchLen}, room.Config{Secret: "shared", MoveCooldown: o.cooldown, Limits: room.Limits{Connects: 1 << 20}}, quiet)
+		h, err := room.New[*sim, int, string](game{o.matchLen}, room.Config{Secret: "shared", MoveCooldown: o.cooldown, Limits: room.Limits{Connects: 1 << 20}}, logger.With("node_id", s.ID()))
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -119,7 +120,7 @@ func startServers(tb testing.TB, o setup) []*server {
 		}
 		h.UseServer(s.Fleet)
 		h.UseFleet(s.Fleet)
-		rl, err := relay.New(relay.Config{NodeID: s.ID(), Secret: "shared relay secret, long enough", DialTimeout: 10 * time.Second}, s.Fleet, quiet)
+		rl, err := relay.New(relay.Config{NodeID: s.ID(), Secret: "shared relay secret, long enough", DialTimeout: 10 * time.Second}, s.Fleet, logger)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -153,6 +154,15 @@ func startServers(tb testing.TB, o setup) []*server {
 		return true
 	})
 	return out
+}
+
+// tbWriter writes the servers' warnings to the test's log, shown when it
+// fails.
+type tbWriter struct{ tb testing.TB }
+
+func (w tbWriter) Write(p []byte) (int, error) {
+	w.tb.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
 }
 
 // waitFor polls cond until it holds, for at most 10 s.
@@ -401,7 +411,7 @@ func TestSocketDrainLosesNobody(t *testing.T) {
 		wg.Go(func() {
 			w, err := q.p.await(matchmaking.TypeWaiting)
 			if err != nil {
-				t.Error(err)
+				t.Errorf("%v (redirects %v; drained %s, reconnecting through %s)", err, q.p.moves, g.ID(), lb.ID())
 				return
 			}
 			before := q.waited.Milliseconds()
@@ -449,7 +459,16 @@ func TestSocketDrainLosesNobody(t *testing.T) {
 		}
 	}
 	if total != 50 {
-		t.Fatalf("%d players wait elsewhere after the drain, want 50", total)
+		for _, q := range waiting {
+			var at []string
+			for _, s := range servers {
+				if w, ok := s.mm.Waited(q.p.id); ok {
+					at = append(at, fmt.Sprintf("%s (%v)", s.ID(), w))
+				}
+			}
+			t.Logf("%s: waits on %v; redirects %v", q.p.id, at, q.p.moves)
+		}
+		t.Fatalf("%d players wait elsewhere after the drain, want 50 (drained %s)", total, g.ID())
 	}
 	for _, l := range lobbies {
 		n, err := lb.Locate(context.Background(), fleet.KindLobby, l.code)

@@ -429,3 +429,49 @@ func TestDrainNowhereTells(t *testing.T) {
 		}
 	})
 }
+
+// A player handed over is not sent back to the server it came from while
+// the receiver's view of it may be stale (three heartbeats), and never to
+// a server that was draining, even once Hold is over.
+func TestNotSentBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startCluster(t, clusterOpts{servers: 2, playlists: []Playlist{{Name: "duel", Teams: 3}}}) // never full
+		order := c.gather("duel")
+		g, other := order[0], order[1]
+		other.mm.cfg.Hold = time.Millisecond // only the guard under test holds
+		ctx := t.Context()
+
+		c.queue(g, "drained", "duel", nil)
+		time.Sleep(cooldown)
+		g.mm.mu.Lock()
+		g.mm.draining = true // as if g drained; the others' views still show it ready
+		g.mm.mu.Unlock()
+		g.mm.step(ctx, time.Now())
+		g.mm.mu.Lock()
+		g.mm.draining = false
+		g.mm.mu.Unlock()
+		if c.where("drained") != other.srv.ID() {
+			t.Fatalf("drained is on %s, want %s", c.where("drained"), other.srv.ID())
+		}
+		// An ordinary hand-over from g: other's view names g, and g's
+		// handoff says it does not drain.
+		c.connect(other, "gathered")
+		arrived := time.Now()
+		other.mm.arrive("gathered", room.Handoff{Kind: HandoffKind, Data: []byte(`{"playlist":"duel","from":"` + g.srv.ID() + `"}`)}, arrived, arrived)
+		guard := fleet.MissedHeartbeats * fleettest.Heartbeat
+		for time.Since(arrived) < guard+tick {
+			if time.Since(arrived) < guard && c.where("gathered") != other.srv.ID() {
+				t.Fatalf("gathered sent back after %v, within the guard", time.Since(arrived))
+			}
+			other.mm.step(ctx, time.Now())
+			time.Sleep(tick)
+		}
+		if m := c.movesOf("drained"); len(m) != 1 {
+			t.Errorf("drained moves %+v: sent back to the draining server", m)
+		}
+		m := c.movesOf("gathered")
+		if len(m) != 1 || m[0].to != g.srv.ID() {
+			t.Fatalf("gathered moves %+v, want one back to %s after the guard", m, g.srv.ID())
+		}
+	})
+}

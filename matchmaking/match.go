@@ -24,6 +24,8 @@ type entry struct {
 	arrived time.Time // when it connected to this server (the move cooldown)
 	hold    time.Time // gathering does not move it before (it arrived with a handoff)
 	from    string    // the server it was handed from, if any
+	back    time.Time // not sent back to from before, unless...
+	never   bool      // ...from was draining: never sent back there
 	state   state
 	told    bool // told that this server drains with nowhere to go
 	pos     int  // index in q.waiting while waiting

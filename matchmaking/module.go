@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -290,7 +291,7 @@ func (m *Module[Sim, Input, Player]) arrive(id string, ho room.Handoff, arrived,
 		return
 	}
 	d.Waited = min(max(d.Waited, 0), int64(maxWaited)) // from another server: keep it sane
-	hold := m.hold()
+	hold, back := m.hold(), m.backGuard()
 	m.mu.Lock()
 	q := m.queues[d.Playlist]
 	if q == nil {
@@ -306,6 +307,7 @@ func (m *Module[Sim, Input, Player]) arrive(id string, ho room.Handoff, arrived,
 	e := &entry{
 		id: id, rating: d.Rating, since: now.UnixNano() - d.Waited,
 		arrived: arrived, hold: now.Add(hold), from: d.From,
+		back: now.Add(back), never: d.Drain,
 	}
 	q.add(e)
 	m.players[id] = e
@@ -337,6 +339,24 @@ func (m *Module[Sim, Input, Player]) hold() time.Duration {
 
 // maxWaited bounds the waited time a handoff may carry.
 const maxWaited = 24 * time.Hour
+
+// backGuard is how long a player who arrived with a queue handoff is not
+// sent back to the server it came from: as long as a server can stay in a
+// view after it stopped answering (fleet.MissedHeartbeats heartbeats), so
+// that a view that still shows the sender as the gather server, after
+// Hold, cannot bounce the player back.
+func (m *Module[Sim, Input, Player]) backGuard() time.Duration {
+	if f := m.env.fleet(); f != nil {
+		return max(m.hold(), fleet.MissedHeartbeats*f.Config().Heartbeat)
+	}
+	return m.hold()
+}
+
+// blocked reports whether e may not be sent to node at now: the server
+// that handed it here, recently or while draining.
+func (e *entry) blocked(node string, now time.Time) bool {
+	return node == e.from && (e.never || now.Before(e.back))
+}
 
 // plannedMove is a player to hand to another server.
 type plannedMove struct {
@@ -378,6 +398,8 @@ func (m *Module[Sim, Input, Player]) step(ctx context.Context, now time.Time) in
 
 	m.mu.Lock()
 	local := f == nil || len(nodes) <= 1 || m.noRedirect
+	// The server may be draining before its drainers are called.
+	draining := m.draining || selfNode.State == fleet.StateDraining || selfNode.State == fleet.StateLeaving
 	var (
 		matches []match
 		moves   []plannedMove
@@ -385,20 +407,21 @@ func (m *Module[Sim, Input, Player]) step(ctx context.Context, now time.Time) in
 	)
 	for _, q := range m.order {
 		switch {
-		case m.draining:
+		case draining:
 			var order []fleet.Node
 			if !local {
 				order = gatherOrder(q.pl.Name, nodes, self)
 			}
 			for _, e := range q.waiting {
+				to := slices.IndexFunc(order, func(n fleet.Node) bool { return !e.blocked(n.ID, now) })
 				switch {
-				case len(order) == 0:
+				case to < 0:
 					if !e.told {
 						e.told = true
 						tell = append(tell, e.id)
 					}
 				case movable(e, true):
-					moves = append(moves, plannedMove{e: e, to: order[0], reason: room.ReasonDrain})
+					moves = append(moves, plannedMove{e: e, to: order[to], reason: room.ReasonDrain})
 				}
 			}
 		case local:
@@ -414,7 +437,9 @@ func (m *Module[Sim, Input, Player]) step(ctx context.Context, now time.Time) in
 				matches = q.match(now, matches)
 			default:
 				for _, e := range q.waiting {
-					if movable(e, false) {
+					// A player is not sent back to where it came from
+					// while that may be a stale view: it waits here.
+					if movable(e, false) && !e.blocked(order[0].ID, now) {
 						moves = append(moves, plannedMove{e: e, to: order[0], reason: room.ReasonQueue})
 					}
 				}
@@ -423,7 +448,7 @@ func (m *Module[Sim, Input, Player]) step(ctx context.Context, now time.Time) in
 	}
 	for i := range moves {
 		e := moves[i].e
-		moves[i].ho = handoff{Playlist: e.q.pl.Name, Waited: int64(e.waited(now)), Rating: e.rating, From: self}
+		moves[i].ho = handoff{Playlist: e.q.pl.Name, Waited: int64(e.waited(now)), Rating: e.rating, From: self, Drain: draining}
 	}
 	for _, mv := range moves {
 		mv.e.q.remove(mv.e)

@@ -57,4 +57,5 @@ type handoff struct {
 	Waited   int64   `json:"waited_ns"` // time already waited
 	Rating   float64 `json:"rating"`
 	From     string  `json:"from"`
+	Drain    bool    `json:"drain,omitempty"` // From drains: never send it back there
 }
