@@ -1,0 +1,245 @@
+package soak
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/muster-gg/muster/examples/duel/bot"
+)
+
+// invariants checks the fleet and the crowd after a scenario.
+type invariants struct {
+	c     *cluster
+	cr    *crowd
+	t0    time.Time
+	since time.Time // the scenario's start, set by mark
+}
+
+// mark starts a scenario: lost rooms and drops are counted from now.
+func (inv *invariants) mark() time.Time {
+	inv.since = time.Now()
+	return inv.since
+}
+
+// status is the crowd as check last saw it.
+type status struct {
+	reports  []bot.Report
+	states   map[state]int
+	byNode   map[string]int // seated bots per server
+	told     map[string]int // why, for the bots told
+	claimsAt time.Time      // when Redis's claims and the servers' seats first agreed with the bots
+}
+
+func (s status) lostSince(t time.Time) int {
+	n := 0
+	for _, r := range s.reports {
+		for _, rm := range r.Rooms {
+			if rm.Reason == "lost" && rm.Ended.After(t) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func (s status) dropsSince(t time.Time) int {
+	n := 0
+	for _, r := range s.reports {
+		for _, d := range r.Drops {
+			if d.At.After(t) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func (s status) failuresSince(t time.Time) int {
+	n := 0
+	for _, r := range s.reports {
+		for _, f := range r.Failures {
+			if f.At.After(t) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func (s status) String() string {
+	nodes := slices.Sorted(maps.Keys(s.byNode))
+	var per []string
+	for _, id := range nodes {
+		per = append(per, fmt.Sprintf("%s %d", id, s.byNode[id]))
+	}
+	out := fmt.Sprintf("after it: %d seated (%s), %d waiting, %d told", s.states[seated], strings.Join(per, ", "), s.states[waiting], s.states[told])
+	if len(s.told) > 0 {
+		out += fmt.Sprintf(" %v", s.told)
+	}
+	return out
+}
+
+// snapshots returns the state packets the bots received so far.
+func (inv *invariants) snapshots() int {
+	n := 0
+	for _, p := range inv.cr.players {
+		for _, rm := range p.bot.Report().Rooms {
+			n += rm.Snapshots
+		}
+	}
+	return n
+}
+
+func (inv *invariants) look() status {
+	st := status{states: map[state]int{}, byNode: map[string]int{}, told: map[string]int{}}
+	for _, p := range inv.cr.players {
+		ended := p.ended()
+		r := p.bot.Report()
+		st.reports = append(st.reports, r)
+		s := stateOf(r, ended)
+		st.states[s]++
+		switch s {
+		case seated:
+			rm, _ := r.Room()
+			st.byNode[rm.Node]++
+		case told:
+			why := "error packet"
+			if ended {
+				why = fmt.Sprint(p.err)
+			} else if n := len(r.Errors); n > 0 {
+				why = r.Errors[n-1]
+			}
+			st.told[why]++
+		}
+	}
+	return st
+}
+
+// settle waits until every bot is seated, waiting or told why, with at
+// most one waiting (a duel needs two; the queue gathers in one place).
+func (inv *invariants) settle(t *testing.T, phase string, allowed func(bot.Room) bool) status {
+	t.Helper()
+	timeout := 60*time.Second + time.Duration(len(inv.cr.players))*10*time.Millisecond
+	deadline := time.Now().Add(timeout)
+	for {
+		inv.checkLogs(t)
+		st := inv.look()
+		if st.states[unsettled] == 0 && st.states[waiting] <= 1 {
+			return st
+		}
+		if time.Now().After(deadline) {
+			var sample []string
+			for _, r := range st.reports {
+				if s := stateOf(r, false); s == unsettled || s == waiting {
+					sample = append(sample, tail(r.Log(), 12))
+					if len(sample) == 4 {
+						break
+					}
+				}
+			}
+			t.Fatalf("%s: not settled %v after the scenario: %v unsettled, %v waiting (want at most 1); %s\nsome of them:\n%s",
+				phase, timeout, st.states[unsettled], st.states[waiting], st, strings.Join(sample, "\n"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// checkLogs fails the test at once when a server logged a panic.
+func (inv *invariants) checkLogs(t *testing.T) {
+	t.Helper()
+	inv.c.mu.Lock()
+	all := slices.Clone(inv.c.started)
+	inv.c.mu.Unlock()
+	for _, s := range all {
+		if bad := badLog(s.out.String()); bad != "" {
+			t.Fatalf("%s logged %s:\n%s", s.id, bad, tail(s.out.String(), 60))
+		}
+	}
+}
+
+// check waits for the crowd to settle, then checks that the servers'
+// seats and Redis's claims agree with where the bots play: each seated
+// bot's claim names the running server its room runs on, each server
+// seats exactly the bots that say they play there (nobody is seated
+// twice), and no room was lost since mark unless allowed says it may be.
+func (inv *invariants) check(t *testing.T, phase string, allowed func(bot.Room) bool) status {
+	t.Helper()
+	st := inv.settle(t, phase, allowed)
+	for _, r := range st.reports {
+		for _, rm := range r.Rooms {
+			if rm.Reason == "lost" && rm.Ended.After(inv.since) && (allowed == nil || !allowed(rm)) {
+				t.Errorf("%s: %s lost its room %s on %s at +%v", phase, r.Player, rm.ID, rm.Node, rm.Ended.Sub(inv.since).Round(time.Millisecond))
+			}
+		}
+	}
+
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		problems := inv.agree(st)
+		if len(problems) == 0 {
+			st.claimsAt = time.Now()
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: seats and claims disagree with the bots 30s after they settled (%d problems):\n%s",
+				phase, len(problems), strings.Join(problems[:min(len(problems), 20)], "\n"))
+		}
+		time.Sleep(200 * time.Millisecond)
+		st = inv.settle(t, phase, allowed)
+	}
+}
+
+// agree returns what disagrees between the bots (st), the servers'
+// muster_players_seated and Redis's player claims.
+func (inv *invariants) agree(st status) []string {
+	c := inv.c
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var problems []string
+	running := map[string]bool{}
+	for _, s := range c.running() {
+		running[s.id] = true
+	}
+	_, per, err := c.sumMetric(ctx, "muster_players_seated")
+	if err != nil {
+		return []string{err.Error()}
+	}
+	for id := range running {
+		if got, want := int(per[id]), st.byNode[id]; got != want {
+			problems = append(problems, fmt.Sprintf("%s seats %d players, %d bots say they play there", id, got, want))
+		}
+	}
+	var ids, nodes []string
+	for _, r := range st.reports {
+		if rm, ok := r.Room(); ok {
+			if !running[rm.Node] {
+				problems = append(problems, fmt.Sprintf("%s is seated in %s on %s, which does not run", r.Player, rm.ID, rm.Node))
+			}
+			ids = append(ids, r.Player)
+			nodes = append(nodes, rm.Node)
+		}
+	}
+	for i := 0; i < len(ids); i += 500 {
+		j := min(i+500, len(ids))
+		keys := make([]string, 0, j-i)
+		for _, id := range ids[i:j] {
+			keys = append(keys, "muster:{"+c.name+"}:c:player:"+id)
+		}
+		vals, err := c.rdb.MGet(ctx, keys...).Result()
+		if err != nil {
+			return append(problems, "redis: "+err.Error())
+		}
+		for k, v := range vals {
+			got, _ := v.(string)
+			if got != nodes[i+k] {
+				problems = append(problems, fmt.Sprintf("%s plays on %s, Redis's claim says %q", ids[i+k], nodes[i+k], got))
+			}
+		}
+	}
+	return problems
+}
