@@ -109,7 +109,7 @@ func (m *Module[Sim, Input, Player]) MessageTypes() []string {
 func (m *Module[Sim, Input, Player]) HandleMessage(ctx context.Context, c *room.Client, typ string, body []byte) error {
 	switch typ {
 	case MsgCreate:
-		m.create(ctx, c.ID(), c.Arrived())
+		m.create(ctx, c.ID(), c.CooldownFrom())
 	case MsgJoin:
 		var req struct {
 			Code string `json:"code"`
@@ -117,7 +117,7 @@ func (m *Module[Sim, Input, Player]) HandleMessage(ctx context.Context, c *room.
 		if err := m.codec.Unmarshal(body, &req); err != nil {
 			return fmt.Errorf("lobby.join: %w", err)
 		}
-		m.join(ctx, c.ID(), req.Code, c.Arrived())
+		m.join(ctx, c.ID(), req.Code, c.CooldownFrom())
 	case MsgLeave:
 		m.leave(ctx, c.ID())
 	case MsgStart:
@@ -130,7 +130,7 @@ func (m *Module[Sim, Input, Player]) HandleMessage(ctx context.Context, c *room.
 // handoff joins its lobby here, re-creating it under the same code when
 // the whole lobby moved, or creates one.
 func (m *Module[Sim, Input, Player]) Arrived(ctx context.Context, c *room.Client, ho room.Handoff) {
-	m.arrive(ctx, c.ID(), ho, c.Arrived(), time.Now())
+	m.arrive(ctx, c.ID(), ho, c.CooldownFrom(), time.Now())
 }
 
 // Disconnected implements room.DisconnectHandler: a member whose

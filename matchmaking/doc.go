@@ -23,7 +23,8 @@
 // on arrival at B.
 //
 // Nobody bounces. The host does not move a player within its move
-// cooldown of arriving (room.Config.MoveCooldown); beyond that, a player
+// cooldown of being moved here (room.Config.MoveCooldown; a fresh
+// connection is moved at once); beyond that, a player
 // who arrived with a queue handoff is not moved again by gathering for
 // Config.Hold, nor sent back to the server it came from for three
 // heartbeats (never, if that server was draining), and a server that was

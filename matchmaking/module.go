@@ -102,7 +102,7 @@ func (m *Module[Sim, Input, Player]) HandleMessage(ctx context.Context, c *room.
 		if err := m.codec.Unmarshal(body, &req); err != nil {
 			return fmt.Errorf("queue: %w", err)
 		}
-		m.enqueue(c.ID(), req.Playlist, req.Rating, c.Arrived(), time.Now())
+		m.enqueue(c.ID(), req.Playlist, req.Rating, c.CooldownFrom(), time.Now())
 	case MsgUnqueue:
 		m.unqueue(c.ID())
 	}
@@ -112,7 +112,7 @@ func (m *Module[Sim, Input, Player]) HandleMessage(ctx context.Context, c *room.
 // Arrived implements room.ArrivalHandler: a player who brings a queue
 // handoff waits on here, with the time it already waited.
 func (m *Module[Sim, Input, Player]) Arrived(_ context.Context, c *room.Client, ho room.Handoff) {
-	m.arrive(c.ID(), ho, c.Arrived(), time.Now())
+	m.arrive(c.ID(), ho, c.CooldownFrom(), time.Now())
 }
 
 // Disconnected implements room.DisconnectHandler: a player whose

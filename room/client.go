@@ -54,6 +54,20 @@ func (c *Client) IP() string { return c.ip }
 // Arrived returns when the client said hello.
 func (c *Client) Arrived() time.Time { return c.arrived }
 
+// Moved reports whether the client came here by a redirect (its URL named
+// a server with ?node=): the move cooldown (F7) applies to it from
+// Arrived. A client that connected afresh may be moved at once.
+func (c *Client) Moved() bool { return c.asked != "" }
+
+// CooldownFrom returns when the client's move cooldown started: Arrived
+// for a client that was moved here, the zero time for one that was not.
+func (c *Client) CooldownFrom() time.Time {
+	if c.Moved() {
+		return c.arrived
+	}
+	return time.Time{}
+}
+
 // Room returns the id of the room the player is seated in, or "".
 func (c *Client) Room() string {
 	c.mu.Lock()

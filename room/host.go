@@ -60,8 +60,9 @@ type Config struct {
 	// TicketTTL is how long a ticket is valid. Default 30s.
 	TicketTTL time.Duration `yaml:"ticket-ttl"`
 
-	// MoveCooldown is how long a player who just arrived is not moved
-	// again. Default 3s.
+	// MoveCooldown is how long a player who was just moved here (it came
+	// with ?node=) is not moved again, so stale views cannot bounce it. A
+	// fresh connection may be moved at once. Default 3s.
 	MoveCooldown time.Duration `yaml:"move-cooldown"`
 
 	// AwayTimeout ends a room whose seated players have all been

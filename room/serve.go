@@ -283,12 +283,12 @@ func (h *Host[Sim, Input, Player]) disconnected(c *Client) {
 
 // Move sends client c to the server node for reason: it writes the handoff
 // (when not nil) for that server first, and only then sends the game's
-// redirect packet and closes the connection. It refuses a player who
-// arrived less than the move cooldown ago (ErrCooldown), a game without
+// redirect packet and closes the connection. It refuses a player who was
+// moved here less than the move cooldown ago (ErrCooldown), a game without
 // redirects (ErrNoRedirect), and a move whose handoff could not be
 // written; the player then stays where it is.
 func (h *Host[Sim, Input, Player]) Move(ctx context.Context, c *Client, node fleet.Node, reason string, ho *Handoff) error {
-	if time.Since(c.arrived) < h.cfg.MoveCooldown {
+	if c.Moved() && time.Since(c.arrived) < h.cfg.MoveCooldown {
 		return ErrCooldown
 	}
 	if h.fleet == nil || h.redirectPacket(node, reason) == nil {
