@@ -1,0 +1,300 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/muster-gg/muster/backplane"
+	"github.com/muster-gg/muster/backplane/redis"
+)
+
+// deltaView is the versioned fleet view proposed for backplane/redis: a
+// backplane.Backplane that answers Heartbeat and Nodes with the whole view,
+// as the contract says, but fetches only the records that changed since its
+// last read, and fetches them with a native command instead of a Lua loop.
+// It is a prototype, here so that the benchmark can measure it before the
+// change is made in backplane/redis; it passes the conformance suite.
+//
+// Besides each node's expiring key (muster:{c}:n:<id>, written as
+// backplane/redis writes it, so claims, Locate and handoffs are inherited
+// unchanged), the cluster keeps:
+//
+//	v:data  hash  id → record of every node in the view
+//	v:log   zset  one member per node, "id\0+record" or the tombstone
+//	              "id\0-", scored by the cluster sequence number of the
+//	              node's last change
+//	v:exp   zset  id → when its key expires (Redis TIME, ms): an index that
+//	              finds the expired without a scan; the key's own expiry
+//	              decides
+//	v:gone  zset  id → when it was removed, to forget tombstones after
+//	              tombstoneTTL
+//	v:meta  hash  seq (last sequence number), epoch (when the state began;
+//	              a new epoch means Redis lost it), floor (the newest
+//	              forgotten tombstone)
+//
+// A heartbeat is one MULTI/EXEC: a script that drops expired nodes, writes
+// the record (a new sequence number only when the record's bytes changed)
+// and returns epoch, seq and floor; then ZRANGEBYSCORE v:log (since +inf,
+// which Redis answers natively. A record that did not change costs no
+// bytes; a reader that saw no change since its last heartbeat gets an
+// empty list. A reader that is new, or whose epoch or sequence number is
+// too old, reads the whole log instead.
+//
+// Safe for concurrent use; the cache is shared by every caller of one
+// deltaView, as the view of one cluster.
+type deltaView struct {
+	*redis.Backplane
+	rdb        goredis.UniversalClient
+	prefix     string        // "muster:{cluster}:"
+	tombstones time.Duration // how long a removal stays in the log
+
+	mu    sync.Mutex
+	epoch string // "" until the first read
+	seq   int64
+	recs  map[string]string
+}
+
+// tombstoneTTL is how long a removal stays in the log. A reader that has
+// not read the view for longer reads it whole.
+const tombstoneTTL = time.Minute
+
+func newDeltaView(rdb goredis.UniversalClient, cluster string) (*deltaView, error) {
+	base, err := redis.New(rdb, cluster)
+	if err != nil {
+		return nil, err
+	}
+	if cluster == "" {
+		cluster = "default" // as redis.New
+	}
+	return &deltaView{
+		Backplane:  base,
+		rdb:        rdb,
+		prefix:     "muster:{" + cluster + "}:",
+		tombstones: tombstoneTTL,
+		recs:       map[string]string{},
+	}, nil
+}
+
+// keys returns the KEYS of every view script: the node's key, then the
+// view's.
+func (v *deltaView) keys(id string) []string {
+	p := v.prefix
+	return []string{p + "n:" + id, p + "v:data", p + "v:log", p + "v:exp", p + "v:gone", p + "v:meta"}
+}
+
+// viewLua is the part the view scripts share. ARGV[1] is the node-key
+// prefix, ARGV[2] how long tombstones stay, in ms.
+const viewLua = `
+redis.replicate_commands()
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function bump() return redis.call('HINCRBY', KEYS[6], 'seq', 1) end
+local function remove(id)
+  local old = redis.call('HGET', KEYS[2], id)
+  if old then
+    redis.call('ZREM', KEYS[3], id .. '\0+' .. old)
+    redis.call('HDEL', KEYS[2], id)
+    redis.call('ZADD', KEYS[3], bump(), id .. '\0-')
+    redis.call('ZADD', KEYS[5], now, id)
+  end
+  redis.call('ZREM', KEYS[4], id)
+end
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now)) do
+  if redis.call('EXISTS', ARGV[1] .. id) == 0 then remove(id) end
+end
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', now - tonumber(ARGV[2]))) do
+  local s = redis.call('ZSCORE', KEYS[3], id .. '\0-')
+  redis.call('ZREM', KEYS[3], id .. '\0-')
+  redis.call('ZREM', KEYS[5], id)
+  if s and tonumber(s) > tonumber(redis.call('HGET', KEYS[6], 'floor') or '0') then
+    redis.call('HSET', KEYS[6], 'floor', s)
+  end
+end
+local function reply(created)
+  redis.call('HSETNX', KEYS[6], 'epoch', t[1] .. '.' .. t[2])
+  local m = redis.call('HMGET', KEYS[6], 'epoch', 'seq', 'floor')
+  return {created, m[1], tonumber(m[2] or '0'), tonumber(m[3] or '0')}
+end
+`
+
+var (
+	// ARGV[3] id, ARGV[4] record, ARGV[5] ttl ms.
+	viewHeartbeat = goredis.NewScript(viewLua + `
+local id, rec, ttl = ARGV[3], ARGV[4], tonumber(ARGV[5])
+local created = 1 - redis.call('EXISTS', KEYS[1])
+redis.call('SET', KEYS[1], rec, 'PX', ttl)
+redis.call('ZADD', KEYS[4], now + ttl, id)
+local old = redis.call('HGET', KEYS[2], id)
+if old ~= rec then
+  if old then
+    redis.call('ZREM', KEYS[3], id .. '\0+' .. old)
+  else
+    redis.call('ZREM', KEYS[3], id .. '\0-')
+    redis.call('ZREM', KEYS[5], id)
+  end
+  redis.call('HSET', KEYS[2], id, rec)
+  redis.call('ZADD', KEYS[3], bump(), id .. '\0+' .. rec)
+end
+return reply(created)
+`)
+
+	viewNodes = goredis.NewScript(viewLua + `return reply(0)`)
+
+	// ARGV[3] id.
+	viewLeave = goredis.NewScript(viewLua + `
+redis.call('DEL', KEYS[1])
+remove(ARGV[3])
+return reply(0)
+`)
+)
+
+// viewReply is what one view transaction returned.
+type viewReply struct {
+	created      bool
+	epoch        string
+	seq, floor   int64
+	members      []string // v:log members after the sequence number asked for
+	wholeLogRead bool
+}
+
+// run runs script and, in the same transaction, reads the log after since
+// (all of it when since is negative). A script unknown to Redis (first use,
+// or Redis restarted) is loaded and the transaction run again.
+func (v *deltaView) run(ctx context.Context, script *goredis.Script, id string, since int64, args ...any) (viewReply, error) {
+	keys := v.keys(id)
+	args = append([]any{v.prefix + "n:", v.tombstones.Milliseconds(), id}, args...)
+	from := "-inf"
+	if since >= 0 {
+		from = "(" + strconv.FormatInt(since, 10)
+	}
+	for loaded := false; ; loaded = true {
+		var ev *goredis.Cmd
+		var changed *goredis.StringSliceCmd
+		_, err := v.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+			ev = script.EvalSha(ctx, p, keys, args...)
+			changed = p.ZRangeByScore(ctx, keys[2], &goredis.ZRangeBy{Min: from, Max: "+inf"})
+			return nil
+		})
+		if err != nil && !loaded && strings.Contains(err.Error(), "NOSCRIPT") {
+			if err := script.Load(ctx, v.rdb).Err(); err != nil {
+				return viewReply{}, err
+			}
+			continue
+		}
+		if err != nil {
+			return viewReply{}, err
+		}
+		r, err := ev.Slice()
+		if err != nil {
+			return viewReply{}, err
+		}
+		if len(r) != 4 {
+			return viewReply{}, fmt.Errorf("view script: reply of %d elements", len(r))
+		}
+		created, _ := r[0].(int64)
+		epoch, _ := r[1].(string)
+		seq, _ := r[2].(int64)
+		floor, _ := r[3].(int64)
+		return viewReply{created: created == 1, epoch: epoch, seq: seq, floor: floor, members: changed.Val(), wholeLogRead: since < 0}, nil
+	}
+}
+
+// read runs script, brings the cache up to date and returns the view.
+func (v *deltaView) read(ctx context.Context, script *goredis.Script, id string, args ...any) (viewReply, []backplane.Node, error) {
+	v.mu.Lock()
+	since := v.seq
+	if v.epoch == "" {
+		since = -1
+	}
+	epoch := v.epoch
+	v.mu.Unlock()
+
+	m, err := v.run(ctx, script, id, since, args...)
+	if err == nil && !m.wholeLogRead && (m.epoch != epoch || since < m.floor) {
+		// Redis lost the view, or this reader missed tombstones that are
+		// forgotten: read the whole log, a second round trip.
+		created := m.created
+		m, err = v.run(ctx, viewNodes, "", -1)
+		m.created = created
+	}
+	if err != nil {
+		return viewReply{}, nil, err
+	}
+
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	switch {
+	case m.wholeLogRead && (m.epoch != v.epoch || m.seq >= v.seq):
+		v.recs = make(map[string]string, len(m.members))
+		v.epoch, v.seq = m.epoch, m.seq
+		v.apply(m.members)
+	case !m.wholeLogRead && m.epoch == v.epoch && m.seq >= v.seq:
+		v.seq = m.seq
+		v.apply(m.members)
+	} // else a later read has already brought the cache further
+	nodes := make([]backplane.Node, 0, len(v.recs))
+	for id, rec := range v.recs {
+		nodes = append(nodes, backplane.Node{ID: id, Data: []byte(rec)})
+	}
+	return m, nodes, nil
+}
+
+// apply applies log members to the cache. v.mu must be held.
+func (v *deltaView) apply(members []string) {
+	for _, mem := range members {
+		id, rest, ok := strings.Cut(mem, "\x00")
+		switch {
+		case !ok || rest == "":
+		case rest[0] == '+':
+			v.recs[id] = rest[1:]
+		default:
+			delete(v.recs, id)
+		}
+	}
+}
+
+// Heartbeat implements backplane.Backplane in one round trip (two when
+// Redis lost its state or this reader has not read for longer than
+// tombstones stay).
+func (v *deltaView) Heartbeat(ctx context.Context, node backplane.Node, ttl time.Duration) ([]backplane.Node, bool, error) {
+	if err := backplane.ValidateName("node id", node.ID); err != nil {
+		return nil, false, err
+	}
+	ms := max(1, int64((ttl+time.Millisecond-1)/time.Millisecond))
+	m, nodes, err := v.read(ctx, viewHeartbeat, node.ID, node.Data, ms)
+	if err != nil {
+		return nil, false, wrapView("heartbeat", err)
+	}
+	return nodes, m.created, nil
+}
+
+// Nodes implements backplane.Backplane in one round trip.
+func (v *deltaView) Nodes(ctx context.Context) ([]backplane.Node, error) {
+	_, nodes, err := v.read(ctx, viewNodes, "")
+	if err != nil {
+		return nil, wrapView("nodes", err)
+	}
+	return nodes, nil
+}
+
+// Leave implements backplane.Backplane.
+func (v *deltaView) Leave(ctx context.Context, id string) error {
+	if _, _, err := v.read(ctx, viewLeave, id); err != nil {
+		return wrapView("leave", err)
+	}
+	return nil
+}
+
+func wrapView(op string, err error) error {
+	if errors.Is(err, goredis.ErrClosed) {
+		err = backplane.ErrClosed
+	}
+	return fmt.Errorf("delta view: %s: %w", op, err)
+}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/muster-gg/muster/internal/testbin"
+)
+
+// redisServer is a redis-server started for one fleet size: no
+// persistence, a free loopback port, killed by stop (and by the kernel if
+// this program dies first).
+type redisServer struct {
+	addr string
+	dir  string
+	cmd  *exec.Cmd
+	out  bytes.Buffer
+}
+
+func startRedis(bin string) (*redisServer, error) {
+	dir, err := os.MkdirTemp("", "muster-controlplane-")
+	if err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	r := &redisServer{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir}
+	r.cmd = exec.Command(bin,
+		"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", dir,
+		"--protected-mode", "no", "--loglevel", "warning")
+	r.cmd.Stdout, r.cmd.Stderr = &r.out, &r.out
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := r.cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("start redis-server: %w", err)
+	}
+	if err := testbin.WaitDial(r.addr, 10*time.Second); err != nil {
+		r.stop()
+		return nil, fmt.Errorf("redis-server on %s: %w\n%s", r.addr, err, r.out.String())
+	}
+	return r, nil
+}
+
+// stop kills the server, waits for it and removes its directory.
+func (r *redisServer) stop() {
+	_ = r.cmd.Process.Kill()
+	_ = r.cmd.Wait()
+	os.RemoveAll(r.dir)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// redisCounters are the cumulative INFO figures the table is made of.
+type redisCounters struct {
+	commands    int64   // total_commands_processed
+	netIn       int64   // total_net_input_bytes
+	netOut      int64   // total_net_output_bytes
+	cpu         float64 // used_cpu_sys + used_cpu_user, seconds
+	connections int64   // connected_clients
+	at          time.Time
+}
+
+// sampleRedis reads INFO stats, cpu and clients.
+func sampleRedis(ctx context.Context, rdb *goredis.Client) (redisCounters, error) {
+	s, err := rdb.Info(ctx, "stats", "cpu", "clients").Result()
+	if err != nil {
+		return redisCounters{}, fmt.Errorf("INFO: %w", err)
+	}
+	c := redisCounters{at: time.Now()}
+	sc := bufio.NewScanner(strings.NewReader(s))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":")
+		if !ok {
+			continue
+		}
+		n, _ := strconv.ParseInt(v, 10, 64)
+		f, _ := strconv.ParseFloat(v, 64)
+		switch k {
+		case "total_commands_processed":
+			c.commands = n
+		case "total_net_input_bytes":
+			c.netIn = n
+		case "total_net_output_bytes":
+			c.netOut = n
+		case "used_cpu_sys", "used_cpu_user":
+			c.cpu += f
+		case "connected_clients":
+			c.connections = n
+		}
+	}
+	return c, sc.Err()
+}
