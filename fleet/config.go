@@ -44,6 +44,12 @@ type Config struct {
 	// MaxLoad is the load budget; at MaxLoad the server is full. Default 200.
 	MaxLoad int `yaml:"max-load"`
 
+	// LoadStep is how far the load must move before the published load
+	// changes, so that a record does not change at every heartbeat and the
+	// others need not read it again (the state, ready or full, is always
+	// exact). Default MaxLoad/20, at least 1; -1 publishes the exact load.
+	LoadStep int `yaml:"load-step"`
+
 	// DrainTimeout bounds a drain: then the remaining work is told and
 	// ended. Default 30s.
 	DrainTimeout time.Duration `yaml:"drain-timeout"`
@@ -80,6 +86,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.DrainTimeout == 0 {
 		c.DrainTimeout = 30 * time.Second
 	}
+	if c.LoadStep == 0 {
+		c.LoadStep = max(1, c.MaxLoad/20)
+	}
 	switch {
 	case c.NodeID == "":
 		return c, fmt.Errorf("fleet: Config.NodeID is required")
@@ -91,6 +100,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("fleet: Config.CallTimeout %v must be positive and below the heartbeat %v", c.CallTimeout, c.Heartbeat)
 	case c.MaxLoad < 0:
 		return c, fmt.Errorf("fleet: Config.MaxLoad %d is negative", c.MaxLoad)
+	case c.LoadStep < -1:
+		return c, fmt.Errorf("fleet: Config.LoadStep %d is below -1", c.LoadStep)
 	case c.DrainTimeout < 0:
 		return c, fmt.Errorf("fleet: Config.DrainTimeout %v is negative", c.DrainTimeout)
 	}

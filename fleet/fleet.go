@@ -30,7 +30,8 @@ type Fleet struct {
 	ready    bool
 	draining bool
 	leaving  bool
-	load     int
+	load     int // exact
+	shown    int // published: moves in steps of LoadStep
 	stats    map[string]int64
 	view     map[string]Node // live servers, self included
 	attached bool            // the last heartbeat reached the backplane
@@ -170,7 +171,7 @@ func (f *Fleet) selfLocked() Node {
 		InternalAddress: f.cfg.InternalAddress,
 		PublicAddress:   f.cfg.PublicAddress,
 		State:           f.stateLocked(),
-		Load:            f.load,
+		Load:            f.shown,
 		MaxLoad:         f.cfg.MaxLoad,
 		Stats:           maps.Clone(f.stats),
 	}
@@ -206,13 +207,20 @@ func (f *Fleet) MarkReady() {
 	f.heartbeatNow()
 }
 
-// SetLoad sets this server's load, published with the next heartbeat.
+// SetLoad sets this server's load. The published load follows it in steps
+// of LoadStep (and exactly at 0, at max-load and below it), so that the record does
+// not change at every heartbeat; the state is judged by the exact load.
 func (f *Fleet) SetLoad(load int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.load = load
+	if step := f.cfg.LoadStep; step < 0 || abs(load-f.shown) >= step || load == 0 || load >= f.cfg.MaxLoad || f.shown >= f.cfg.MaxLoad {
+		f.shown = load
+	}
 	f.view[f.cfg.NodeID] = f.selfLocked()
 }
+
+func abs(n int) int { return max(n, -n) }
 
 // Load returns this server's load and max-load.
 func (f *Fleet) Load() (load, maxLoad int) {
@@ -251,11 +259,14 @@ func (f *Fleet) Node(id string) (Node, bool) {
 	return n.clone(), ok
 }
 
-// Self returns this server's record as it will next be published.
+// Self returns this server's record with its exact load; the others see
+// the load in steps of LoadStep.
 func (f *Fleet) Self() Node {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.selfLocked()
+	n := f.selfLocked()
+	n.Load = f.load
+	return n
 }
 
 // Alone reports whether no other live server is in view: then every

@@ -3,8 +3,11 @@ package fleet_test
 import (
 	"fmt"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/internal/fleettest"
 )
 
 func TestRankedIsStable(t *testing.T) {
@@ -43,4 +46,32 @@ func TestRankedIsStable(t *testing.T) {
 			t.Errorf("node %s wins %d of 1000 keys", n.ID, wins[n.ID])
 		}
 	}
+}
+
+func TestLoadPublishedInSteps(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := fleettest.Start(t, 2, func(_ int, cfg *fleet.Config) { cfg.MaxLoad = 100 }) // step 5
+		a, b := c.Servers[0], c.Servers[1]
+		seen := func(load int) int {
+			a.SetLoad(load)
+			time.Sleep(2 * hb) // published by a, read by b
+			synctest.Wait()
+			n, _ := b.Node("s0")
+			return n.Load
+		}
+		for _, tc := range []struct{ set, want int }{
+			{3, 0}, {5, 5}, {7, 5}, {10, 10}, {99, 99}, {100, 100}, {97, 97}, {95, 97}, {0, 0},
+		} {
+			if got := seen(tc.set); got != tc.want {
+				t.Errorf("load %d published as %d, want %d", tc.set, got, tc.want)
+			}
+		}
+		if load, _ := a.Load(); load != 0 || a.Self().Load != 0 {
+			t.Errorf("own load %d, Self %d", load, a.Self().Load)
+		}
+		a.SetLoad(100)
+		if a.State() != fleet.StateFull {
+			t.Errorf("state at max-load %s, want full", a.State())
+		}
+	})
 }

@@ -6,7 +6,8 @@
 // that Redis Cluster runs on one shard, atomically. Liveness is judged by
 // Redis's own key expiry, so the servers' clocks do not matter, and the
 // fleet view is read from a per-cluster member set: its cost grows with the
-// servers of the cluster, never with the keyspace.
+// servers of the cluster, never with the keyspace; and it is versioned, so
+// a heartbeat reads only the records that changed (see view.go).
 package redis
 
 import (
@@ -45,6 +46,7 @@ type Backplane struct {
 	rdb       goredis.UniversalClient
 	ownClient bool
 	prefix    string // "muster:{cluster}:"
+	view      view
 }
 
 var _ backplane.Backplane = (*Backplane)(nil)
@@ -83,7 +85,11 @@ func New(rdb goredis.UniversalClient, cluster string) (*Backplane, error) {
 	if err := backplane.ValidateName("cluster", cluster); err != nil {
 		return nil, err
 	}
-	return &Backplane{rdb: rdb, prefix: "muster:{" + cluster + "}:"}, nil
+	return &Backplane{
+		rdb:    rdb,
+		prefix: "muster:{" + cluster + "}:",
+		view:   view{tombstones: tombstoneTTL, recs: map[string]string{}},
+	}, nil
 }
 
 // newClient makes a client for a Config.URL with the control-plane options.
@@ -151,48 +157,7 @@ func wrap(op string, err error) error {
 	return fmt.Errorf("backplane/redis: %s: %w", op, err)
 }
 
-// listNodes is the Lua body shared by the heartbeat and the view: it reads
-// every member's record with MGET, in chunks below Lua's unpack limit, and
-// drops members whose record has expired. KEYS[1] is the member set,
-// ARGV[1] the node-key prefix. Returns a flat id, data, id, data... list.
-const listNodes = `
-local ids = redis.call('SMEMBERS', KEYS[1])
-local out = {}
-for first = 1, #ids, 1000 do
-  local keys = {}
-  local last = math.min(first + 999, #ids)
-  for i = first, last do keys[#keys + 1] = ARGV[1] .. ids[i] end
-  local vals = redis.call('MGET', unpack(keys))
-  for i = first, last do
-    local v = vals[i - first + 1]
-    if v then
-      out[#out + 1] = ids[i]
-      out[#out + 1] = v
-    else
-      redis.call('SREM', KEYS[1], ids[i])
-    end
-  end
-end
-return out
-`
-
 var (
-	// KEYS: members, node key. ARGV: node-key prefix, id, data, ttl ms.
-	// The reply's first element is 1 when the record was created.
-	heartbeatScript = goredis.NewScript(`
-local created = 1 - redis.call('EXISTS', KEYS[2])
-redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4])
-redis.call('SADD', KEYS[1], ARGV[2])
-local function list()
-` + listNodes + `
-end
-local out = list()
-table.insert(out, 1, created)
-return out
-`)
-
-	nodesScript = goredis.NewScript(listNodes)
-
 	// KEYS: claim. ARGV: owner, node-key prefix.
 	claimUniqueScript = goredis.NewScript(`
 local cur = redis.call('GET', KEYS[1])
@@ -224,63 +189,6 @@ if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) 
 return n
 `)
 )
-
-// Heartbeat implements backplane.Backplane in one round trip.
-func (b *Backplane) Heartbeat(ctx context.Context, node backplane.Node, ttl time.Duration) ([]backplane.Node, bool, error) {
-	if err := backplane.ValidateName("node id", node.ID); err != nil {
-		return nil, false, err
-	}
-	res, err := heartbeatScript.Run(ctx, b.rdb,
-		[]string{b.nodesKey(), b.nodeKey(node.ID)},
-		b.nodeKey(""), node.ID, node.Data, ttlMillis(ttl)).Slice()
-	if err != nil {
-		return nil, false, wrap("heartbeat", err)
-	}
-	if len(res) == 0 {
-		return nil, false, errors.New("backplane/redis: heartbeat: empty reply")
-	}
-	created, _ := res[0].(int64)
-	nodes, err := decodeNodes(res[1:])
-	return nodes, created == 1, err
-}
-
-// Nodes implements backplane.Backplane in one round trip.
-func (b *Backplane) Nodes(ctx context.Context) ([]backplane.Node, error) {
-	res, err := nodesScript.Run(ctx, b.rdb, []string{b.nodesKey()}, b.nodeKey("")).Slice()
-	if err != nil {
-		return nil, wrap("nodes", err)
-	}
-	return decodeNodes(res)
-}
-
-func decodeNodes(res []any) ([]backplane.Node, error) {
-	if len(res)%2 != 0 {
-		return nil, fmt.Errorf("backplane/redis: nodes: odd reply length %d", len(res))
-	}
-	out := make([]backplane.Node, 0, len(res)/2)
-	for i := 0; i < len(res); i += 2 {
-		id, ok1 := res[i].(string)
-		data, ok2 := res[i+1].(string)
-		if !ok1 || !ok2 {
-			return nil, fmt.Errorf("backplane/redis: nodes: unexpected reply types %T, %T", res[i], res[i+1])
-		}
-		out = append(out, backplane.Node{ID: id, Data: []byte(data)})
-	}
-	return out, nil
-}
-
-// Leave implements backplane.Backplane.
-func (b *Backplane) Leave(ctx context.Context, id string) error {
-	_, err := b.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
-		p.Del(ctx, b.nodeKey(id))
-		p.SRem(ctx, b.nodesKey(), id)
-		return nil
-	})
-	if err != nil {
-		return wrap("leave", err)
-	}
-	return nil
-}
 
 // Claim implements backplane.Backplane with one MSET.
 func (b *Backplane) Claim(ctx context.Context, owner string, keys ...backplane.Key) error {

@@ -18,14 +18,15 @@
 //
 // The designs, measured in one run so that they can be compared:
 //
-//   - current: backplane/redis as it is. Each heartbeat is one Lua script
-//     that writes the record and returns every live record.
-//   - delta: the versioned view proposed for backplane/redis (delta.go).
+//   - memberset: the baseline, the view as backplane/redis first kept it
+//     (memberset.go). Each heartbeat is one Lua script that writes the
+//     record and returns every live record.
+//   - delta: backplane/redis as it is, the versioned view (view.go there).
 //     Each heartbeat returns only the records changed since the caller's
-//     last read, read natively; the Backplane contract is unchanged.
+//     last read; servers publish their exact load.
 //   - delta+steps: the versioned view, and each server publishes its load
-//     only when it has moved 5% of max-load, as a proposed fleet rule
-//     would, so that records change less often than every heartbeat.
+//     only when it has moved 5% of max-load (fleet.Config.LoadStep's
+//     default), so that records change less often than every heartbeat.
 //
 // The simulated servers share this machine's cores with Redis, and 1,000
 // of them need more CPU (their own round trips, and each decoding 1,000
@@ -79,15 +80,14 @@ type design struct {
 }
 
 var designs = []design{
-	{name: "current", open: func(rdb goredis.UniversalClient, cluster string) (backplane.Backplane, error) {
-		return redis.New(rdb, cluster)
-	}},
-	{name: "delta", open: openDelta},
-	{name: "delta+steps", open: openDelta, steps: true},
+	{name: "memberset", open: newMemberSet},
+	{name: "delta", open: openRedis},
+	{name: "delta+steps", open: openRedis, steps: true},
 }
 
-func openDelta(rdb goredis.UniversalClient, cluster string) (backplane.Backplane, error) {
-	return newDeltaView(rdb, cluster)
+// openRedis is backplane/redis as it is: the versioned view.
+func openRedis(rdb goredis.UniversalClient, cluster string) (backplane.Backplane, error) {
+	return redis.New(rdb, cluster)
 }
 
 // options is what the flags ask for.
@@ -104,7 +104,7 @@ type options struct {
 func main() {
 	var (
 		sizes     = flag.String("sizes", "10,100,1000", "fleet sizes to measure, comma-separated")
-		names     = flag.String("designs", "current,delta,delta+steps", "designs to measure, comma-separated")
+		names     = flag.String("designs", "memberset,delta,delta+steps", "designs to measure, comma-separated")
 		duration  = flag.Duration("duration", 5*time.Second, "window measured per design and fleet size")
 		heartbeat = flag.Duration("heartbeat", 2*time.Second, "fleet heartbeat interval")
 		timeout   = flag.Duration("timeout", 0, "fleet call timeout and Redis socket timeouts (default 3/4 of the heartbeat)")

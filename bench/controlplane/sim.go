@@ -268,6 +268,7 @@ func newSim(d design, k int, addr string, heartbeat, tick, timeout time.Duration
 			PublicAddress:   fmt.Sprintf("127.0.0.1:%d", 40000+i),
 			Heartbeat:       heartbeat,
 			CallTimeout:     timeout,
+			LoadStep:        -1, // the design decides what load is published
 		}, &timed{Backplane: bp, m: s.m}, logger)
 		if err != nil {
 			s.close()

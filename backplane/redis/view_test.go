@@ -1,4 +1,4 @@
-package main
+package redis_test
 
 import (
 	"fmt"
@@ -8,48 +8,17 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
 	"github.com/muster-gg/muster/backplane"
-	"github.com/muster-gg/muster/backplane/backplanetest"
+	"github.com/muster-gg/muster/backplane/redis"
 	"github.com/muster-gg/muster/internal/testbin"
 )
 
-func TestMain(m *testing.M) {
-	goredis.SetLogger(quiet{}) // failed dials are the point of the Stopped case
-	goleak.VerifyTestMain(m)
-}
-
-// TestDeltaViewConformance runs the backplane conformance suite against
-// the versioned view on a real redis-server.
-func TestDeltaViewConformance(t *testing.T) {
-	testbin.Need(t, "redis-server")
-	backplanetest.Run(t, func(t *testing.T) backplanetest.Harness {
-		srv := testbin.StartRedis(t)
-		return backplanetest.Harness{
-			Open: func(t *testing.T, cluster string) backplane.Backplane {
-				rdb := goredis.NewClient(&goredis.Options{
-					Addr: srv.Addr, ContextTimeoutEnabled: true, MaxRetries: -1, DisableIdentity: true,
-				})
-				t.Cleanup(func() { rdb.Close() })
-				v, err := newDeltaView(rdb, cluster)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return v
-			},
-			// Redis expires keys by its own clock; wait for it.
-			Advance: func(_ *testing.T, d time.Duration) { time.Sleep(d) },
-			Stop:    func(*testing.T) { srv.Stop() },
-		}
-	})
-}
-
-func openTestView(t *testing.T, addr string) *deltaView {
+func openTestView(t *testing.T, addr string) *redis.Backplane {
 	t.Helper()
 	rdb := goredis.NewClient(&goredis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1, DisableIdentity: true})
 	t.Cleanup(func() { rdb.Close() })
-	v, err := newDeltaView(rdb, "delta")
+	v, err := redis.New(rdb, "delta")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +34,7 @@ func viewOf(t *testing.T, nodes []backplane.Node) map[string]string {
 	return m
 }
 
-func beat(t *testing.T, v *deltaView, id, data string) (map[string]string, bool) {
+func beat(t *testing.T, v *redis.Backplane, id, data string) (map[string]string, bool) {
 	t.Helper()
 	nodes, created, err := v.Heartbeat(t.Context(), backplane.Node{ID: id, Data: []byte(data)}, time.Minute)
 	if err != nil {
@@ -85,9 +54,9 @@ func wantView(t *testing.T, what string, got map[string]string, want ...string) 
 	}
 }
 
-// TestDeltaViewStoreLost checks that a reader whose cache predates a Redis
+// TestViewStoreLost checks that a reader whose cache predates a Redis
 // restart drops it: the new epoch makes it read the view whole.
-func TestDeltaViewStoreLost(t *testing.T) {
+func TestViewStoreLost(t *testing.T) {
 	testbin.Need(t, "redis-server")
 	srv := testbin.StartRedis(t)
 	a, b := openTestView(t, srv.Addr), openTestView(t, srv.Addr)
@@ -106,14 +75,15 @@ func TestDeltaViewStoreLost(t *testing.T) {
 	wantView(t, "after a's return", got, "a", "a2", "b", "b1")
 }
 
-// TestDeltaViewForgottenTombstones checks that a reader that has not read
+// TestViewForgottenTombstones checks that a reader that has not read
 // since a removal whose tombstone is now forgotten reads the view whole,
 // and so does not keep the removed node.
-func TestDeltaViewForgottenTombstones(t *testing.T) {
+func TestViewForgottenTombstones(t *testing.T) {
 	testbin.Need(t, "redis-server")
 	srv := testbin.StartRedis(t)
 	reader, writer := openTestView(t, srv.Addr), openTestView(t, srv.Addr)
-	reader.tombstones, writer.tombstones = 100*time.Millisecond, 100*time.Millisecond
+	redis.SetTombstoneTTL(reader, 100*time.Millisecond)
+	redis.SetTombstoneTTL(writer, 100*time.Millisecond)
 	beat(t, writer, "x", "x1")
 	got, _ := beat(t, reader, "r", "r1")
 	wantView(t, "before leave", got, "r", "r1", "x", "x1")
@@ -127,10 +97,10 @@ func TestDeltaViewForgottenTombstones(t *testing.T) {
 	wantView(t, "after the tombstone is forgotten", got, "r", "r1", "w", "w1")
 }
 
-// TestDeltaViewConcurrent checks that servers sharing one deltaView, each
+// TestViewConcurrent checks that servers sharing one view, each
 // changing its record every heartbeat, all end with the same, complete
 // view.
-func TestDeltaViewConcurrent(t *testing.T) {
+func TestViewConcurrent(t *testing.T) {
 	testbin.Need(t, "redis-server")
 	srv := testbin.StartRedis(t)
 	shared := openTestView(t, srv.Addr)

@@ -1,8 +1,7 @@
-package main
+package redis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -12,19 +11,13 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/muster-gg/muster/backplane"
-	"github.com/muster-gg/muster/backplane/redis"
 )
 
-// deltaView is the versioned fleet view proposed for backplane/redis: a
-// backplane.Backplane that answers Heartbeat and Nodes with the whole view,
-// as the contract says, but fetches only the records that changed since its
-// last read, and fetches them with a native command instead of a Lua loop.
-// It is a prototype, here so that the benchmark can measure it before the
-// change is made in backplane/redis; it passes the conformance suite.
-//
-// Besides each node's expiring key (muster:{c}:n:<id>, written as
-// backplane/redis writes it, so claims, Locate and handoffs are inherited
-// unchanged), the cluster keeps:
+// The fleet view is versioned, so that a heartbeat reads only the records
+// that changed since the reader's last one instead of every record: the
+// cost of the view then grows with the changes, not with the square of the
+// fleet. Besides each node's expiring key (n:<id>, which decides liveness
+// for claims too), the cluster keeps:
 //
 //	v:data  hash  id → record of every node in the view
 //	v:log   zset  one member per node, "id\0+record" or the tombstone
@@ -40,20 +33,18 @@ import (
 //	              forgotten tombstone)
 //
 // A heartbeat is one MULTI/EXEC: a script that drops expired nodes, writes
-// the record (a new sequence number only when the record's bytes changed)
-// and returns epoch, seq and floor; then ZRANGEBYSCORE v:log (since +inf,
-// which Redis answers natively. A record that did not change costs no
-// bytes; a reader that saw no change since its last heartbeat gets an
-// empty list. A reader that is new, or whose epoch or sequence number is
-// too old, reads the whole log instead.
-//
-// Safe for concurrent use; the cache is shared by every caller of one
-// deltaView, as the view of one cluster.
-type deltaView struct {
-	*redis.Backplane
-	rdb        goredis.UniversalClient
-	prefix     string        // "muster:{cluster}:"
-	tombstones time.Duration // how long a removal stays in the log
+// the record (a new sequence number only when its bytes changed) and
+// returns epoch, seq and floor; then ZRANGEBYSCORE v:log from the reader's
+// sequence number. A reader that is new, or whose epoch or sequence number
+// is too old, reads the whole log instead (a second round trip).
+
+// tombstoneTTL is how long a removal stays in the log. A reader that has
+// not read the view for longer reads it whole.
+const tombstoneTTL = time.Minute
+
+// view is a Backplane's cache of the fleet view, shared by its callers.
+type view struct {
+	tombstones time.Duration
 
 	mu    sync.Mutex
 	epoch string // "" until the first read
@@ -61,31 +52,10 @@ type deltaView struct {
 	recs  map[string]string
 }
 
-// tombstoneTTL is how long a removal stays in the log. A reader that has
-// not read the view for longer reads it whole.
-const tombstoneTTL = time.Minute
-
-func newDeltaView(rdb goredis.UniversalClient, cluster string) (*deltaView, error) {
-	base, err := redis.New(rdb, cluster)
-	if err != nil {
-		return nil, err
-	}
-	if cluster == "" {
-		cluster = "default" // as redis.New
-	}
-	return &deltaView{
-		Backplane:  base,
-		rdb:        rdb,
-		prefix:     "muster:{" + cluster + "}:",
-		tombstones: tombstoneTTL,
-		recs:       map[string]string{},
-	}, nil
-}
-
 // keys returns the KEYS of every view script: the node's key, then the
 // view's.
-func (v *deltaView) keys(id string) []string {
-	p := v.prefix
+func (b *Backplane) viewKeys(id string) []string {
+	p := b.prefix
 	return []string{p + "n:" + id, p + "v:data", p + "v:log", p + "v:exp", p + "v:gone", p + "v:meta"}
 }
 
@@ -167,9 +137,9 @@ type viewReply struct {
 // run runs script and, in the same transaction, reads the log after since
 // (all of it when since is negative). A script unknown to Redis (first use,
 // or Redis restarted) is loaded and the transaction run again.
-func (v *deltaView) run(ctx context.Context, script *goredis.Script, id string, since int64, args ...any) (viewReply, error) {
-	keys := v.keys(id)
-	args = append([]any{v.prefix + "n:", v.tombstones.Milliseconds(), id}, args...)
+func (b *Backplane) run(ctx context.Context, script *goredis.Script, id string, since int64, args ...any) (viewReply, error) {
+	keys := b.viewKeys(id)
+	args = append([]any{b.prefix + "n:", b.view.tombstones.Milliseconds(), id}, args...)
 	from := "-inf"
 	if since >= 0 {
 		from = "(" + strconv.FormatInt(since, 10)
@@ -177,13 +147,13 @@ func (v *deltaView) run(ctx context.Context, script *goredis.Script, id string, 
 	for loaded := false; ; loaded = true {
 		var ev *goredis.Cmd
 		var changed *goredis.StringSliceCmd
-		_, err := v.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		_, err := b.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 			ev = script.EvalSha(ctx, p, keys, args...)
 			changed = p.ZRangeByScore(ctx, keys[2], &goredis.ZRangeBy{Min: from, Max: "+inf"})
 			return nil
 		})
 		if err != nil && !loaded && strings.Contains(err.Error(), "NOSCRIPT") {
-			if err := script.Load(ctx, v.rdb).Err(); err != nil {
+			if err := script.Load(ctx, b.rdb).Err(); err != nil {
 				return viewReply{}, err
 			}
 			continue
@@ -207,55 +177,55 @@ func (v *deltaView) run(ctx context.Context, script *goredis.Script, id string, 
 }
 
 // read runs script, brings the cache up to date and returns the view.
-func (v *deltaView) read(ctx context.Context, script *goredis.Script, id string, args ...any) (viewReply, []backplane.Node, error) {
-	v.mu.Lock()
-	since := v.seq
-	if v.epoch == "" {
+func (b *Backplane) read(ctx context.Context, script *goredis.Script, id string, args ...any) (viewReply, []backplane.Node, error) {
+	b.view.mu.Lock()
+	since := b.view.seq
+	if b.view.epoch == "" {
 		since = -1
 	}
-	epoch := v.epoch
-	v.mu.Unlock()
+	epoch := b.view.epoch
+	b.view.mu.Unlock()
 
-	m, err := v.run(ctx, script, id, since, args...)
+	m, err := b.run(ctx, script, id, since, args...)
 	if err == nil && !m.wholeLogRead && (m.epoch != epoch || since < m.floor) {
 		// Redis lost the view, or this reader missed tombstones that are
 		// forgotten: read the whole log, a second round trip.
 		created := m.created
-		m, err = v.run(ctx, viewNodes, "", -1)
+		m, err = b.run(ctx, viewNodes, "", -1)
 		m.created = created
 	}
 	if err != nil {
 		return viewReply{}, nil, err
 	}
 
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	b.view.mu.Lock()
+	defer b.view.mu.Unlock()
 	switch {
-	case m.wholeLogRead && (m.epoch != v.epoch || m.seq >= v.seq):
-		v.recs = make(map[string]string, len(m.members))
-		v.epoch, v.seq = m.epoch, m.seq
-		v.apply(m.members)
-	case !m.wholeLogRead && m.epoch == v.epoch && m.seq >= v.seq:
-		v.seq = m.seq
-		v.apply(m.members)
+	case m.wholeLogRead && (m.epoch != b.view.epoch || m.seq >= b.view.seq):
+		b.view.recs = make(map[string]string, len(m.members))
+		b.view.epoch, b.view.seq = m.epoch, m.seq
+		b.apply(m.members)
+	case !m.wholeLogRead && m.epoch == b.view.epoch && m.seq >= b.view.seq:
+		b.view.seq = m.seq
+		b.apply(m.members)
 	} // else a later read has already brought the cache further
-	nodes := make([]backplane.Node, 0, len(v.recs))
-	for id, rec := range v.recs {
+	nodes := make([]backplane.Node, 0, len(b.view.recs))
+	for id, rec := range b.view.recs {
 		nodes = append(nodes, backplane.Node{ID: id, Data: []byte(rec)})
 	}
 	return m, nodes, nil
 }
 
-// apply applies log members to the cache. v.mu must be held.
-func (v *deltaView) apply(members []string) {
+// apply applies log members to the cache. b.view.mu must be held.
+func (b *Backplane) apply(members []string) {
 	for _, mem := range members {
 		id, rest, ok := strings.Cut(mem, "\x00")
 		switch {
 		case !ok || rest == "":
 		case rest[0] == '+':
-			v.recs[id] = rest[1:]
+			b.view.recs[id] = rest[1:]
 		default:
-			delete(v.recs, id)
+			delete(b.view.recs, id)
 		}
 	}
 }
@@ -263,38 +233,30 @@ func (v *deltaView) apply(members []string) {
 // Heartbeat implements backplane.Backplane in one round trip (two when
 // Redis lost its state or this reader has not read for longer than
 // tombstones stay).
-func (v *deltaView) Heartbeat(ctx context.Context, node backplane.Node, ttl time.Duration) ([]backplane.Node, bool, error) {
+func (b *Backplane) Heartbeat(ctx context.Context, node backplane.Node, ttl time.Duration) ([]backplane.Node, bool, error) {
 	if err := backplane.ValidateName("node id", node.ID); err != nil {
 		return nil, false, err
 	}
-	ms := max(1, int64((ttl+time.Millisecond-1)/time.Millisecond))
-	m, nodes, err := v.read(ctx, viewHeartbeat, node.ID, node.Data, ms)
+	m, nodes, err := b.read(ctx, viewHeartbeat, node.ID, node.Data, ttlMillis(ttl))
 	if err != nil {
-		return nil, false, wrapView("heartbeat", err)
+		return nil, false, wrap("heartbeat", err)
 	}
 	return nodes, m.created, nil
 }
 
 // Nodes implements backplane.Backplane in one round trip.
-func (v *deltaView) Nodes(ctx context.Context) ([]backplane.Node, error) {
-	_, nodes, err := v.read(ctx, viewNodes, "")
+func (b *Backplane) Nodes(ctx context.Context) ([]backplane.Node, error) {
+	_, nodes, err := b.read(ctx, viewNodes, "")
 	if err != nil {
-		return nil, wrapView("nodes", err)
+		return nil, wrap("nodes", err)
 	}
 	return nodes, nil
 }
 
 // Leave implements backplane.Backplane.
-func (v *deltaView) Leave(ctx context.Context, id string) error {
-	if _, _, err := v.read(ctx, viewLeave, id); err != nil {
-		return wrapView("leave", err)
+func (b *Backplane) Leave(ctx context.Context, id string) error {
+	if _, _, err := b.read(ctx, viewLeave, id); err != nil {
+		return wrap("leave", err)
 	}
 	return nil
-}
-
-func wrapView(op string, err error) error {
-	if errors.Is(err, goredis.ErrClosed) {
-		err = backplane.ErrClosed
-	}
-	return fmt.Errorf("delta view: %s: %w", op, err)
 }
