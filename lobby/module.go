@@ -902,22 +902,16 @@ func (m *Module[Sim, Input, Player]) tellRest() {
 // rendezvous hashing of key among the servers with room, this one
 // (self) excepted.
 func drainTarget(key string, nodes []fleet.Node, self, prev string) (fleet.Node, bool) {
-	var best fleet.Node
-	var bestScore uint64
-	found := false
-	for _, n := range nodes {
-		if !n.HasRoom() || n.ID == self {
-			continue
-		}
+	ranked := fleet.Ranked(key, nodes, func(n fleet.Node) bool { return n.HasRoom() && n.ID != self })
+	for _, n := range ranked {
 		if n.ID == prev {
 			return n, true
 		}
-		s := rendezvous(key, n.ID)
-		if !found || s > bestScore || (s == bestScore && cmp.Less(n.ID, best.ID)) {
-			best, bestScore, found = n, s, true
-		}
 	}
-	return best, found
+	if len(ranked) == 0 {
+		return fleet.Node{}, false
+	}
+	return ranked[0], true
 }
 
 func btoi(b bool) int {
@@ -925,27 +919,4 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// rendezvous scores the pair (key, node): FNV-1a finished with the
-// splitmix64 mixer.
-func rendezvous(key, node string) uint64 {
-	const (
-		offset = 14695981039346656037
-		prime  = 1099511628211
-	)
-	h := uint64(offset)
-	for i := 0; i < len(key); i++ {
-		h = (h ^ uint64(key[i])) * prime
-	}
-	h *= prime // the separator byte 0
-	for i := 0; i < len(node); i++ {
-		h = (h ^ uint64(node[i])) * prime
-	}
-	h ^= h >> 30
-	h *= 0xbf58476d1ce4e5b9
-	h ^= h >> 27
-	h *= 0x94d049bb133111eb
-	h ^= h >> 31
-	return h
 }
