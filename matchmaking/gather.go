@@ -1,7 +1,6 @@
 package matchmaking
 
 import (
-
 	"github.com/muster-gg/muster/fleet"
 )
 
