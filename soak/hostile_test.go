@@ -52,7 +52,8 @@ func testHostile(t *testing.T, c *cluster, cr *crowd, inv *invariants, fig *figu
 	}
 	st := inv.check(t, "hostile", nil)
 	if d, f := st.dropsSince(mark), st.failuresSince(mark); d > 0 || f > 0 {
-		t.Errorf("the hostile clients affected the players: %d drops, %d failed connection attempts; want none", d, f)
+		t.Errorf("the hostile clients affected the players: %d drops, %d failed connection attempts; want none:\n%s", d, f, st.dropList(mark))
+		return
 	}
 	fig.add(t, "players unaffected (0 drops, 0 failed attempts); %s", st)
 }

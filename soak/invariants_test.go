@@ -59,6 +59,24 @@ func (s status) dropsSince(t time.Time) int {
 	return n
 }
 
+// dropList describes the drops and failed attempts since t, a few of them.
+func (s status) dropList(t time.Time) string {
+	var out []string
+	for _, r := range s.reports {
+		for _, d := range r.Drops {
+			if d.At.After(t) {
+				out = append(out, fmt.Sprintf("%s dropped by %s at +%v: %d %s", r.Player, d.Node, d.At.Sub(t).Round(time.Millisecond), d.Code, d.Reason))
+			}
+		}
+		for _, f := range r.Failures {
+			if f.At.After(t) {
+				out = append(out, fmt.Sprintf("%s failed at +%v (%s, asked for %q): %s", r.Player, f.At.Sub(t).Round(time.Millisecond), f.Stage, f.Node, f.Err))
+			}
+		}
+	}
+	return strings.Join(out[:min(len(out), 10)], "\n")
+}
+
 func (s status) failuresSince(t time.Time) int {
 	n := 0
 	for _, r := range s.reports {

@@ -173,7 +173,7 @@ func testNginxReload(t *testing.T, c *cluster, cr *crowd, inv *invariants, fig *
 	})
 	st := inv.check(t, "nginx-reload", nil)
 	if st.dropsSince(mark) > 0 || st.failuresSince(mark) > 0 {
-		t.Errorf("across the reload: %d drops, %d failed attempts; want none", st.dropsSince(mark), st.failuresSince(mark))
+		t.Errorf("across the reload: %d drops, %d failed attempts; want none:\n%s", st.dropsSince(mark), st.failuresSince(mark), st.dropList(mark))
 	}
 	fig.add(t, "workers %v → %v; %d bots dropped on purpose and back in their rooms through the new worker; %s", before, after, len(dropped), st)
 }
