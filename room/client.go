@@ -123,13 +123,23 @@ func (c *Client) write() {
 		select {
 		case frame := <-c.send:
 			if c.writeFrame(frame) != nil {
+				// The client does not take what is written: a close
+				// frame would wait for it too. Cut the connection.
+				c.conn.CloseNow()
 				c.Close(StatusGoingAway, "write failed")
+				return
 			}
 		case <-c.done:
-			c.flush()
 			c.mu.Lock()
 			code, reason := c.closeCode, c.closeReason
 			c.mu.Unlock()
+			if code == StatusTooSlow {
+				// Its queue is full because it does not read: neither
+				// the queued frames nor a close frame would get through.
+				c.conn.CloseNow()
+				return
+			}
+			c.flush()
 			c.conn.Close(code, reason)
 			return
 		}

@@ -352,3 +352,51 @@ func TestNoRedirectBackToUnreachableNode(t *testing.T) {
 		t.Fatalf("redirect %v", rd)
 	}
 }
+
+// TestClientThatStopsReadingIsCut: a client that never reads while the
+// server sends to it is disconnected once its queue is full, promptly,
+// and the others are not held back.
+func TestClientThatStopsReadingIsCut(t *testing.T) {
+	h, srv := startHost(t, Config{SendQueue: 4})
+	tk, _ := h.Tickets().Issue("deaf")
+	deaf := dial(t, wsURL(srv.URL, "ticket="+tk))
+	send(t, deaf, `{"type":"hello","data":{"mode":"new"}}`)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, ok := h.Client("deaf"); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("deaf client never registered")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c, _ := h.Client("deaf")
+	big := strings.Repeat("x", 64<<10) // fills the socket buffers quickly
+	for !isDone(c) {
+		c.Send(map[string]string{"type": "state", "pad": big})
+		if time.Now().After(deadline) {
+			t.Fatal("a client that does not read was never cut off")
+		}
+	}
+	// The host forgets it without waiting for write timeouts.
+	deadline = time.Now().Add(3 * time.Second)
+	for {
+		if _, ok := h.Client("deaf"); !ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a cut-off client is still registered after 3s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func isDone(c *Client) bool {
+	select {
+	case <-c.Done():
+		return true
+	default:
+		return false
+	}
+}
