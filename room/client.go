@@ -105,12 +105,18 @@ func (c *Client) sendFrame(frame []byte) {
 // already queued are written. Only the first call counts.
 func (c *Client) Close(code websocket.StatusCode, reason string) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closeCode != 0 {
+		c.mu.Unlock()
 		return
 	}
 	c.closeCode, c.closeReason = code, reason
 	close(c.done)
+	c.mu.Unlock()
+	if code == StatusTooSlow {
+		// It does not read: cut the connection now, which also ends a
+		// write the writer may be blocked in.
+		c.conn.CloseNow()
+	}
 }
 
 // Done returns a channel closed when Close was called.
@@ -134,10 +140,7 @@ func (c *Client) write() {
 			code, reason := c.closeCode, c.closeReason
 			c.mu.Unlock()
 			if code == StatusTooSlow {
-				// Its queue is full because it does not read: neither
-				// the queued frames nor a close frame would get through.
-				c.conn.CloseNow()
-				return
+				return // Close cut the connection: nothing gets through
 			}
 			c.flush()
 			c.conn.Close(code, reason)
