@@ -123,10 +123,25 @@ func (c *Client) Close(code websocket.StatusCode, reason string) {
 func (c *Client) Done() <-chan struct{} { return c.done }
 
 // write writes the queued frames until Close, then the frames still
-// queued, then the close frame. It owns the end of the connection.
-func (c *Client) write() {
+// queued, then the close frame; every ping interval it pings the client
+// and cuts a client that does not answer within another. It owns the end
+// of the connection.
+func (c *Client) write(ping time.Duration) {
+	t := time.NewTicker(ping)
+	defer t.Stop()
 	for {
 		select {
+		case <-t.C:
+			// A client that stopped reading answers no ping; the socket
+			// buffers would otherwise hide it for minutes.
+			ctx, cancel := context.WithTimeout(context.Background(), ping)
+			err := c.conn.Ping(ctx)
+			cancel()
+			if err != nil {
+				c.conn.CloseNow()
+				c.Close(StatusGoingAway, "no answer to ping")
+				return
+			}
 		case frame := <-c.send:
 			if c.writeFrame(frame) != nil {
 				// The client does not take what is written: a close

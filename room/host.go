@@ -50,6 +50,11 @@ type Config struct {
 	// disconnected: 32 frames is 1.6 s of 20 Hz snapshots. Default 32.
 	SendQueue int `yaml:"send-queue"`
 
+	// PingInterval is how often a client is pinged; one that does not
+	// answer within another interval (it stopped reading, or is gone) is
+	// disconnected. Default 10s.
+	PingInterval time.Duration `yaml:"ping-interval"`
+
 	// HelloTimeout bounds the wait for a client's hello. Default 10s.
 	HelloTimeout time.Duration `yaml:"hello-timeout"`
 
@@ -97,6 +102,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.ReadLimit = 32 << 10
 	}
 	defDur(&c.HelloTimeout, 10*time.Second)
+	defDur(&c.PingInterval, 10*time.Second)
 	defDur(&c.TicketTTL, 30*time.Second)
 	defDur(&c.MoveCooldown, 3*time.Second)
 	defDur(&c.DrainGrace, 2*time.Second)
@@ -119,7 +125,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("room: Config.ReadLimit %d is negative", c.ReadLimit)
 	case c.SendQueue < 0:
 		return c, fmt.Errorf("room: Config.SendQueue %d is negative", c.SendQueue)
-	case c.HelloTimeout < 0 || c.TicketTTL < 0 || c.MoveCooldown < 0 || c.DrainGrace < 0 || c.AwayTimeout < 0:
+	case c.PingInterval < 0 || c.HelloTimeout < 0 || c.TicketTTL < 0 || c.MoveCooldown < 0 || c.DrainGrace < 0 || c.AwayTimeout < 0:
 		return c, errors.New("room: Config durations must not be negative")
 	}
 	return c, nil

@@ -70,7 +70,7 @@ func (h *Host[Sim, Input, Player]) serve(w http.ResponseWriter, r *http.Request)
 	writer := make(chan struct{})
 	go func() {
 		defer close(writer)
-		c.write()
+		c.write(h.cfg.PingInterval)
 	}()
 	defer func() {
 		c.Close(StatusGoingAway, "")

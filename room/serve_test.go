@@ -400,3 +400,29 @@ func isDone(c *Client) bool {
 		return false
 	}
 }
+
+// TestClientThatStopsReadingFailsPing: a client that stops reading while
+// only small frames are sent (the socket buffers would take minutes to
+// fill) is cut when it does not answer a ping.
+func TestClientThatStopsReadingFailsPing(t *testing.T) {
+	h, srv := startHost(t, Config{PingInterval: 100 * time.Millisecond})
+	tk, _ := h.Tickets().Issue("deaf")
+	deaf := dial(t, wsURL(srv.URL, "ticket="+tk))
+	send(t, deaf, `{"type":"hello","data":{"mode":"new"}}`)
+	// deaf never reads again: it answers no ping.
+	deadline := time.Now().Add(10 * time.Second)
+	registered := false
+	for {
+		_, ok := h.Client("deaf")
+		if ok {
+			registered = true
+		}
+		if registered && !ok {
+			return // cut
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a client that does not read is still connected (registered %v)", registered)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
