@@ -46,6 +46,12 @@ type Config struct {
 	// client names the server it was last sent to.
 	Anywhere bool
 
+	// WriteTimeout bounds one message's write. A write that times out
+	// closes the connection (the WebSocket library's rule), so it is
+	// generous, as a browser is: a loaded machine must not make the bot
+	// drop itself. Default 10s.
+	WriteTimeout time.Duration
+
 	// ConnectTimeout bounds one connection attempt: ticket, handshake and
 	// welcome. Default 5s.
 	ConnectTimeout time.Duration
@@ -87,6 +93,9 @@ func (c Config) withDefaults() (Config, *url.URL, error) {
 	if c.InputRate == 0 {
 		c.InputRate = 20
 	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = 10 * time.Second
+	}
 	if c.ConnectTimeout == 0 {
 		c.ConnectTimeout = 5 * time.Second
 	}
@@ -112,7 +121,7 @@ func (c Config) withDefaults() (Config, *url.URL, error) {
 		return c, nil, fmt.Errorf("bot: Config.InputRate %d is outside 1-1000", c.InputRate)
 	case c.Matches < 0:
 		return c, nil, fmt.Errorf("bot: Config.Matches %d is negative", c.Matches)
-	case c.ConnectTimeout < 0 || c.RetryMax < 0 || c.Confirm < 0:
+	case c.ConnectTimeout < 0 || c.RetryMax < 0 || c.Confirm < 0 || c.WriteTimeout < 0:
 		return c, nil, errors.New("bot: Config durations must not be negative")
 	case c.HTTPClient.Timeout != 0:
 		return c, nil, errors.New("bot: Config.HTTPClient must have no Timeout")
@@ -719,7 +728,7 @@ func (b *Bot) session(ctx context.Context, c *conn, l link) sessionEnd {
 			if !ok {
 				continue
 			}
-			wctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			wctx, cancel := context.WithTimeout(context.Background(), b.cfg.WriteTimeout)
 			err := writeJSON(wctx, c.ws, message{Type: "input", Data: map[string]float64{"dx": dx, "dy": dy}})
 			cancel()
 			if err == nil {
@@ -843,7 +852,7 @@ func (b *Bot) flush(c *conn) {
 	b.outbox = nil
 	b.mu.Unlock()
 	for i, m := range out {
-		wctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		wctx, cancel := context.WithTimeout(context.Background(), b.cfg.WriteTimeout)
 		err := writeJSON(wctx, c.ws, m)
 		cancel()
 		if err != nil {
