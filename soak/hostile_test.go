@@ -525,6 +525,11 @@ func testSlowReader(t *testing.T, c *cluster) string {
 		t.Errorf("the slow reader, reading again, still receives frames 20s after the server's end left ESTABLISHED")
 	}
 	rcancel()
+	// Cut off, the player keeps its seat (it may come back); it comes
+	// back and leaves, so that its seat and claim go.
+	if err := slow.rejoin(context.Background()); err != nil {
+		t.Errorf("the cut slow reader could not come back to its seat: %v", err)
+	}
 	return fmt.Sprintf("a seated player that stopped reading (2 KiB receive buffer) was cut by %s after %v; reading again, it got close code %d; another player there got %d snapshots meanwhile",
 		srv.id, cut.Round(100*time.Millisecond), code, got)
 }
@@ -676,6 +681,48 @@ func (r *raw) seat(ctx context.Context) error {
 		}
 	}
 	return fmt.Errorf("%s: not seated after 5 connections", r.player)
+}
+
+// rejoin connects the player again, directly to the server of its room,
+// and returns once it is welcomed back in its seat.
+func (r *raw) rejoin(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	s := r.c.byID(r.node)
+	if s == nil {
+		return fmt.Errorf("%s: its server %s is gone", r.player, r.node)
+	}
+	base := "http://" + s.addr + "/"
+	tk, err := ticket(ctx, base, r.hc, r.player)
+	if err != nil {
+		return err
+	}
+	ws, _, err := dialPlay(ctx, base, r.hc, "ticket="+tk, nil)
+	if err != nil {
+		return err
+	}
+	if r.ws != nil {
+		r.ws.CloseNow()
+	}
+	local, _ := netip.ParseAddrPort(r.local.Load().(string))
+	r.ws = &rawConn{Conn: ws, local: local}
+	if err := ws.Write(ctx, websocket.MessageText, []byte(`{"type":"hello","data":{"mode":"rejoin"}}`)); err != nil {
+		return err
+	}
+	for {
+		_, data, err := ws.Read(ctx)
+		if err != nil {
+			return fmt.Errorf("%s: %w", r.player, err)
+		}
+		var p struct{ Type, Room string }
+		json.Unmarshal(data, &p)
+		if p.Type == "welcome" {
+			if p.Room != r.room {
+				return fmt.Errorf("%s: welcomed back in room %q, want %q", r.player, p.Room, r.room)
+			}
+			return nil
+		}
+	}
 }
 
 func (r *raw) close() {
