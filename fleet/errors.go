@@ -7,9 +7,6 @@ var (
 	// not a live server in this server's view.
 	ErrNotFound = errors.New("fleet: not found")
 
-	// ErrNotLive reports that a node id names no live server.
-	ErrNotLive = errors.New("fleet: node not live")
-
 	// ErrDraining is returned for work offered to a draining server, such
 	// as an incoming handoff.
 	ErrDraining = errors.New("fleet: server is draining")

@@ -10,19 +10,12 @@ var (
 	// room.
 	ErrDraining = errors.New("room: server is draining")
 
-	// ErrFull is returned when the server is at its max-load.
-	ErrFull = errors.New("room: server is full")
-
 	// ErrSeated is returned when a player to be seated already has a seat.
 	ErrSeated = errors.New("room: player already seated")
 
 	// ErrTicket is returned for a ticket that is malformed, forged,
 	// expired or already redeemed.
 	ErrTicket = errors.New("room: invalid ticket")
-
-	// ErrLimited is returned when a rate limit or lockout refuses a
-	// request.
-	ErrLimited = errors.New("room: rate limited")
 
 	// ErrBadPacket is returned for a frame the codec cannot decode.
 	ErrBadPacket = errors.New("room: bad packet")

@@ -63,21 +63,7 @@ func (c *Chromium) Output() string { return c.out.String() }
 // Stop kills the browser and every process it started, and waits for it.
 // It is safe to call more than once.
 func (c *Chromium) Stop() {
-	c.once.Do(func() {
-		pgid := c.cmd.Process.Pid
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() {
-			_ = c.cmd.Wait()
-			close(done)
-		}()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-		}
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		<-done
-	})
+	c.once.Do(func() { stopGroup(c.cmd) })
 }
 
 // syncBuffer is a bytes.Buffer safe for the concurrent writes of a child's
@@ -97,4 +83,23 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// stopGroup ends the process group cmd leads: SIGTERM, up to 5 s to exit,
+// then SIGKILL for whatever is left (children that outlived the leader).
+func stopGroup(cmd *exec.Cmd) {
+	pgid := cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-done
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 }

@@ -138,21 +138,7 @@ func (n *Nginx) Stop() {
 		if n.cmd == nil {
 			return
 		}
-		pgid := n.cmd.Process.Pid
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() {
-			_ = n.cmd.Wait()
-			close(done)
-		}()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			<-done
-		}
-		// Workers that outlived the master.
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		stopGroup(n.cmd)
 	})
 }
 
