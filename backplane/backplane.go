@@ -95,6 +95,15 @@ type Node struct {
 	ID string
 	// Data is the node's encoded record.
 	Data []byte
+	// TTL, when positive, is how long the record had left to live when
+	// the store answered, by the store's clock: a reader may count the
+	// node as gone once that long has passed without a newer answer, and
+	// so drop a dead node when its record expires rather than at its own
+	// next heartbeat after that. Heartbeat reports it at least for every
+	// record with less than half the caller's ttl left (its node has
+	// missed heartbeats) and may report it for every record. Zero means
+	// longer than that, or not reported: Nodes need not report it.
+	TTL time.Duration
 }
 
 // Key names a claimable unit: a kind such as "player" or "lobby" and an id

@@ -33,9 +33,11 @@ type Fleet struct {
 	load     int // exact
 	shown    int // published: moves in steps of LoadStep
 	stats    map[string]int64
-	view     map[string]Node // live servers, self included
-	attached bool            // the last heartbeat reached the backplane
-	beaten   bool            // at least one heartbeat reached it
+	view     map[string]Node      // live servers, self included
+	expires  map[string]time.Time // when records in view expire, if soon
+	nextExp  time.Time            // the earliest of expires
+	attached bool                 // the last heartbeat reached the backplane
+	beaten   bool                 // at least one heartbeat reached it
 	held     map[backplane.Key]bool
 	drainers []Drainer
 	local    localCounters // Increment's fallback
@@ -121,6 +123,7 @@ func (f *Fleet) step(ctx context.Context) {
 		wasAttached := f.attached
 		f.attached = false
 		f.view = map[string]Node{self.ID: self}
+		f.expires = nil
 		f.mu.Unlock()
 		if wasAttached || !f.beaten {
 			f.logger.Warn("backplane unreachable; serving alone", "err", err)
@@ -131,14 +134,27 @@ func (f *Fleet) step(ctx context.Context) {
 	returned := !f.attached && f.beaten
 	lost := created && f.beaten && !returned
 	f.attached, f.beaten = true, true
+	now := time.Now()
 	view := make(map[string]Node, len(nodes))
+	var expires map[string]time.Time
 	for _, bn := range nodes {
-		if n, ok := decodeNode(bn.ID, bn.Data); ok {
-			view[n.ID] = n
+		n, ok := decodeNode(bn.ID, bn.Data)
+		if !ok {
+			continue
+		}
+		view[n.ID] = n
+		if bn.TTL > 0 && n.ID != self.ID {
+			// Counted from now, a little after the store answered: a
+			// dead server is dropped when its record expires, not up to
+			// a heartbeat later, and a live one never before.
+			if expires == nil {
+				expires = make(map[string]time.Time)
+			}
+			expires[n.ID] = now.Add(bn.TTL)
 		}
 	}
 	view[self.ID] = self
-	f.view = view
+	f.view, f.expires, f.nextExp = view, expires, time.Time{}
 	held := maps.Clone(f.held)
 	f.mu.Unlock()
 
@@ -243,6 +259,7 @@ func (f *Fleet) SetStat(name string, value int64) {
 func (f *Fleet) Nodes() []Node {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.pruneLocked()
 	out := make([]Node, 0, len(f.view))
 	for _, n := range f.view {
 		out = append(out, n.clone())
@@ -255,6 +272,7 @@ func (f *Fleet) Nodes() []Node {
 func (f *Fleet) Node(id string) (Node, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.pruneLocked()
 	n, ok := f.view[id]
 	return n.clone(), ok
 }
@@ -274,7 +292,31 @@ func (f *Fleet) Self() Node {
 func (f *Fleet) Alone() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.pruneLocked()
 	return len(f.view) <= 1
+}
+
+// pruneLocked drops from the view the servers whose records have expired
+// since the last heartbeat: a server that missed three heartbeats is gone
+// at once, not at this server's next heartbeat. f.mu must be held.
+func (f *Fleet) pruneLocked() {
+	if len(f.expires) == 0 {
+		return
+	}
+	now := time.Now()
+	if now.Before(f.nextExp) {
+		return
+	}
+	var next time.Time
+	for id, at := range f.expires {
+		if !now.Before(at) {
+			delete(f.view, id)
+			delete(f.expires, id)
+		} else if next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	f.nextExp = next
 }
 
 // Attached reports whether the last heartbeat reached the backplane.
@@ -313,6 +355,7 @@ func (f *Fleet) leave(ctx context.Context) error {
 	}
 	f.leaving = true
 	f.view = map[string]Node{f.cfg.NodeID: f.selfLocked()}
+	f.expires = nil
 	f.mu.Unlock()
 
 	err := f.bp.Leave(ctx, f.cfg.NodeID)

@@ -78,6 +78,36 @@ func TestGoneAfterThreeMissedHeartbeats(t *testing.T) {
 	})
 }
 
+// A dead server is gone from every view when its record expires, three
+// heartbeats after its last one, even when that falls between the
+// others' heartbeats.
+func TestGoneWhenRecordExpires(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := fleettest.Start(t, 3, nil)
+		time.Sleep(hb + hb/2)
+		c.Servers[2].MarkReady() // a heartbeat out of the others' phase
+		synctest.Wait()
+		last := time.Now()
+		c.Servers[2].Kill()
+		expiry := last.Add(fleet.MissedHeartbeats * hb)
+		time.Sleep(time.Until(expiry) - time.Millisecond)
+		for _, s := range c.Servers[:2] {
+			if got := ids(s.Fleet); got != "[s0 s1 s2]" {
+				t.Fatalf("a millisecond before s2's record expires %s sees %s", s.ID(), got)
+			}
+		}
+		time.Sleep(time.Millisecond) // between the others' heartbeats
+		for _, s := range c.Servers[:2] {
+			if got := ids(s.Fleet); got != "[s0 s1]" {
+				t.Errorf("when s2's record expires %s sees %s", s.ID(), got)
+			}
+			if _, ok := s.InternalAddress("s2"); ok {
+				t.Errorf("%s still relays to s2", s.ID())
+			}
+		}
+	})
+}
+
 func TestLeaveIsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := fleettest.Start(t, 3, nil)

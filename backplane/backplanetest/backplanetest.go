@@ -154,6 +154,15 @@ func testExpiry(t *testing.T, h Harness) {
 	heartbeat(t, b, "long", time.Minute)
 	must(t, b.Claim(ctxT(t), "short", backplane.Key{Kind: "player", ID: "p1"}))
 	h.Advance(t, 200*time.Millisecond)
+	// short has missed a heartbeat: a reader is told how long it has left.
+	for _, n := range heartbeat(t, b, "long", time.Minute) {
+		switch {
+		case n.ID == "short" && (n.TTL <= 0 || n.TTL > 100*time.Millisecond):
+			t.Errorf("short's record, 100ms from expiry, is reported with TTL %v", n.TTL)
+		case n.ID == "long" && (n.TTL < 0 || n.TTL > time.Minute):
+			t.Errorf("long's record, just written for a minute, is reported with TTL %v", n.TTL)
+		}
+	}
 	heartbeat(t, a, "short", 300*time.Millisecond) // refreshed: lives on
 	h.Advance(t, 200*time.Millisecond)
 	wantIDs(t, "after refresh", liveIDs(t, b), "long", "short")

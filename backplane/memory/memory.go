@@ -148,7 +148,7 @@ func (c *cluster) list(now time.Time) []backplane.Node {
 	out := make([]backplane.Node, 0, len(c.nodes))
 	for id, e := range c.nodes {
 		if now.Before(e.expires) {
-			out = append(out, backplane.Node{ID: id, Data: slices.Clone(e.data)})
+			out = append(out, backplane.Node{ID: id, Data: slices.Clone(e.data), TTL: e.expires.Sub(now)})
 		} else {
 			delete(c.nodes, id)
 		}

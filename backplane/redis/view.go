@@ -34,7 +34,9 @@ import (
 //
 // A heartbeat is one MULTI/EXEC: a script that drops expired nodes, writes
 // the record (a new sequence number only when its bytes changed) and
-// returns epoch, seq and floor; then ZRANGEBYSCORE v:log from the reader's
+// returns epoch, seq, floor and the nodes that have less than half the
+// caller's ttl left, with the time they have (from v:exp: only the nodes
+// that missed heartbeats, so the reply stays small); then ZRANGEBYSCORE v:log from the reader's
 // sequence number. A reader that is new, or whose epoch or sequence number
 // is too old, reads the whole log instead (a second round trip).
 
@@ -87,10 +89,10 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', now - tonumber(
     redis.call('HSET', KEYS[6], 'floor', s)
   end
 end
-local function reply(created)
+local function reply(created, soon)
   redis.call('HSETNX', KEYS[6], 'epoch', t[1] .. '.' .. t[2])
   local m = redis.call('HMGET', KEYS[6], 'epoch', 'seq', 'floor')
-  return {created, m[1], tonumber(m[2] or '0'), tonumber(m[3] or '0')}
+  return {created, m[1], tonumber(m[2] or '0'), tonumber(m[3] or '0'), soon or {}}
 end
 `
 
@@ -112,7 +114,13 @@ if old ~= rec then
   redis.call('HSET', KEYS[2], id, rec)
   redis.call('ZADD', KEYS[3], bump(), id .. '\0+' .. rec)
 end
-return reply(created)
+local soon = {}
+local near = redis.call('ZRANGEBYSCORE', KEYS[4], '(' .. now, now + math.floor(ttl / 2), 'WITHSCORES')
+for i = 1, #near, 2 do
+  soon[#soon + 1] = near[i]
+  soon[#soon + 1] = tonumber(near[i + 1]) - now
+end
+return reply(created, soon)
 `)
 
 	viewNodes = goredis.NewScript(viewLua + `return reply(0)`)
@@ -132,6 +140,7 @@ type viewReply struct {
 	seq, floor   int64
 	members      []string // v:log members after the sequence number asked for
 	wholeLogRead bool
+	soon         map[string]time.Duration // nodes about to expire: time left
 }
 
 // run runs script and, in the same transaction, reads the log after since
@@ -165,14 +174,23 @@ func (b *Backplane) run(ctx context.Context, script *goredis.Script, id string, 
 		if err != nil {
 			return viewReply{}, err
 		}
-		if len(r) != 4 {
+		if len(r) != 5 {
 			return viewReply{}, fmt.Errorf("view script: reply of %d elements", len(r))
 		}
 		created, _ := r[0].(int64)
 		epoch, _ := r[1].(string)
 		seq, _ := r[2].(int64)
 		floor, _ := r[3].(int64)
-		return viewReply{created: created == 1, epoch: epoch, seq: seq, floor: floor, members: changed.Val(), wholeLogRead: since < 0}, nil
+		var soon map[string]time.Duration
+		if pairs, _ := r[4].([]any); len(pairs) > 0 {
+			soon = make(map[string]time.Duration, len(pairs)/2)
+			for i := 0; i+1 < len(pairs); i += 2 {
+				id, _ := pairs[i].(string)
+				ms, _ := pairs[i+1].(int64)
+				soon[id] = time.Duration(ms) * time.Millisecond
+			}
+		}
+		return viewReply{created: created == 1, epoch: epoch, seq: seq, floor: floor, members: changed.Val(), wholeLogRead: since < 0, soon: soon}, nil
 	}
 }
 
@@ -190,9 +208,9 @@ func (b *Backplane) read(ctx context.Context, script *goredis.Script, id string,
 	if err == nil && !m.wholeLogRead && (m.epoch != epoch || since < m.floor) {
 		// Redis lost the view, or this reader missed tombstones that are
 		// forgotten: read the whole log, a second round trip.
-		created := m.created
+		created, soon := m.created, m.soon
 		m, err = b.run(ctx, viewNodes, "", -1)
-		m.created = created
+		m.created, m.soon = created, soon
 	}
 	if err != nil {
 		return viewReply{}, nil, err
@@ -211,7 +229,7 @@ func (b *Backplane) read(ctx context.Context, script *goredis.Script, id string,
 	} // else a later read has already brought the cache further
 	nodes := make([]backplane.Node, 0, len(b.view.recs))
 	for id, rec := range b.view.recs {
-		nodes = append(nodes, backplane.Node{ID: id, Data: []byte(rec)})
+		nodes = append(nodes, backplane.Node{ID: id, Data: []byte(rec), TTL: m.soon[id]})
 	}
 	return m, nodes, nil
 }
