@@ -40,7 +40,12 @@ func (h *Host[Sim, Input, Player]) serve(w http.ResponseWriter, r *http.Request)
 	}
 	h.conns.Add(1)
 	h.mu.Unlock()
-	defer h.conns.Done()
+	detached := false
+	defer func() {
+		if !detached {
+			h.conns.Done()
+		}
+	}()
 
 	ip, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
@@ -72,24 +77,36 @@ func (h *Host[Sim, Input, Player]) serve(w http.ResponseWriter, r *http.Request)
 		defer close(writer)
 		c.write(h.cfg.PingInterval)
 	}()
-	defer func() {
+	end := func() {
+		// Closing the client from this side (c.Close) makes the writer
+		// close the connection, which ends the reads.
 		c.Close(StatusGoingAway, "")
 		<-writer
-	}()
+	}
 
-	// Closing the client from this side (c.Close) makes the writer close
-	// the connection, which ends the reads below.
-	ctx := r.Context()
+	// The request's context is not cancelled while this handler runs, and
+	// a hijacked connection has nothing else to cancel it; the session
+	// below outlives the handler, so it keeps the values only.
+	ctx := context.WithoutCancel(r.Context())
 	if h.fleet != nil {
 		c.asked = r.URL.Query().Get(h.fleet.Config().NodeParam)
 	}
 	if code, why := h.hello(ctx, c, r); code != 0 {
 		c.Close(code, why)
+		end()
 		return
 	}
-	defer h.disconnected(c)
-	h.arrive(ctx, c)
-	h.readLoop(ctx, c)
+	// The player's session runs on without the handler, so that net/http
+	// lets go of the request, its headers and its contexts: several
+	// kilobytes a player, for as long as the player stays connected.
+	detached = true
+	go func() {
+		defer h.conns.Done()
+		defer end()
+		defer h.disconnected(c)
+		h.arrive(ctx, c)
+		h.readLoop(ctx, c)
+	}()
 }
 
 // hello reads and checks the client's hello and ticket and registers the
