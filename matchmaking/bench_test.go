@@ -3,6 +3,7 @@ package matchmaking
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -53,7 +54,7 @@ func BenchmarkMatch(b *testing.B) {
 				for _, e := range entries {
 					q.add(e)
 				}
-				out = q.match(now, out[:0])
+				out = q.match(now, out[:0], math.MaxInt)
 				for _, m := range out {
 					matched += len(m.players)
 				}
@@ -121,3 +122,4 @@ func (nopEnv) connected(string) bool                 { return true }
 func (nopEnv) seated(string) bool                    { return false }
 func (nopEnv) drainPacket() room.Packet              { return nil }
 func (nopEnv) cooldown() time.Duration               { return 0 }
+func (nopEnv) freeSeats() int                        { return math.MaxInt }

@@ -33,9 +33,19 @@
 // another server. A player whose
 // match was formed and whose room is being opened is never moved. If the
 // handoff cannot be written the player is not redirected and keeps its
-// place. A server at its max-load opens no match room, and if no server
-// has room, players wait where they are. With no fleet, a fleet of one, or
-// a game without a redirect packet, every decision is local.
+// place.
+//
+// A server never seats more players than its max-load
+// (fleet.Config.MaxLoad) leaves room for: each round counts the seats
+// still free from the host's own load, not from the load it publishes,
+// which lags, and forms only the matches that fit (a match counts as its
+// number of players; a game that weighs rooms with its own LoadOf is
+// approximated). The players of a playlist it gathers that it has no room
+// for overflow, with their waited time, to the next server in the
+// playlist's GatherOrder; if no server has room, players wait where they
+// are, and are never dropped. With no fleet, a fleet of one, or a game
+// without a redirect packet, every decision is local: those without room
+// wait.
 //
 // Each server publishes the length of each playlist's queue with its
 // heartbeat as the statistic "queue:<playlist>".

@@ -2,6 +2,7 @@ package matchmaking
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/muster-gg/muster/fleet"
@@ -27,6 +28,11 @@ type env interface {
 	drainPacket() room.Packet
 	// cooldown is the host's move cooldown.
 	cooldown() time.Duration
+	// freeSeats is the load this server may still take: max-load minus
+	// its exact current load, which counts rooms just opened (the load
+	// the fleet publishes lags by up to a second and a heartbeat).
+	// math.MaxInt without a limit; may be negative.
+	freeSeats() int
 }
 
 // hostEnv is the env of a module attached to a room host.
@@ -68,6 +74,18 @@ func (e hostEnv[S, I, P]) drainPacket() room.Packet {
 }
 
 func (e hostEnv[S, I, P]) cooldown() time.Duration { return e.h.Config().MoveCooldown }
+
+func (e hostEnv[S, I, P]) freeSeats() int {
+	f := e.h.Fleet()
+	if f == nil {
+		return math.MaxInt
+	}
+	limit := f.Config().MaxLoad
+	if limit <= 0 {
+		return math.MaxInt
+	}
+	return limit - e.h.Load()
+}
 
 // statSetter is the optional part of a fleet that publishes statistics;
 // *fleet.Fleet has it.

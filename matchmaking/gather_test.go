@@ -3,6 +3,8 @@ package matchmaking
 import (
 	"context"
 	"fmt"
+	"maps"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -472,6 +474,182 @@ func TestNotSentBack(t *testing.T) {
 		m := c.movesOf("gathered")
 		if len(m) != 1 || m[0].to != g.srv.ID() {
 			t.Fatalf("gathered moves %+v, want one back to %s after the guard", m, g.srv.ID())
+		}
+	})
+}
+
+// seatWatch records, for each node of c, the most seats its rooms held
+// at any moment and everyone seated there, checking each room as it is
+// opened: a node's load only grows when a room opens.
+type seatWatch struct {
+	mu     sync.Mutex
+	peak   map[string]int
+	seated map[string]string // player → node it was seated on
+}
+
+func watchSeats(c *cluster) *seatWatch {
+	w := &seatWatch{peak: map[string]int{}, seated: map[string]string{}}
+	for _, n := range c.nodes {
+		n.openHook = func(info room.Info) {
+			load := n.host.Load() + len(info.Players)
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			w.peak[n.srv.ID()] = max(w.peak[n.srv.ID()], load)
+			for _, id := range info.Players {
+				w.seated[id] = n.srv.ID()
+			}
+		}
+	}
+	return w
+}
+
+func (w *seatWatch) get(node string) (peak int, seated map[string]string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.peak[node], maps.Clone(w.seated)
+}
+
+// The gather server fills within one round, well before its published
+// load (sent every second, read at the next heartbeat) shows it full: 30
+// players queued on a gather server with room for 20 seat 20 there, and
+// the other 10 overflow, with the time they waited, to the next server in
+// order and are matched there. Nobody is lost, and no server ever seats
+// more than its max-load. With room for fewer players than a match (21
+// for duels), the gather server never shows full, and only the overflow
+// moves the rest.
+func TestGatherServerSeatsUpToMaxLoad(t *testing.T) {
+	cases := []struct {
+		name    string
+		maxLoad int
+		pl      Playlist
+	}{
+		{"duel", 20, Playlist{Name: "duel"}},
+		{"rated duel", 20, Playlist{Name: "duel", Rating: RatingRule{Window: 10, Widen: 100}}},
+		{"room for less than a match", 21, Playlist{Name: "duel"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := startCluster(t, clusterOpts{
+					servers: 3, server: true, run: true,
+					playlists: []Playlist{tc.pl},
+					fleet:     func(_ int, cfg *fleet.Config) { cfg.MaxLoad = tc.maxLoad },
+				})
+				w := watchSeats(c)
+				order := c.gather("duel")
+				g, next, last := order[0], order[1], order[2]
+				queued := time.Now()
+				for i := range 30 {
+					c.queue(g, fmt.Sprintf("p%02d", i), "duel", ptr(1500.0))
+				}
+				time.Sleep(tick)
+				synctest.Wait()
+				if got, want := g.host.Load(), 20; got != want {
+					t.Fatalf("%s seats %d after the first round, want %d (max-load %d)", g.srv.ID(), got, want, tc.maxLoad)
+				}
+				if got := g.mm.Waiting("duel"); got != 10 {
+					t.Fatalf("%d wait on %s after the first round, want 10", got, g.srv.ID())
+				}
+
+				time.Sleep(cooldown + tick) // movable now
+				synctest.Wait()
+				for n, want := range map[*node]int{g: 10, next: 5, last: 0} {
+					if got := n.host.Rooms(); got != want {
+						t.Errorf("%s runs %d rooms, want %d", n.srv.ID(), got, want)
+					}
+					if peak, _ := w.get(n.srv.ID()); peak > tc.maxLoad {
+						t.Errorf("%s seated %d players at once, max-load %d", n.srv.ID(), peak, tc.maxLoad)
+					}
+				}
+				arrivals := map[string]arrival{}
+				c.mu.Lock()
+				for _, a := range c.arrivals {
+					arrivals[a.player] = a
+				}
+				c.mu.Unlock()
+				_, seated := w.get("")
+				onG := 0
+				for i := range 30 {
+					id := fmt.Sprintf("p%02d", i)
+					moves := c.movesOf(id)
+					switch seated[id] {
+					case g.srv.ID():
+						onG++
+						if len(moves) != 0 || g.host.RoomOf(id) == "" {
+							t.Errorf("%s matched on %s: moves %+v, room %q", id, g.srv.ID(), moves, g.host.RoomOf(id))
+						}
+					case next.srv.ID():
+						if len(moves) != 1 || moves[0].from != g.srv.ID() || moves[0].to != next.srv.ID() || moves[0].reason != room.ReasonQueue {
+							t.Errorf("%s moves %+v, want one queue move from %s to %s", id, moves, g.srv.ID(), next.srv.ID())
+							continue
+						}
+						// Q3: the waited time moved with it.
+						a := arrivals[id]
+						if a.waited != moves[0].waited || a.waited < cooldown || a.waited > time.Since(queued) {
+							t.Errorf("%s arrived with %v waited, handed with %v, moved %v after it queued", id, a.waited, moves[0].waited, time.Since(queued))
+						}
+						if next.host.RoomOf(id) == "" {
+							t.Errorf("%s was moved to %s but not seated there", id, next.srv.ID())
+						}
+					default:
+						t.Errorf("%s was not matched: seated on %q, at %s", id, seated[id], c.where(id))
+					}
+				}
+				if onG != 20 {
+					t.Errorf("%d matched on %s, want 20", onG, g.srv.ID())
+				}
+			})
+		})
+	}
+}
+
+// A server alone at max-load seats nobody beyond it: the players it has
+// no room for wait, not told to leave, and are matched as soon as rooms
+// end.
+func TestAloneAtMaxLoadWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const maxLoad = 20
+		c := startCluster(t, clusterOpts{
+			servers: 1, server: true, run: true, matchLen: 10 * 60, // rooms end after 10 s
+			fleet: func(_ int, cfg *fleet.Config) { cfg.MaxLoad = maxLoad },
+		})
+		w := watchSeats(c)
+		n := c.nodes[0]
+		for i := range 30 {
+			c.queue(n, fmt.Sprintf("p%02d", i), "duel", nil)
+		}
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if n.host.Rooms() != 10 || n.mm.Waiting("duel") != 10 {
+			t.Fatalf("alone at max-load: %d rooms, %d waiting; want 10 rooms, 10 waiting", n.host.Rooms(), n.mm.Waiting("duel"))
+		}
+		_, seated := w.get("")
+		for i := range 30 {
+			id := fmt.Sprintf("p%02d", i)
+			if seated[id] != "" {
+				continue
+			}
+			if _, ok := n.mm.Waited(id); !ok {
+				t.Errorf("%s is neither seated nor waiting", id)
+			}
+			for _, p := range c.packets(id) {
+				if _, ok := p.(WaitingPacket); !ok {
+					t.Errorf("%s, waiting for room, was sent %#v", id, p)
+				}
+			}
+		}
+
+		time.Sleep(10 * time.Second) // the first rooms ended
+		synctest.Wait()
+		_, seated = w.get("")
+		if len(seated) != 30 || n.mm.Waiting("duel") != 0 || n.host.Rooms() != 5 {
+			t.Errorf("after the first rooms ended: %d seated once, %d waiting, %d rooms; want 30, 0, 5", len(seated), n.mm.Waiting("duel"), n.host.Rooms())
+		}
+		if peak, _ := w.get(n.srv.ID()); peak > maxLoad {
+			t.Errorf("seated %d players at once, max-load %d", peak, maxLoad)
+		}
+		if len(c.allMoves()) != 0 {
+			t.Errorf("moves %+v alone", c.allMoves())
 		}
 	})
 }

@@ -302,4 +302,7 @@ func (e testEnv) drainPacket() room.Packet { return e.n.game.ServerDraining() }
 
 func (e testEnv) cooldown() time.Duration { return e.n.host.Config().MoveCooldown }
 
+// freeSeats is the real one: the host is bound to the node's fleet.
+func (e testEnv) freeSeats() int { return hostEnv[*sim, int, string]{e.n.host}.freeSeats() }
+
 func ptr[T any](v T) *T { return &v }

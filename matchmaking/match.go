@@ -64,20 +64,21 @@ func (q *queue) remove(e *entry) {
 }
 
 // match forms every match it can at now, longest-waiting players first,
-// takes their players out of the queue (marked pending) and appends each
-// match, split into teams, to out.
-func (q *queue) match(now time.Time, out []match) []match {
+// with at most seats players in all, takes their players out of the
+// queue (marked pending) and appends each match, split into teams, to
+// out. The players left over keep their place, unmarked.
+func (q *queue) match(now time.Time, out []match, seats int) []match {
 	need := q.pl.size()
-	if len(q.waiting) < need {
+	if len(q.waiting) < need || seats < need {
 		return out
 	}
 	q.byWait = append(q.byWait[:0], q.waiting...)
 	slices.SortFunc(q.byWait, byWaitOrder)
 	before := len(out)
 	if q.pl.Rating.enabled() {
-		out = q.matchRated(now, need, out)
+		out = q.matchRated(now, need, seats/need, out)
 	} else {
-		for i := 0; i+need <= len(q.byWait); i += need {
+		for i := 0; i+need <= len(q.byWait) && i+need <= seats; i += need {
 			out = append(out, q.teams(q.byWait[i:i+need]))
 		}
 	}
@@ -109,8 +110,8 @@ func byWaitOrder(a, b *entry) int {
 // matchRated walks the players longest-waiting first; around each it
 // takes the nearest ratings still free, on either side, while they lie
 // within its window. The free players are a linked list in rating order,
-// so a round costs one sort and a walk.
-func (q *queue) matchRated(now time.Time, need int, out []match) []match {
+// so a round costs one sort and a walk. It forms at most limit matches.
+func (q *queue) matchRated(now time.Time, need, limit int, out []match) []match {
 	rule := q.pl.Rating
 	q.byRating = append(q.byRating[:0], q.waiting...)
 	slices.SortFunc(q.byRating, func(a, b *entry) int {
@@ -138,7 +139,7 @@ func (q *queue) matchRated(now time.Time, need int, out []match) []match {
 	group := make([]*entry, 0, need)
 	free := n
 	for _, anchor := range q.byWait {
-		if free < need {
+		if free < need || limit == 0 {
 			break
 		}
 		if anchor.mark {
@@ -173,6 +174,7 @@ func (q *queue) matchRated(now time.Time, need int, out []match) []match {
 			unlink(int32(e.pos))
 		}
 		free -= need
+		limit--
 		out = append(out, q.teams(group))
 	}
 	for i, e := range q.waiting {

@@ -2,6 +2,7 @@ package matchmaking
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -24,6 +25,7 @@ func TestMatch(t *testing.T) {
 		name    string
 		pl      Playlist
 		waiters []waiter
+		seats   int          // the most players matched; 0 = no limit
 		want    [][][]string // matches → teams → ids
 		left    int
 	}{
@@ -33,6 +35,32 @@ func TestMatch(t *testing.T) {
 			waiters: []waiter{{"c", 0, 1 * time.Second}, {"a", 0, 3 * time.Second}, {"e", 0, 0}, {"b", 0, 2 * time.Second}, {"d", 0, 1 * time.Second}},
 			want:    [][][]string{{{"a"}, {"b"}}, {{"c"}, {"d"}}},
 			left:    1,
+		},
+		{
+			name:    "duel with seats for one match and a half",
+			pl:      Playlist{Name: "duel"},
+			waiters: []waiter{{"c", 0, 1 * time.Second}, {"a", 0, 3 * time.Second}, {"e", 0, 0}, {"b", 0, 2 * time.Second}, {"d", 0, 1 * time.Second}},
+			seats:   3,
+			want:    [][][]string{{{"a"}, {"b"}}},
+			left:    3,
+		},
+		{
+			name:    "no seat for a match",
+			pl:      Playlist{Name: "squad", Teams: 2, TeamSize: 4},
+			waiters: []waiter{{"a", 0, 0}, {"b", 0, 0}, {"c", 0, 0}, {"d", 0, 0}, {"e", 0, 0}, {"f", 0, 0}, {"g", 0, 0}, {"h", 0, 0}},
+			seats:   7,
+			left:    8,
+		},
+		{
+			name: "rated duel with seats for two matches",
+			pl:   Playlist{Name: "ranked", Rating: RatingRule{Window: 100}},
+			waiters: []waiter{
+				{"a", 1000, 6 * time.Second}, {"b", 1010, 5 * time.Second}, {"c", 2000, 4 * time.Second},
+				{"d", 2010, 3 * time.Second}, {"e", 3000, 2 * time.Second}, {"f", 3010, 1 * time.Second},
+			},
+			seats: 5,
+			want:  [][][]string{{{"b"}, {"a"}}, {{"d"}, {"c"}}},
+			left:  2,
 		},
 		{
 			name:    "too few",
@@ -95,8 +123,12 @@ func TestMatch(t *testing.T) {
 			for _, w := range tc.waiters {
 				q.add(&entry{id: w.id, rating: w.rating, since: now.Add(-w.waited).UnixNano()})
 			}
+			seats := tc.seats
+			if seats == 0 {
+				seats = math.MaxInt
+			}
 			var got [][][]string
-			for _, m := range q.match(now, nil) {
+			for _, m := range q.match(now, nil, seats) {
 				got = append(got, m.teams)
 				for _, e := range m.players {
 					if e.state != pending {
@@ -120,19 +152,21 @@ func TestMatch(t *testing.T) {
 }
 
 // Every match holds players within the window of its longest-waiting
-// player, and nobody is matched twice.
+// player, nobody is matched twice, and no more players are matched than
+// there are seats; those left keep their place.
 func TestMatchRatedInvariants(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(1000, 0)
-	for _, size := range []int{1, 3} {
-		pl, _ := Playlist{Name: "r", TeamSize: size, Rating: RatingRule{Window: 20, Widen: 5}}.withDefaults()
+	for _, tc := range []struct{ size, seats int }{{1, math.MaxInt}, {3, math.MaxInt}, {1, 101}, {3, 101}} {
+		pl, _ := Playlist{Name: "r", TeamSize: tc.size, Rating: RatingRule{Window: 20, Widen: 5}}.withDefaults()
+		size := tc.size
 		q := newQueue(pl)
 		rng := rand.New(rand.NewPCG(1, uint64(size)))
 		for i := range 2000 {
 			q.add(&entry{id: fmt.Sprint(i), rating: rng.NormFloat64() * 300, since: now.Add(-time.Duration(rng.IntN(30_000)) * time.Millisecond).UnixNano()})
 		}
 		seen := map[string]bool{}
-		for _, m := range q.match(now, nil) {
+		for _, m := range q.match(now, nil, tc.seats) {
 			oldest := m.players[0]
 			for _, e := range m.players {
 				if e.since < oldest.since {
@@ -152,6 +186,14 @@ func TestMatchRatedInvariants(t *testing.T) {
 		}
 		if len(seen)+len(q.waiting) != 2000 || len(seen) == 0 {
 			t.Fatalf("size %d: %d matched + %d waiting != 2000", size, len(seen), len(q.waiting))
+		}
+		if len(seen) > tc.seats {
+			t.Fatalf("size %d: %d matched with %d seats", size, len(seen), tc.seats)
+		}
+		for i, e := range q.waiting {
+			if e.pos != i || e.state != waiting || e.mark || seen[e.id] {
+				t.Fatalf("size %d: waiting entry %s: pos %d (at %d), state %d, mark %v, matched %v", size, e.id, e.pos, i, e.state, e.mark, seen[e.id])
+			}
 		}
 	}
 }

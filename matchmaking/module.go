@@ -369,14 +369,17 @@ type plannedMove struct {
 // step is one round at now: each playlist either forms matches here (this
 // server gathers it, or the server is alone), or hands its waiting players
 // to the server that gathers it, or, with no server with room, lets them
-// wait. A draining server hands everyone over. step returns the number of
-// players still on this server's queues (waiting, being matched or moved).
+// wait. A server that gathers a playlist but has no room left for another
+// of its matches hands the players still waiting to the next server in
+// the playlist's gather order (F9, Q4), or, with none, lets them wait. A
+// draining server hands everyone over. step returns the number of players
+// still on this server's queues (waiting, being matched or moved).
 func (m *Module[Sim, Input, Player]) step(ctx context.Context, now time.Time) int {
 	f := m.env.fleet()
 	var (
 		self     string
 		nodes    []fleet.Node
-		selfRoom = true // may open rooms: not draining, below max-load
+		selfOpen = true // may open rooms: not draining or leaving
 		selfNode fleet.Node
 	)
 	if f != nil {
@@ -384,10 +387,19 @@ func (m *Module[Sim, Input, Player]) step(ctx context.Context, now time.Time) in
 		for _, n := range nodes {
 			if n.ID == self {
 				selfNode = n
-				selfRoom = n.State != fleet.StateDraining && n.State != fleet.StateLeaving && n.Load < n.MaxLoad
+				selfOpen = n.State != fleet.StateDraining && n.State != fleet.StateLeaving
 			}
 		}
 	}
+	// seats is how many players this round may still seat here, from the
+	// host's exact load: the published one lags (a second, then a
+	// heartbeat), and one round can form many matches. A match counts as
+	// its number of players, which is the load of its room unless the
+	// game weighs rooms with its own LoadOf: then it is an approximation.
+	// Rounds that form matches do not overlap (Run runs them one after
+	// another; Drain's rounds match nobody), so the rooms of the earlier
+	// rounds are all in the host's load.
+	seats := max(m.env.freeSeats(), 0)
 	cool := m.env.cooldown()
 	movable := func(e *entry, draining bool) bool {
 		if now.Before(e.arrived.Add(cool)) {
@@ -405,6 +417,24 @@ func (m *Module[Sim, Input, Player]) step(ctx context.Context, now time.Time) in
 		moves   []plannedMove
 		tell    []string
 	)
+	// gather forms the matches of q that fit in seats. Without room for
+	// one more, the players still waiting overflow to the first server of
+	// order, q's gather order, that is not this one and that they may be
+	// sent to; with none, they wait.
+	gather := func(q *queue, order []fleet.Node) {
+		before := len(matches)
+		matches = q.match(now, matches, seats)
+		seats -= (len(matches) - before) * q.pl.size()
+		if seats >= q.pl.size() {
+			return
+		}
+		for _, e := range q.waiting {
+			to := slices.IndexFunc(order, func(n fleet.Node) bool { return n.ID != self && !e.blocked(n.ID, now) })
+			if to >= 0 && movable(e, false) {
+				moves = append(moves, plannedMove{e: e, to: order[to], reason: room.ReasonQueue})
+			}
+		}
+	}
 	for _, q := range m.order {
 		switch {
 		case draining:
@@ -425,8 +455,8 @@ func (m *Module[Sim, Input, Player]) step(ctx context.Context, now time.Time) in
 				}
 			}
 		case local:
-			if selfRoom {
-				matches = q.match(now, matches)
+			if selfOpen {
+				gather(q, nil) // no other server: those without room wait
 			}
 		default:
 			order := gatherOrder(q.pl.Name, nodes, "")
@@ -434,7 +464,7 @@ func (m *Module[Sim, Input, Player]) step(ctx context.Context, now time.Time) in
 			case len(order) == 0:
 				// No server has room: everyone waits where they are.
 			case order[0].ID == self, now.Before(q.received) && selfNode.HasRoom():
-				matches = q.match(now, matches)
+				gather(q, order)
 			default:
 				for _, e := range q.waiting {
 					// A player is not sent back to where it came from
