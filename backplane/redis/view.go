@@ -16,29 +16,30 @@ import (
 // The fleet view is versioned, so that a heartbeat reads only the records
 // that changed since the reader's last one instead of every record: the
 // cost of the view then grows with the changes, not with the square of the
-// fleet. Besides each node's expiring key (n:<id>, which decides liveness
-// for claims too), the cluster keeps:
+// fleet. Besides each node's expiring key (n:<id>, which holds its record
+// and decides liveness for claims too), the cluster keeps:
 //
 //	v:data  hash  id → record of every node in the view
 //	v:log   zset  one member per node, "id\0+record" or the tombstone
 //	              "id\0-", scored by the cluster sequence number of the
 //	              node's last change
 //	v:exp   zset  id → when its key expires (Redis TIME, ms): an index that
-//	              finds the expired without a scan; the key's own expiry
-//	              decides
-//	v:gone  zset  id → when it was removed, to forget tombstones after
-//	              tombstoneTTL
+//	              finds the expired without a scan (the key's own expiry
+//	              decides); and "\0id" → when id's tombstone is forgotten
 //	v:meta  hash  seq (last sequence number), epoch (when the state began;
 //	              a new epoch means Redis lost it), floor (the newest
 //	              forgotten tombstone)
 //
-// A heartbeat is one MULTI/EXEC: a script that drops expired nodes, writes
-// the record (a new sequence number only when its bytes changed) and
-// returns epoch, seq, floor and the nodes that have less than half the
-// caller's ttl left, with the time they have (from v:exp: only the nodes
-// that missed heartbeats, so the reply stays small); then ZRANGEBYSCORE v:log from the reader's
-// sequence number. A reader that is new, or whose epoch or sequence number
-// is too old, reads the whole log instead (a second round trip).
+// A heartbeat is one MULTI/EXEC: a script, then ZRANGEBYSCORE v:log from
+// the reader's sequence number. The script reads the part of v:exp due
+// within half the caller's ttl (it drops the expired nodes, forgets old
+// tombstones, and returns the nodes that have missed heartbeats with the
+// time they have left), writes the record with SET ... GET, and touches
+// the view only when the record's bytes changed; then returns epoch, seq
+// and floor. A heartbeat that changes nothing makes five calls from Lua:
+// Redis's cost per heartbeat is mostly those calls. A reader that is new,
+// or whose epoch or sequence number is too old, reads the whole log
+// instead (a second round trip).
 
 // tombstoneTTL is how long a removal stays in the log. A reader that has
 // not read the view for longer reads it whole.
@@ -58,41 +59,58 @@ type view struct {
 // view's.
 func (b *Backplane) viewKeys(id string) []string {
 	p := b.prefix
-	return []string{p + "n:" + id, p + "v:data", p + "v:log", p + "v:exp", p + "v:gone", p + "v:meta"}
+	return []string{p + "n:" + id, p + "v:data", p + "v:log", p + "v:exp", p + "v:meta"}
 }
 
 // viewLua is the part the view scripts share. ARGV[1] is the node-key
 // prefix, ARGV[2] how long tombstones stay, in ms.
 const viewLua = `
-redis.replicate_commands()
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local function bump() return redis.call('HINCRBY', KEYS[6], 'seq', 1) end
+local function bump() return redis.call('HINCRBY', KEYS[5], 'seq', 1) end
 local function remove(id)
   local old = redis.call('HGET', KEYS[2], id)
   if old then
     redis.call('ZREM', KEYS[3], id .. '\0+' .. old)
     redis.call('HDEL', KEYS[2], id)
     redis.call('ZADD', KEYS[3], bump(), id .. '\0-')
-    redis.call('ZADD', KEYS[5], now, id)
+    redis.call('ZADD', KEYS[4], now + tonumber(ARGV[2]), '\0' .. id)
   end
   redis.call('ZREM', KEYS[4], id)
 end
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now)) do
-  if redis.call('EXISTS', ARGV[1] .. id) == 0 then remove(id) end
-end
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', now - tonumber(ARGV[2]))) do
+local function forget(id)
   local s = redis.call('ZSCORE', KEYS[3], id .. '\0-')
   redis.call('ZREM', KEYS[3], id .. '\0-')
-  redis.call('ZREM', KEYS[5], id)
-  if s and tonumber(s) > tonumber(redis.call('HGET', KEYS[6], 'floor') or '0') then
-    redis.call('HSET', KEYS[6], 'floor', s)
+  redis.call('ZREM', KEYS[4], '\0' .. id)
+  if s and tonumber(s) > tonumber(redis.call('HGET', KEYS[5], 'floor') or '0') then
+    redis.call('HSET', KEYS[5], 'floor', s)
   end
 end
+-- scan drops the expired nodes, forgets old tombstones, and returns the
+-- nodes other than self that expire by horizon: id, ms left, ...
+local function scan(horizon, self)
+  local soon = {}
+  local due = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', horizon, 'WITHSCORES')
+  for i = 1, #due, 2 do
+    local m, at = due[i], tonumber(due[i + 1])
+    if string.byte(m, 1) == 0 then
+      if at <= now then forget(string.sub(m, 2)) end
+    elseif at <= now then
+      if redis.call('EXISTS', ARGV[1] .. m) == 0 then remove(m) end
+    elseif m ~= self then
+      soon[#soon + 1] = m
+      soon[#soon + 1] = at - now
+    end
+  end
+  return soon
+end
 local function reply(created, soon)
-  redis.call('HSETNX', KEYS[6], 'epoch', t[1] .. '.' .. t[2])
-  local m = redis.call('HMGET', KEYS[6], 'epoch', 'seq', 'floor')
-  return {created, m[1], tonumber(m[2] or '0'), tonumber(m[3] or '0'), soon or {}}
+  local m = redis.call('HMGET', KEYS[5], 'epoch', 'seq', 'floor')
+  if not m[1] then
+    m[1] = t[1] .. '.' .. t[2]
+    redis.call('HSET', KEYS[5], 'epoch', m[1])
+  end
+  return {created, m[1], tonumber(m[2] or '0'), tonumber(m[3] or '0'), soon}
 end
 `
 
@@ -100,36 +118,34 @@ var (
 	// ARGV[3] id, ARGV[4] record, ARGV[5] ttl ms.
 	viewHeartbeat = goredis.NewScript(viewLua + `
 local id, rec, ttl = ARGV[3], ARGV[4], tonumber(ARGV[5])
-local created = 1 - redis.call('EXISTS', KEYS[1])
-redis.call('SET', KEYS[1], rec, 'PX', ttl)
+local soon = scan(now + math.floor(ttl / 2), id)
+local old = redis.call('SET', KEYS[1], rec, 'PX', ttl, 'GET')
 redis.call('ZADD', KEYS[4], now + ttl, id)
-local old = redis.call('HGET', KEYS[2], id)
 if old ~= rec then
-  if old then
-    redis.call('ZREM', KEYS[3], id .. '\0+' .. old)
-  else
-    redis.call('ZREM', KEYS[3], id .. '\0-')
-    redis.call('ZREM', KEYS[5], id)
+  -- New, back, or changed: the view's copy decides whether it changed.
+  local cur = redis.call('HGET', KEYS[2], id)
+  if cur ~= rec then
+    if cur then
+      redis.call('ZREM', KEYS[3], id .. '\0+' .. cur)
+    else
+      redis.call('ZREM', KEYS[3], id .. '\0-')
+      redis.call('ZREM', KEYS[4], '\0' .. id)
+    end
+    redis.call('HSET', KEYS[2], id, rec)
+    redis.call('ZADD', KEYS[3], bump(), id .. '\0+' .. rec)
   end
-  redis.call('HSET', KEYS[2], id, rec)
-  redis.call('ZADD', KEYS[3], bump(), id .. '\0+' .. rec)
 end
-local soon = {}
-local near = redis.call('ZRANGEBYSCORE', KEYS[4], '(' .. now, now + math.floor(ttl / 2), 'WITHSCORES')
-for i = 1, #near, 2 do
-  soon[#soon + 1] = near[i]
-  soon[#soon + 1] = tonumber(near[i + 1]) - now
-end
-return reply(created, soon)
+return reply(old and 0 or 1, soon)
 `)
 
-	viewNodes = goredis.NewScript(viewLua + `return reply(0)`)
+	viewNodes = goredis.NewScript(viewLua + `return reply(0, scan(now, ''))`)
 
 	// ARGV[3] id.
 	viewLeave = goredis.NewScript(viewLua + `
+scan(now, '')
 redis.call('DEL', KEYS[1])
 remove(ARGV[3])
-return reply(0)
+return reply(0, {})
 `)
 )
 
