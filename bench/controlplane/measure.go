@@ -109,6 +109,13 @@ func measure(ctx context.Context, bin string, d design, k, slow int, o options) 
 	simAfter, cpuAfter, machineAfter := s.m.snapshot(), processCPU(), machineCPU()
 
 	redisCPU := after.cpu - before.cpu
+	byCommand := make(map[string]commandStat)
+	for name, a := range after.byCommand {
+		b := before.byCommand[name]
+		if d := (commandStat{calls: a.calls - b.calls, usec: a.usec - b.usec}); d.calls > 0 {
+			byCommand[name] = d
+		}
+	}
 	simCPU := cpuAfter - cpuBefore
 	return result{
 		design: d,
@@ -116,10 +123,11 @@ func measure(ctx context.Context, bin string, d design, k, slow int, o options) 
 		slow:   slow,
 		window: after.at.Sub(before.at),
 		redis: redisCounters{
-			commands: after.commands - before.commands,
-			netIn:    after.netIn - before.netIn,
-			netOut:   after.netOut - before.netOut,
-			cpu:      redisCPU,
+			commands:  after.commands - before.commands,
+			netIn:     after.netIn - before.netIn,
+			netOut:    after.netOut - before.netOut,
+			cpu:       redisCPU,
+			byCommand: byCommand,
 		},
 		sim:        simAfter.sub(simBefore),
 		lat:        s.m.latencies(),

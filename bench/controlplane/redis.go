@@ -79,16 +79,23 @@ type redisCounters struct {
 	netOut      int64   // total_net_output_bytes
 	cpu         float64 // used_cpu_sys + used_cpu_user, seconds
 	connections int64   // connected_clients
+	byCommand   map[string]commandStat
 	at          time.Time
+}
+
+// commandStat is one command's line of INFO commandstats.
+type commandStat struct {
+	calls int64
+	usec  int64 // Redis's time in the command itself, µs
 }
 
 // sampleRedis reads INFO stats, cpu and clients.
 func sampleRedis(ctx context.Context, rdb *goredis.Client) (redisCounters, error) {
-	s, err := rdb.Info(ctx, "stats", "cpu", "clients").Result()
+	s, err := rdb.Info(ctx, "stats", "cpu", "clients", "commandstats").Result()
 	if err != nil {
 		return redisCounters{}, fmt.Errorf("INFO: %w", err)
 	}
-	c := redisCounters{at: time.Now()}
+	c := redisCounters{at: time.Now(), byCommand: make(map[string]commandStat)}
 	sc := bufio.NewScanner(strings.NewReader(s))
 	for sc.Scan() {
 		k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":")
@@ -108,6 +115,20 @@ func sampleRedis(ctx context.Context, rdb *goredis.Client) (redisCounters, error
 			c.cpu += f
 		case "connected_clients":
 			c.connections = n
+		}
+		if name, ok := strings.CutPrefix(k, "cmdstat_"); ok {
+			var st commandStat
+			for _, field := range strings.Split(v, ",") {
+				fk, fv, _ := strings.Cut(field, "=")
+				n, _ := strconv.ParseInt(fv, 10, 64)
+				switch fk {
+				case "calls":
+					st.calls = n
+				case "usec":
+					st.usec = n
+				}
+			}
+			c.byCommand[name] = st
 		}
 	}
 	return c, sc.Err()

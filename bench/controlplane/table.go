@@ -1,8 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -96,6 +99,30 @@ func printTables(w io.Writer, rows []result) {
 			r.design.name, r.k, per(opClaim), per(opRelease), per(opLocate), missed(opLocate), per(opPut), per(opTake), missed(opTake),
 			errs, c.recordBytes/max(1, c.heartbeats), si(r.perSec(float64(c.roundTrips))), round(perRT), r.clients,
 			r.simCPU.Seconds()/r.window.Seconds(), r.otherCPU.Seconds()/r.window.Seconds())
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Where Redis's CPU went (INFO commandstats over the window): the time inside commands, and the rest (reading, parsing, replying, the event loop).")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| design | K | inside commands | outside them | commands by share of Redis CPU (µs per call) |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|---|")
+	for _, r := range rows {
+		type cmd struct {
+			name string
+			commandStat
+		}
+		var cmds []cmd
+		var inside int64
+		for name, st := range r.redis.byCommand {
+			cmds = append(cmds, cmd{name, st})
+			inside += st.usec
+		}
+		slices.SortFunc(cmds, func(a, b cmd) int { return cmp.Compare(b.usec, a.usec) })
+		total := r.redis.cpu * 1e6
+		var top []string
+		for _, c := range cmds[:min(8, len(cmds))] {
+			top = append(top, fmt.Sprintf("%s %.0f%% (%.1f)", c.name, 100*float64(c.usec)/total, float64(c.usec)/float64(c.calls)))
+		}
+		fmt.Fprintf(w, "| %s | %d | %.0f%% | %.0f%% | %s |\n", r.design.name, r.k, 100*float64(inside)/total, 100*(1-float64(inside)/total), strings.Join(top, ", "))
 	}
 	for _, r := range rows {
 		if r.firstErr != nil {
