@@ -456,6 +456,12 @@ func (h *Host[Sim, Input, Player]) OpenRoom(ctx context.Context, info Info) (*Ro
 	}
 	r.dirty.Store(len(r.inbox) > 0)
 	r.seatsChanged()
+	if h.loader != nil {
+		// Until its first pass asks the game, a new room counts its
+		// seats: the host's load includes it at once, so that a module
+		// filling the server to its max-load does not overshoot.
+		r.load.Store(int64(len(info.Players)))
+	}
 	h.mu.Unlock()
 	h.sched.add(r)
 	h.claimPlayers(ctx, info.Players)

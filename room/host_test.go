@@ -255,3 +255,32 @@ func TestSlowRoomDelaysNoOther(t *testing.T) {
 		}
 	})
 }
+
+// weighty is the counter game with a Loader: a room weighs 10.
+type weighty struct{ *counter }
+
+func (weighty) LoadOf(*csim) int { return 10 }
+
+// A new room counts in the host's load from the moment it opens (by its
+// seats, until its first pass asks the game), so that a module filling
+// the server does not overshoot its max-load.
+func TestNewRoomLoadCountsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, err := New[*csim, int, *cplayer](weighty{newCounter()}, Config{Rate: 60}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runHost(t, h)
+		if _, err := h.OpenRoom(t.Context(), Info{ID: "a", Players: []string{"p1", "p2"}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := h.Load(); got != 2 {
+			t.Errorf("load %d right after opening a room of 2, want 2", got)
+		}
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		if got := h.Load(); got != 10 {
+			t.Errorf("load %d after the room's first passes, want the game's 10", got)
+		}
+	})
+}
