@@ -65,6 +65,7 @@ func (b *Backplane) viewKeys(id string) []string {
 // viewLua is the part the view scripts share. ARGV[1] is the node-key
 // prefix, ARGV[2] how long tombstones stay, in ms.
 const viewLua = `
+redis.replicate_commands() -- Redis < 5: allows writes after TIME
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local function bump() return redis.call('HINCRBY', KEYS[5], 'seq', 1) end
