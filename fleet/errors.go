@@ -7,10 +7,6 @@ var (
 	// not a live server in this server's view.
 	ErrNotFound = errors.New("fleet: not found")
 
-	// ErrDraining is returned for work offered to a draining server, such
-	// as an incoming handoff.
-	ErrDraining = errors.New("fleet: server is draining")
-
 	// ErrHeld reports that a unique unit is claimed by another live server.
 	ErrHeld = errors.New("fleet: claimed by another server")
 )

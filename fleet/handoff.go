@@ -25,13 +25,9 @@ func (f *Fleet) PutHandoff(ctx context.Context, target, id string, data []byte) 
 }
 
 // TakeHandoff takes the handoff written for this server under id, once. It
-// returns ErrNotFound when there is none, and ErrDraining while this server
-// drains (the handoff stays for nobody and expires; the sender's player
-// was told to come here, and is sent on by the draining server).
+// returns ErrNotFound when there is none. A draining server takes them
+// too: the player it sends away carries its handoff on (room.Host does).
 func (f *Fleet) TakeHandoff(ctx context.Context, id string) ([]byte, error) {
-	if s := f.State(); s == StateDraining || s == StateLeaving {
-		return nil, ErrDraining
-	}
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.CallTimeout)
 	defer cancel()
 	data, err := f.bp.TakeHandoff(ctx, f.cfg.NodeID, id)

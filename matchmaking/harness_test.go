@@ -266,7 +266,7 @@ func (e testEnv) move(ctx context.Context, id string, to fleet.Node, reason stri
 		if err := json.Unmarshal(raw, &got); err != nil {
 			return err
 		}
-	case !errors.Is(err, fleet.ErrNotFound) && !errors.Is(err, fleet.ErrDraining):
+	case !errors.Is(err, fleet.ErrNotFound):
 		return err
 	}
 	target.mm.arrive(id, got, now, now)

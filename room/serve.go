@@ -187,22 +187,22 @@ func (h *Host[Sim, Input, Player]) arrive(ctx context.Context, c *Client) {
 			}
 		}
 	}
+	var data []byte
+	if h.fleet != nil {
+		var err error
+		data, err = h.fleet.TakeHandoff(ctx, c.id)
+		if err != nil && !errors.Is(err, fleet.ErrNotFound) {
+			h.logger.Warn("take handoff", "player_id", c.id, "err", err)
+		}
+	}
 	if h.server != nil && h.server.Draining() {
-		h.sendAway(c)
+		h.sendAway(ctx, c, data)
 		return
 	}
 	var ho Handoff
-	if h.fleet != nil {
-		data, err := h.fleet.TakeHandoff(ctx, c.id)
-		switch {
-		case err == nil:
-			if json.Unmarshal(data, &ho) != nil {
-				h.logger.Warn("undecodable handoff dropped", "player_id", c.id)
-				ho = Handoff{}
-			}
-		case !errors.Is(err, fleet.ErrNotFound) && !errors.Is(err, fleet.ErrDraining):
-			h.logger.Warn("take handoff", "player_id", c.id, "err", err)
-		}
+	if data != nil && json.Unmarshal(data, &ho) != nil {
+		h.logger.Warn("undecodable handoff dropped", "player_id", c.id)
+		ho = Handoff{}
 	}
 	for _, m := range h.modules {
 		if a, ok := m.(ArrivalHandler); ok {
@@ -212,14 +212,26 @@ func (h *Host[Sim, Input, Player]) arrive(ctx context.Context, c *Client) {
 }
 
 // sendAway redirects a newcomer of a draining server to a server with room
-// (spread by rendezvous hashing of its id), or tells it the server is
-// draining when there is none.
-func (h *Host[Sim, Input, Player]) sendAway(c *Client) {
+// (spread by rendezvous hashing of its id), passing on the handoff it came
+// with (data, if any: a queue place with its waited time, a lobby), or
+// tells it the server is draining when there is none.
+func (h *Host[Sim, Input, Player]) sendAway(ctx context.Context, c *Client, data []byte) {
 	if h.fleet != nil {
 		self := h.fleet.ID()
 		ranked := fleet.Ranked(c.id, h.fleet.Nodes(), func(n fleet.Node) bool { return n.ID != self && n.HasRoom() })
-		if len(ranked) > 0 && h.redirect(c, ranked[0], ReasonDrain) == nil {
-			return
+		if len(ranked) > 0 {
+			to := ranked[0]
+			if data != nil {
+				if err := h.fleet.PutHandoff(ctx, to.ID, c.id, data); err != nil {
+					// Sent on all the same: a draining server keeps nobody.
+					h.logger.Warn("pass a handoff on; the player goes without it", "player_id", c.id, "to", to.ID, "err", err)
+				} else {
+					h.handoffs.Add(1)
+				}
+			}
+			if h.redirect(c, to, ReasonDrain) == nil {
+				return
+			}
 		}
 	}
 	if dn, ok := h.game.(DrainNotifier); ok {

@@ -306,6 +306,13 @@ func TestDrainingServerSendsNewcomersAway(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+	// The newcomer was sent here with a handoff (a queue place) by a server
+	// whose view had not seen the drain yet: it carries it on.
+	srvB := b.fleet.(*fleet.Fleet)
+	place := []byte(`{"kind":"queue","data":{"waited":4200}}`)
+	if err := srvB.PutHandoff(t.Context(), "s0", "newcomer", place); err != nil {
+		t.Fatal(err)
+	}
 	tk, _ := a.Tickets().Issue("newcomer")
 	c := dial(t, wsURL(urlA, "ticket="+tk))
 	send(t, c, `{"type":"hello","data":{"mode":"new"}}`)
@@ -313,7 +320,9 @@ func TestDrainingServerSendsNewcomersAway(t *testing.T) {
 	if rd := readUntil(t, c, "redirect"); rd["node"] != "s1" || rd["reason"] != ReasonDrain {
 		t.Fatalf("newcomer of a draining server got %v, want a drain redirect to s1", rd)
 	}
-	_ = b
+	if got, err := srvB.TakeHandoff(t.Context(), "newcomer"); err != nil || string(got) != string(place) {
+		t.Errorf("handoff waiting for the newcomer on s1: %q, %v; want the one it brought", got, err)
+	}
 	if r, ok := a.Room("last"); ok {
 		r.End("done")
 	}
