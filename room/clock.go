@@ -10,11 +10,10 @@ import (
 // timeout is in whole milliseconds. So the tick driver sleeps its last
 // stretch before a slot in the kernel's high-resolution sleep, which
 // blocks its thread (not a P) and wakes within tens of microseconds.
-const (
-	// fineSpan is the longest wait slept in the thread sleep; longer
-	// waits are slept on a timer first, up to fineSpan before they end.
-	fineSpan = 3 * time.Millisecond
-)
+//
+// fineSpan is the longest wait slept that way; longer waits are slept on
+// a timer first, until about fineSpan is left.
+const fineSpan = 3 * time.Millisecond
 
 // slotClock waits for the scheduler's slots.
 type slotClock struct {
