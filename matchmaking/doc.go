@@ -12,10 +12,12 @@
 //
 // The players of one playlist wait on one server, so that ten servers do
 // not make ten small queues. Every server ranks the live servers that are
-// ready and below their max-load with GatherOrder, from the registry alone,
-// and they agree: the first gathers the playlist and forms its matches,
-// the next takes over when it fills, drains or leaves. A player queued on
-// another server is handed over: the module writes a handoff (kind
+// ready with room, by the load they publish, for at least one match of
+// the playlist, by GatherOrder's hashing, from the registry alone, and
+// they agree: the first gathers the playlist and forms its matches, the
+// next takes over when it fills, drains or leaves. A server with room for
+// fewer players than a match is not where its players gather. A player
+// queued on another server is handed over: the module writes a handoff (kind
 // HandoffKind: the playlist, the time already waited, the rating) for the
 // gather server and only then redirects the player (reason "queue"). The
 // gather server counts the time already waited, for priority and for the
@@ -55,8 +57,10 @@
 // Module implements fleet.Drainer (room.Host.UseServer registers it). A
 // draining server hands every waiting player, with its waited time, and
 // every newcomer who enqueues meanwhile, to the server where the playlist
-// now gathers (reason "drain"). With nowhere to go, the waiting players
-// are told with the game's ServerDraining packet and wait on.
+// now gathers (reason "drain"), or, if no server has room for one of its
+// matches, to a server with any room, to wait there. With nowhere to go,
+// the waiting players are told with the game's ServerDraining packet and
+// wait on.
 //
 // # Lifecycle
 //

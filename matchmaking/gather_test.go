@@ -653,3 +653,72 @@ func TestAloneAtMaxLoadWaits(t *testing.T) {
 		}
 	})
 }
+
+// A gather server left with room for fewer players than a match (max-load
+// 21, 20 seated, for duels of 2) drops out of every server's gather order
+// for the playlist: players queued anywhere are handed at most once, to
+// the next server, and matched there, and the one left over waits there;
+// nobody is sent to the full server to be overflowed on, nor bounces.
+func TestNoGatherWithoutRoomForAMatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const maxLoad = 21
+		c := startCluster(t, clusterOpts{
+			servers: 3, server: true, run: true,
+			fleet: func(_ int, cfg *fleet.Config) { cfg.MaxLoad = maxLoad },
+		})
+		order := c.gather("duel")
+		g, next, last := order[0], order[1], order[2]
+		for i := range 20 {
+			c.queue(g, fmt.Sprintf("f%02d", i), "duel", nil)
+		}
+		time.Sleep(tick)
+		synctest.Wait()
+		if got := g.host.Load(); got != 20 {
+			t.Fatalf("%s seats %d, want 20", g.srv.ID(), got)
+		}
+		time.Sleep(3 * fleettest.Heartbeat) // the load is published, then read by all
+		synctest.Wait()
+		for _, n := range c.nodes {
+			view := n.srv.Nodes()
+			got := gatherOrder("duel", 2, view, "")
+			if len(got) != 2 || got[0].ID != next.srv.ID() {
+				t.Errorf("%s's duel order with %s at 20 of %d: %v, want %s first, %s left out", n.srv.ID(), g.srv.ID(), maxLoad, got, next.srv.ID(), g.srv.ID())
+			}
+		}
+
+		// 9 players, 3 queued on each server: 4 matches and one left over.
+		from := map[string]*node{}
+		for i := range 9 {
+			id := fmt.Sprintf("q%d", i)
+			from[id] = c.nodes[i%3]
+			c.queue(from[id], id, "duel", nil)
+		}
+		time.Sleep(30 * time.Second) // well past the cooldown, Hold and the bounce guard
+		synctest.Wait()
+		waiting := 0
+		for i := range 9 {
+			id := fmt.Sprintf("q%d", i)
+			moves := c.movesOf(id)
+			switch {
+			case from[id] == next && len(moves) != 0:
+				t.Errorf("%s, queued on the gather server %s, was moved: %+v", id, next.srv.ID(), moves)
+			case from[id] != next && (len(moves) != 1 || moves[0].to != next.srv.ID() || moves[0].reason != room.ReasonQueue):
+				t.Errorf("%s, queued on %s, moves %d times: %+v; want one queue move to %s", id, from[id].srv.ID(), len(moves), moves, next.srv.ID())
+			}
+			if c.where(id) != next.srv.ID() {
+				t.Errorf("%s is at %s, want %s", id, c.where(id), next.srv.ID())
+				continue
+			}
+			if next.host.RoomOf(id) == "" {
+				if _, ok := next.mm.Waited(id); !ok {
+					t.Errorf("%s is neither seated nor waiting on %s", id, next.srv.ID())
+				}
+				waiting++
+			}
+		}
+		if waiting != 1 || next.host.Rooms() != 4 || g.host.Load() != 20 || last.host.Rooms() != 0 {
+			t.Errorf("%d waiting and %d rooms on %s, load %d on %s, %d rooms on %s; want 1, 4, 20, 0",
+				waiting, next.host.Rooms(), next.srv.ID(), g.host.Load(), g.srv.ID(), last.host.Rooms(), last.srv.ID())
+		}
+	})
+}

@@ -260,6 +260,62 @@ func testNodes(n int) []fleet.Node {
 	return nodes
 }
 
+// A server is in a playlist's gather order only with room, by its
+// published load, for at least one match of it; a draining server hands
+// players to that order first and to the servers with less room last.
+func TestGatherOrderRoomForAMatch(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		pl    Playlist
+		loads []int // of game-0..; max-load 10
+		want  []string
+		drain []string // the draining server's order (game-0 drains)
+	}{
+		{"duel exactly at the limit", Playlist{Name: "duel"}, []int{0, 8, 9, 10}, []string{"game-0", "game-1"}, []string{"game-1", "game-2"}},
+		{"squad exactly at the limit", Playlist{Name: "squad", Teams: 2, TeamSize: 4}, []int{0, 2, 3, 9}, []string{"game-0", "game-1"}, []string{"game-1", "game-2", "game-3"}},
+		{"no room for a match", Playlist{Name: "squad", Teams: 2, TeamSize: 4}, []int{3, 5, 9, 10}, nil, []string{"game-1", "game-2"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			pl, err := tc.pl.withDefaults()
+			if err != nil {
+				t.Fatal(err)
+			}
+			nodes := testNodes(len(tc.loads))
+			for i, l := range tc.loads {
+				nodes[i].Load = l
+			}
+			ids := func(ns []fleet.Node) (out []string) {
+				for _, n := range ns {
+					out = append(out, n.ID)
+				}
+				return out
+			}
+			got := ids(gatherOrder(pl.Name, pl.size(), nodes, ""))
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("gather order %v, want %v (in any order)", got, tc.want)
+			}
+			drain := ids(drainOrder(newQueue(pl), nodes, "game-0"))
+			var first []string // those with room for a match come first
+			for _, id := range drain {
+				if slices.Contains(tc.want, id) {
+					first = append(first, id)
+				}
+			}
+			if !slices.Equal(first, drain[:len(first)]) {
+				t.Errorf("drain order %v: servers with room for a match %v not first", drain, tc.want)
+			}
+			slices.Sort(drain)
+			if !slices.Equal(drain, tc.drain) {
+				t.Errorf("drain order %v, want %v (in any order)", drain, tc.drain)
+			}
+		})
+	}
+}
+
 func TestGatherOrderOnlyServersWithRoom(t *testing.T) {
 	t.Parallel()
 	nodes := testNodes(5)

@@ -440,7 +440,9 @@ func (m *Module[Sim, Input, Player]) step(ctx context.Context, now time.Time) in
 		case draining:
 			var order []fleet.Node
 			if !local {
-				order = gatherOrder(q.pl.Name, nodes, self)
+				// Where the playlist gathers first, as everyone else
+				// computes it (see drainOrder).
+				order = drainOrder(q, nodes, self)
 			}
 			for _, e := range q.waiting {
 				to := slices.IndexFunc(order, func(n fleet.Node) bool { return !e.blocked(n.ID, now) })
@@ -459,11 +461,12 @@ func (m *Module[Sim, Input, Player]) step(ctx context.Context, now time.Time) in
 				gather(q, nil) // no other server: those without room wait
 			}
 		default:
-			order := gatherOrder(q.pl.Name, nodes, "")
+			order := gatherOrder(q.pl.Name, q.pl.size(), nodes, "")
 			switch {
 			case len(order) == 0:
-				// No server has room: everyone waits where they are.
-			case order[0].ID == self, now.Before(q.received) && selfNode.HasRoom():
+				// No server has room for a match: everyone waits where
+				// they are.
+			case order[0].ID == self, now.Before(q.received) && roomFor(selfNode, q.pl.size()):
 				gather(q, order)
 			default:
 				for _, e := range q.waiting {
