@@ -47,7 +47,8 @@ type Config struct {
 	// LoadStep is how far the load must move before the published load
 	// changes, so that a record does not change at every heartbeat and the
 	// others need not read it again (the state, ready or full, is always
-	// exact). Default MaxLoad/20, at least 1; -1 publishes the exact load.
+	// exact, and so is the load at 0 and within a step of MaxLoad).
+	// Default MaxLoad/20, at least 1; -1 publishes the exact load.
 	LoadStep int `yaml:"load-step"`
 
 	// DrainTimeout bounds a drain: then the remaining work is told and

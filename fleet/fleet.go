@@ -224,13 +224,16 @@ func (f *Fleet) MarkReady() {
 }
 
 // SetLoad sets this server's load. The published load follows it in steps
-// of LoadStep (and exactly at 0, at max-load and below it), so that the record does
-// not change at every heartbeat; the state is judged by the exact load.
+// of LoadStep, so that the record does not change at every heartbeat, but
+// exactly at 0 and within a step of max-load, where the others decide
+// whether a match still fits; the state is judged by the exact load.
 func (f *Fleet) SetLoad(load int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.load = load
-	if step := f.cfg.LoadStep; step < 0 || abs(load-f.shown) >= step || load == 0 || load >= f.cfg.MaxLoad || f.shown >= f.cfg.MaxLoad {
+	step := f.cfg.LoadStep
+	near := f.cfg.MaxLoad - step // above it, the load is published exactly
+	if step < 0 || abs(load-f.shown) >= step || load == 0 || load > near || f.shown > near {
 		f.shown = load
 	}
 	f.view[f.cfg.NodeID] = f.selfLocked()
