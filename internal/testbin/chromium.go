@@ -1,7 +1,6 @@
 package testbin
 
 import (
-	"bytes"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -27,7 +26,7 @@ var ChromiumFlags = []string{
 // Chromium is a headless Chromium showing one page.
 type Chromium struct {
 	cmd  *exec.Cmd
-	out  syncBuffer
+	out  Buffer
 	once sync.Once
 }
 
@@ -64,25 +63,6 @@ func (c *Chromium) Output() string { return c.out.String() }
 // It is safe to call more than once.
 func (c *Chromium) Stop() {
 	c.once.Do(func() { stopGroup(c.cmd) })
-}
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a child's
-// stdout and stderr.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // stopGroup ends the process group cmd leads: SIGTERM, up to 5 s to exit,
