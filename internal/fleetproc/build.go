@@ -1,0 +1,73 @@
+package fleetproc
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// duelPkg is the example the fleet runs, relative to the module root.
+const duelPkg = "./examples/duel"
+
+// Main is a TestMain for a suite that builds the server: it creates a
+// temporary directory whose name starts with prefix, stores its path in
+// *dir for Build, runs the tests, fails the run when they passed but left
+// goroutines behind (goleak), removes the directory and exits.
+func Main(m *testing.M, prefix string, dir *string) {
+	d, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*dir = d
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.RemoveAll(d)
+	os.Exit(code)
+}
+
+// Root returns the module's root directory, the parent of the test's
+// package directory (the suites sit one level below it).
+func Root(tb testing.TB) string {
+	tb.Helper()
+	dir, err := filepath.Abs("..")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
+		tb.Fatalf("module root: %v", err)
+	}
+	return dir
+}
+
+// Build builds the duel example into dir/duel, with the race detector when
+// race is true, and returns the binary's path. It returns the build's
+// output with the error.
+func Build(tb testing.TB, dir string, race bool) (string, error) {
+	tb.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	bin := filepath.Join(dir, "duel")
+	args := []string{"build", "-o", bin}
+	if race {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command(goBin, append(args, duelPkg)...)
+	cmd.Dir = Root(tb)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %v\n%s", duelPkg, err, out)
+	}
+	return bin, nil
+}
