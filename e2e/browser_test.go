@@ -52,8 +52,8 @@ func testBrowser(t *testing.T, c *cluster) {
 		pctx, cancelPage := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
 		defer cancelPage()
 		p := &page{ctx: pctx}
-		if err := chromedp.Do(pctx, chromedp.Navigate(c.url)); err != nil {
-			t.Fatalf("open %s: %v", c.url, err)
+		if err := chromedp.Do(pctx, chromedp.Navigate(c.URL)); err != nil {
+			t.Fatalf("open %s: %v", c.URL, err)
 		}
 		// Welcomed: the page shows its server.
 		p.player = waitText(t, pctx, "#player", func(s string) bool { return s != "–" && s != "" })

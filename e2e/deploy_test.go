@@ -71,7 +71,7 @@ func checkEnv(t *testing.T, where string, env map[string]string) config.Config {
 // The e2e servers' own environment uses the real names too.
 func TestDeployEnvNames(t *testing.T) {
 	env := map[string]string{}
-	for _, kv := range serverEnv("127.0.0.2", gamePort, "duel-1", "127.0.0.2:8080", "127.0.0.1:6379", "e2e", "0123456789abcdef0123") {
+	for _, kv := range fleetConfig("").ServerEnv("127.0.0.2", gamePort, "duel-1", "127.0.0.2:8080", "127.0.0.1:6379", "e2e", "0123456789abcdef0123") {
 		name, value, _ := strings.Cut(kv, "=")
 		env[name] = value
 	}

@@ -34,7 +34,7 @@ func TestFleet(t *testing.T) {
 		{"metrics", testMetrics},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
-			c.ensure(t)
+			c.Ensure(t)
 			sc.run(t, c)
 			c.leave(t)
 		})
@@ -77,7 +77,7 @@ func quantiles(ds []time.Duration) string {
 // on the server where duel gathers, and no bot is ever without a working
 // connection.
 func testQueue(t *testing.T, c *cluster) {
-	g := c.gather(t, "duel")
+	g := c.Gather(t, "duel")
 	const n = 40
 	bots := make([]*bot.Bot, n)
 	for i := range bots {
@@ -98,15 +98,15 @@ func testQueue(t *testing.T, c *cluster) {
 		rooms[rm.Node+"/"+rm.ID] = append(rooms[rm.Node+"/"+rm.ID], r.Player)
 		queued = append(queued, rm.Queued)
 		first[r.Nodes[0]]++
-		if rm.Node != g.id {
-			t.Errorf("%s: room %s on %s, want the gather server %s", r.Player, rm.ID, rm.Node, g.id)
+		if rm.Node != g.ID {
+			t.Errorf("%s: room %s on %s, want the gather server %s", r.Player, rm.ID, rm.Node, g.ID)
 		}
 		if r.Requeues > 0 {
 			t.Errorf("%s queued %d more times by itself", r.Player, r.Requeues)
 		}
 		for _, rd := range r.Redirects {
-			if rd.Reason != "queue" || rd.To != g.id {
-				t.Errorf("%s: redirect %+v, want only reason queue to %s", r.Player, rd, g.id)
+			if rd.Reason != "queue" || rd.To != g.ID {
+				t.Errorf("%s: redirect %+v, want only reason queue to %s", r.Player, rd, g.ID)
 			}
 		}
 		if len(r.Redirects) > 0 {
@@ -123,7 +123,7 @@ func testQueue(t *testing.T, c *cluster) {
 		}
 	}
 	t.Logf("40 bots matched into %d rooms on %s; first connections by server %v; %d redirected to gather; queue to seat: %s",
-		len(rooms), g.id, first, redirected, quantiles(queued))
+		len(rooms), g.ID, first, redirected, quantiles(queued))
 }
 
 // A lobby created through nginx is joined by code by three other bots
@@ -217,7 +217,7 @@ func testRejoin(t *testing.T, c *cluster) {
 // waited and matched elsewhere, the matches play to their end, and the
 // process exits 0 before the drain timeout.
 func testDrain(t *testing.T, c *cluster) {
-	g := c.gather(t, "duel")
+	g := c.Gather(t, "duel")
 	var players []*bot.Bot
 	for i := range 4 {
 		players = append(players, c.player(t, fmt.Sprintf("drain-player-%d", i), bot.Config{Matches: 1}))
@@ -230,8 +230,8 @@ func testDrain(t *testing.T, c *cluster) {
 	for _, b := range players {
 		rm, _ := b.Report().Room()
 		rooms[rm.ID] = true
-		if rm.Node != g.id {
-			t.Fatalf("%s: room on %s, want the gather server %s", b.Report().Player, rm.Node, g.id)
+		if rm.Node != g.ID {
+			t.Fatalf("%s: room on %s, want the gather server %s", b.Report().Player, rm.Node, g.ID)
 		}
 	}
 
@@ -240,28 +240,28 @@ func testDrain(t *testing.T, c *cluster) {
 	waiter.Queue("duel")
 	waitAll(t, 10*time.Second, "waiting on the gather server", []*bot.Bot{waiter}, func(r bot.Report) bool {
 		n := len(r.Waits)
-		return n > 0 && r.Waits[n-1].Node == g.id && r.Node() == g.id
+		return n > 0 && r.Waits[n-1].Node == g.ID && r.Node() == g.ID
 	})
 
 	sigterm := time.Now()
-	if err := g.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := g.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	movedWait := func(r bot.Report) bool {
 		n := len(r.Waits)
-		return n > 0 && r.Waits[n-1].Node != g.id && r.Waits[n-1].At.After(sigterm)
+		return n > 0 && r.Waits[n-1].Node != g.ID && r.Waits[n-1].At.After(sigterm)
 	}
 	waitAll(t, 10*time.Second, "moved by the drain", []*bot.Bot{waiter}, movedWait)
 	wr := waiter.Report()
 	moved := wr.Waits[len(wr.Waits)-1]
 	var drainRedirect *bot.Redirect
 	for i, rd := range wr.Redirects {
-		if rd.From == g.id && rd.At.After(sigterm) {
+		if rd.From == g.ID && rd.At.After(sigterm) {
 			drainRedirect = &wr.Redirects[i]
 		}
 	}
 	if drainRedirect == nil || drainRedirect.Reason != "drain" || drainRedirect.To != moved.Node {
-		t.Errorf("waiting bot's redirects %+v: want one from %s, reason drain, to %s", wr.Redirects, g.id, moved.Node)
+		t.Errorf("waiting bot's redirects %+v: want one from %s, reason drain, to %s", wr.Redirects, g.ID, moved.Node)
 	}
 	if least := sigterm.Sub(queuedAt) - 200*time.Millisecond; moved.Waited < least {
 		t.Errorf("waited %v on arrival at %s, want at least %v (queued %v before the SIGTERM)", moved.Waited, moved.Node, least, sigterm.Sub(queuedAt))
@@ -273,8 +273,8 @@ func testDrain(t *testing.T, c *cluster) {
 	waitAll(t, 15*time.Second, "waiting bot matched elsewhere", pair, seated)
 	wroom, _ := waiter.Report().Room()
 	proom, _ := partner.Report().Room()
-	if wroom.ID != proom.ID || wroom.Node != proom.Node || wroom.Node == g.id {
-		t.Errorf("waiter in %s on %s, partner in %s on %s: want one room off %s", wroom.ID, wroom.Node, proom.ID, proom.Node, g.id)
+	if wroom.ID != proom.ID || wroom.Node != proom.Node || wroom.Node == g.ID {
+		t.Errorf("waiter in %s on %s, partner in %s on %s: want one room off %s", wroom.ID, wroom.Node, proom.ID, proom.Node, g.ID)
 	}
 
 	waitAll(t, drainTimeout, "matches on the draining server ended", players, func(r bot.Report) bool { return r.Ended() >= 1 })
@@ -286,16 +286,16 @@ func testDrain(t *testing.T, c *cluster) {
 		}
 	}
 	select {
-	case <-g.exited:
+	case <-g.Exited():
 	case <-time.After(time.Until(sigterm.Add(drainTimeout + 5*time.Second))):
-		t.Fatalf("%s still runs %v after SIGTERM", g.id, time.Since(sigterm).Round(time.Millisecond))
+		t.Fatalf("%s still runs %v after SIGTERM", g.ID, time.Since(sigterm).Round(time.Millisecond))
 	}
-	took := g.exitAt.Sub(sigterm)
-	if code := g.exitCode(); code != 0 {
-		t.Errorf("%s exited with %d (%v), want 0", g.id, code, g.err)
+	took := g.ExitAt().Sub(sigterm)
+	if code := g.ExitCode(); code != 0 {
+		t.Errorf("%s exited with %d (%v), want 0", g.ID, code, g.Err())
 	}
 	if took >= drainTimeout {
-		t.Errorf("%s exited %v after SIGTERM, want before the drain timeout %v", g.id, took, drainTimeout)
+		t.Errorf("%s exited %v after SIGTERM, want before the drain timeout %v", g.ID, took, drainTimeout)
 	}
 	checkConnected(t, players)
 	for _, b := range pair {
@@ -310,7 +310,7 @@ func testDrain(t *testing.T, c *cluster) {
 			if d.Reason != "server closing" {
 				t.Errorf("%s: dropped %+v", r.Player, d)
 			}
-			t.Logf("%s: its connection, relayed through %s, ended with it (%d %s); rejoins %+v", r.Player, g.id, d.Code, d.Reason, r.Rejoins)
+			t.Logf("%s: its connection, relayed through %s, ended with it (%d %s); rejoins %+v", r.Player, g.ID, d.Code, d.Reason, r.Rejoins)
 		}
 		for _, rm := range r.Rooms {
 			if rm.Reason == "lost" {
@@ -324,7 +324,7 @@ func testDrain(t *testing.T, c *cluster) {
 		lengths = append(lengths, rm.Ended.Sub(rm.Started).Round(100*time.Millisecond).String())
 	}
 	t.Logf("drain of %s: waiting bot moved to %s with %v waited (%v after the SIGTERM), matched with a newcomer; %d matches played to the end (%s); exit 0 after %v (timeout %v)",
-		g.id, moved.Node, moved.Waited.Round(time.Millisecond), moved.At.Sub(sigterm).Round(time.Millisecond),
+		g.ID, moved.Node, moved.Waited.Round(time.Millisecond), moved.At.Sub(sigterm).Round(time.Millisecond),
 		len(rooms), strings.Join(lengths, ", "), took.Round(time.Millisecond), drainTimeout)
 }
 
@@ -333,7 +333,7 @@ func testDrain(t *testing.T, c *cluster) {
 // of its lost match, who reconnect through nginx, are matched on the
 // server where duel gathers now.
 func testKill(t *testing.T, c *cluster) {
-	k := c.gather(t, "duel")
+	k := c.Gather(t, "duel")
 	var victims []*bot.Bot
 	for i := range 2 {
 		victims = append(victims, c.player(t, fmt.Sprintf("kill-victim-%d", i), bot.Config{Style: bot.StyleRandom}))
@@ -344,8 +344,8 @@ func testKill(t *testing.T, c *cluster) {
 	waitAll(t, 15*time.Second, "matched on the gather server", victims, seated)
 
 	killed := time.Now()
-	k.kill(syscall.SIGKILL)
-	gone := c.watchGone(k.id, killed)
+	k.Kill(syscall.SIGKILL)
+	gone := c.watchGone(k.ID, killed)
 	after := killed.Add(3 * heartbeat)
 	time.Sleep(time.Until(after))
 
@@ -366,7 +366,7 @@ func testKill(t *testing.T, c *cluster) {
 	}
 	all := append(slices.Clone(newcomers), victims...)
 	waitAll(t, 20*time.Second, "matched after the kill", all, seatedSince(after))
-	g := c.gather(t, "duel")
+	g := c.Gather(t, "duel")
 
 	// A redirect decided just before the 3 heartbeats were up may reach
 	// its bot just after: allow it 100 ms in flight.
@@ -377,18 +377,18 @@ func testKill(t *testing.T, c *cluster) {
 		for _, e := range r.Events {
 			switch {
 			case e.At.Before(checkFrom):
-			case e.Kind == "welcome" && e.Node == k.id:
-				t.Errorf("%s was welcomed by the killed %s at +%v", r.Player, k.id, e.At.Sub(killed))
-			case e.Kind == "redirect" && strings.Contains(e.Detail, "to "+k.id+" "):
-				t.Errorf("%s was sent to the killed %s at +%v", r.Player, k.id, e.At.Sub(killed))
+			case e.Kind == "welcome" && e.Node == k.ID:
+				t.Errorf("%s was welcomed by the killed %s at +%v", r.Player, k.ID, e.At.Sub(killed))
+			case e.Kind == "redirect" && strings.Contains(e.Detail, "to "+k.ID+" "):
+				t.Errorf("%s was sent to the killed %s at +%v", r.Player, k.ID, e.At.Sub(killed))
 			}
 			if e.Kind == "bounce" {
 				bounces++
 			}
 		}
 		rm, _ := r.Room()
-		if rm.Node != g.id {
-			t.Errorf("%s: room on %s, want the gather server %s", r.Player, rm.Node, g.id)
+		if rm.Node != g.ID {
+			t.Errorf("%s: room on %s, want the gather server %s", r.Player, rm.Node, g.ID)
 		}
 		for _, f := range r.Failures {
 			// A request in flight to the server as it died may fail; once
@@ -406,7 +406,7 @@ func testKill(t *testing.T, c *cluster) {
 		}
 	}
 	t.Logf("SIGKILL of %s: gone from every view after %v (3 heartbeats = %v); its players had a working connection again after %s (%d bounces before it was gone); 12 bots matched on %s",
-		k.id, gone(), 3*heartbeat, quantiles(back), bounces, g.id)
+		k.ID, gone(), 3*heartbeat, quantiles(back), bounces, g.ID)
 }
 
 // waitIdle waits until nobody is seated on s (the load of the duel is its
@@ -420,19 +420,19 @@ func (c *cluster) waitIdle(t *testing.T, s *server) {
 	var last fleet.Capacity
 	for {
 		rctx, rcancel := context.WithTimeout(ctx, time.Second)
-		cp, err := c.capacity(rctx, s)
+		cp, err := c.Capacity(rctx, s)
 		rcancel()
 		if err == nil {
 			last = cp
 			if cp.Load == 0 {
 				if d := time.Since(start); d > 1500*time.Millisecond { // more than the host's load report period
-					t.Logf("%s had players seated for another %v", s.id, d.Round(time.Millisecond))
+					t.Logf("%s had players seated for another %v", s.ID, d.Round(time.Millisecond))
 				}
 				return
 			}
 		}
 		if ctx.Err() != nil {
-			t.Fatalf("%s still has players seated after 5s: %+v (last error %v)", s.id, last, err)
+			t.Fatalf("%s still has players seated after 5s: %+v (last error %v)", s.ID, last, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -452,11 +452,11 @@ func (c *cluster) watchGone(id string, since time.Time) func() time.Duration {
 		defer cancel()
 		for ctx.Err() == nil {
 			seen := false
-			for _, s := range c.running() {
-				if s.id == id {
+			for _, s := range c.Running() {
+				if s.ID == id {
 					continue
 				}
-				cp, err := c.capacity(ctx, s)
+				cp, err := c.Capacity(ctx, s)
 				if err != nil || cp.Nodes != len(hosts)-1 {
 					seen = true
 				}
@@ -478,10 +478,10 @@ func (c *cluster) watchGone(id string, since time.Time) func() time.Duration {
 // The Kubernetes HPA scales on muster_server_load: every server must
 // export it on /metrics.
 func testMetrics(t *testing.T, c *cluster) {
-	s := c.running()[0]
+	s := c.Running()[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	code, body, err := c.get(ctx, s, "/metrics")
+	code, body, err := c.Get(ctx, s, "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
