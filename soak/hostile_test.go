@@ -99,29 +99,29 @@ func relayHeaders(key []byte, client, host, node, path string, at time.Time) htt
 func testRelayHeaders(t *testing.T, c *cluster) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // 120 hellos to a loaded server
 	defer cancel()
-	run := c.running()
+	run := c.Running()
 	s, other := run[0], run[1]
-	key := relayKey(c.key)
-	base := "http://" + s.addr + "/"
+	key := relayKey(c.Key)
+	base := "http://" + s.Addr + "/"
 	cases := []struct {
 		name     string
 		headers  func(victim string) http.Header
 		honoured bool
 	}{
 		{"made up", func(v string) http.Header {
-			return relayHeaders(relayKey("guess"), v, s.addr, s.id, "/play", time.Now())
+			return relayHeaders(relayKey("guess"), v, s.Addr, s.ID, "/play", time.Now())
 		}, false},
-		{"replayed to another node", func(v string) http.Header { return relayHeaders(key, v, s.addr, other.id, "/play", time.Now()) }, false},
-		{"replayed to another route", func(v string) http.Header { return relayHeaders(key, v, s.addr, s.id, "/ticket", time.Now()) }, false},
+		{"replayed to another node", func(v string) http.Header { return relayHeaders(key, v, s.Addr, other.ID, "/play", time.Now()) }, false},
+		{"replayed to another route", func(v string) http.Header { return relayHeaders(key, v, s.Addr, s.ID, "/ticket", time.Now()) }, false},
 		{"stale", func(v string) http.Header {
-			return relayHeaders(key, v, s.addr, s.id, "/play", time.Now().Add(-time.Hour))
+			return relayHeaders(key, v, s.Addr, s.ID, "/play", time.Now().Add(-time.Hour))
 		}, false},
 		{"incomplete", func(v string) http.Header {
-			h := relayHeaders(key, v, s.addr, s.id, "/play", time.Now())
+			h := relayHeaders(key, v, s.Addr, s.ID, "/play", time.Now())
 			h.Del("Muster-Relay-Nonce")
 			return h
 		}, false},
-		{"valid (control)", func(v string) http.Header { return relayHeaders(key, v, s.addr, s.id, "/play", time.Now()) }, true},
+		{"valid (control)", func(v string) http.Header { return relayHeaders(key, v, s.Addr, s.ID, "/play", time.Now()) }, true},
 	}
 	const failures = 20 // room.Limits.Failures' default
 	var lines []string
@@ -158,7 +158,7 @@ func testRelayHeaders(t *testing.T, c *cluster) string {
 		}
 		lines = append(lines, tc.name+": stripped")
 	}
-	return fmt.Sprintf("on %s, %d bad hellos each with relay headers naming a victim: %s", s.id, failures, strings.Join(lines, ", "))
+	return fmt.Sprintf("on %s, %d bad hellos each with relay headers naming a victim: %s", s.ID, failures, strings.Join(lines, ", "))
 }
 
 // helloClose says hello on ws and returns the close code the server ends
@@ -188,15 +188,13 @@ func testNodeParam(t *testing.T, c *cluster) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var live, dead []string
-	c.mu.Lock()
-	for _, s := range c.started {
-		if s.running() {
-			live = append(live, s.id)
+	for _, s := range c.Started() {
+		if s.Running() {
+			live = append(live, s.ID)
 		} else {
-			dead = append(dead, s.id)
+			dead = append(dead, s.ID)
 		}
 	}
-	c.mu.Unlock()
 	values := []string{"", strings.Repeat("n", 2000), "узел-🎮", "\x00\r\nX-Injected: 1", "../../muster/server/drain",
 		"%zz", "duel-1 ", "DUEL-1", "127.0.0.2:1", "*"}
 	values = append(values, live...)
@@ -208,7 +206,7 @@ func testNodeParam(t *testing.T, c *cluster) string {
 		if i%3 == 0 {
 			query += "&node=" + url.QueryEscape(live[0]) // and repeated
 		}
-		ws, w, err := connect(ctx, c.url, hc, fmt.Sprintf("fuzz-%d", i), query)
+		ws, w, err := connect(ctx, c.URL, hc, fmt.Sprintf("fuzz-%d", i), query)
 		hc.CloseIdleConnections()
 		if err != nil {
 			t.Errorf("?node=%.40q: no working connection: %v", v, err)
@@ -259,11 +257,11 @@ func testFrames(t *testing.T, c *cluster) string {
 	var lines []string
 	for i, tc := range cases {
 		hc := clientHTTP(clientAddr(3, 300+i))
-		tk, err := ticket(ctx, c.url, hc, fmt.Sprintf("frames-%d", i))
+		tk, err := ticket(ctx, c.URL, hc, fmt.Sprintf("frames-%d", i))
 		if err != nil {
 			t.Fatal(err)
 		}
-		ws, _, err := dialPlay(ctx, c.url, hc, "ticket="+tk, nil)
+		ws, _, err := dialPlay(ctx, c.URL, hc, "ticket="+tk, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -295,11 +293,11 @@ func testTicketReuse(t *testing.T, c *cluster) string {
 	defer cancel()
 	hc := clientHTTP(clientAddr(3, 400))
 	defer hc.CloseIdleConnections()
-	tk, err := ticket(ctx, c.url, hc, "reuse")
+	tk, err := ticket(ctx, c.URL, hc, "reuse")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws, _, err := dialPlay(ctx, c.url, hc, "ticket="+tk, nil)
+	ws, _, err := dialPlay(ctx, c.URL, hc, "ticket="+tk, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,9 +306,9 @@ func testTicketReuse(t *testing.T, c *cluster) string {
 		t.Fatalf("first use: %v", err)
 	}
 	ws.Close(websocket.StatusNormalClosure, "")
-	bases := []string{c.url}
-	for _, s := range c.running() {
-		bases = append(bases, "http://"+s.addr+"/")
+	bases := []string{c.URL}
+	for _, s := range c.Running() {
+		bases = append(bases, "http://"+s.Addr+"/")
 	}
 	for _, b := range bases {
 		ws, _, err := dialPlay(ctx, b, hc, "ticket="+tk, nil)
@@ -341,7 +339,7 @@ func testFlood(t *testing.T, c *cluster) string {
 	for range 16 {
 		wg.Go(func() {
 			for next.Add(1) <= attempts {
-				ws, resp, err := dialPlay(ctx, c.url, hc, "ticket=flood", nil)
+				ws, resp, err := dialPlay(ctx, c.URL, hc, "ticket=flood", nil)
 				switch {
 				case err == nil:
 					ok.Add(1)
@@ -364,7 +362,7 @@ func testFlood(t *testing.T, c *cluster) string {
 	}
 	vhc := clientHTTP(clientAddr(3, 501))
 	defer vhc.CloseIdleConnections()
-	ws, w, err := connect(ctx, c.url, vhc, "after-flood", "")
+	ws, w, err := connect(ctx, c.URL, vhc, "after-flood", "")
 	if err != nil {
 		t.Errorf("another address, right after the flood: %v", err)
 	} else {
@@ -386,17 +384,17 @@ func testSlowloris(t *testing.T, c *cluster) string {
 		open   int
 		wg     sync.WaitGroup
 	)
-	for si, s := range c.running() {
+	for si, s := range c.Running() {
 		for j := range per {
 			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: clientAddr(3, 600+si*per+j)}}
-			conn, err := d.Dial("tcp", s.addr)
+			conn, err := d.Dial("tcp", s.Addr)
 			if err != nil {
 				t.Fatal(err)
 			}
 			wg.Go(func() {
 				defer conn.Close()
 				start := time.Now()
-				fmt.Fprintf(conn, "GET /muster/server/live HTTP/1.1\r\nHost: %s\r\n", s.addr)
+				fmt.Fprintf(conn, "GET /muster/server/live HTTP/1.1\r\nHost: %s\r\n", s.Addr)
 				buf := make([]byte, 512)
 				for i := 0; time.Now().Before(deadline); i++ {
 					if _, err := fmt.Fprintf(conn, "X-Slow-%d: 1\r\n", i); err != nil {
@@ -420,12 +418,12 @@ func testSlowloris(t *testing.T, c *cluster) string {
 		}
 	}
 	// Meanwhile the servers serve.
-	for _, s := range c.running() {
+	for _, s := range c.Running() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		code, _, err := c.get(ctx, s, "/muster/server/live")
+		code, _, err := c.Get(ctx, s, "/muster/server/live")
 		cancel()
 		if err != nil || code != http.StatusOK {
-			t.Errorf("%s during the slowloris: live probe %d %v", s.id, code, err)
+			t.Errorf("%s during the slowloris: live probe %d %v", s.ID, code, err)
 		}
 	}
 	wg.Wait()
@@ -478,10 +476,10 @@ func testSlowReader(t *testing.T, c *cluster) string {
 		}
 	}()
 	stopped := time.Now()
-	srv := c.byID(slow.node)
+	srv := c.ByID(slow.node)
 	local := slow.ws.UnderlyingLocal() // the slow reader's address
-	if found, _, _ := serverHolds(srv.addr, local); !found {
-		t.Fatalf("no socket of %s connected to the slow reader's %v", srv.id, local)
+	if found, _, _ := serverHolds(srv.Addr, local); !found {
+		t.Fatalf("no socket of %s connected to the slow reader's %v", srv.ID, local)
 	}
 	var (
 		cut    time.Duration
@@ -489,7 +487,7 @@ func testSlowReader(t *testing.T, c *cluster) string {
 		est    bool
 	)
 	for {
-		if _, est, queued = serverHolds(srv.addr, local); !est {
+		if _, est, queued = serverHolds(srv.Addr, local); !est {
 			cut = time.Since(stopped)
 			break
 		}
@@ -500,14 +498,14 @@ func testSlowReader(t *testing.T, c *cluster) string {
 	}
 	got := snaps.Load()
 	if fast.node == slow.node && got == 0 {
-		t.Errorf("another player on %s received no snapshot while the slow reader stalled", srv.id)
+		t.Errorf("another player on %s received no snapshot while the slow reader stalled", srv.ID)
 	}
 	if cut == 0 {
 		// The room host's send queue only fills once the kernel's send
 		// buffer (autotuned up to 4 MiB here) is full, so the host finds a
 		// client that stopped reading by its unanswered ping.
 		msg := fmt.Sprintf("%s still holds the connection of a client that has not read for %v: %d bytes wait in the kernel's send queue; another player there got %d snapshots meanwhile",
-			srv.id, time.Since(stopped).Round(time.Second), queued, got)
+			srv.ID, time.Since(stopped).Round(time.Second), queued, got)
 		if *flagStrictSlow {
 			t.Error(msg)
 		} else {
@@ -531,7 +529,7 @@ func testSlowReader(t *testing.T, c *cluster) string {
 		t.Errorf("the cut slow reader could not come back to its seat: %v", err)
 	}
 	return fmt.Sprintf("a seated player that stopped reading (2 KiB receive buffer) was cut by %s after %v; reading again, it got close code %d; another player there got %d snapshots meanwhile",
-		srv.id, cut.Round(100*time.Millisecond), code, got)
+		srv.ID, cut.Round(100*time.Millisecond), code, got)
 }
 
 // waitUnclaimed waits until no player of players is claimed in Redis.
@@ -542,7 +540,7 @@ func waitUnclaimed(t *testing.T, c *cluster, players ...string) {
 	for {
 		var held []string
 		for _, p := range players {
-			if v, err := c.rdb.Get(ctx, "muster:{"+c.name+"}:c:player:"+p).Result(); err == nil {
+			if v, err := c.rdb.Get(ctx, "muster:{"+c.Name+"}:c:player:"+p).Result(); err == nil {
 				held = append(held, p+" on "+v)
 			}
 		}
@@ -630,7 +628,7 @@ func newRaw(c *cluster, ip net.IP, player string, rcvbuf int) *raw {
 // connection is the client's own socket, not nginx's), queues for duel, follows redirects
 // directly to the server they name, and returns once seated.
 func (r *raw) seat(ctx context.Context) error {
-	base, mode := "http://"+r.c.running()[0].addr+"/", "new"
+	base, mode := "http://"+r.c.Running()[0].Addr+"/", "new"
 	for range 5 {
 		tk, err := ticket(ctx, base, r.hc, r.player)
 		if err != nil {
@@ -668,12 +666,12 @@ func (r *raw) seat(ctx context.Context) error {
 				r.room = p.Room
 				return nil
 			case "redirect":
-				s := r.c.byID(p.Node)
+				s := r.c.ByID(p.Node)
 				if s == nil {
 					return fmt.Errorf("%s: redirected to unknown %s", r.player, p.Node)
 				}
 				ws.CloseNow()
-				base, mode = "http://"+s.addr+"/", "rejoin"
+				base, mode = "http://"+s.Addr+"/", "rejoin"
 			default:
 				continue
 			}
@@ -688,11 +686,11 @@ func (r *raw) seat(ctx context.Context) error {
 func (r *raw) rejoin(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	s := r.c.byID(r.node)
+	s := r.c.ByID(r.node)
 	if s == nil {
 		return fmt.Errorf("%s: its server %s is gone", r.player, r.node)
 	}
-	base := "http://" + s.addr + "/"
+	base := "http://" + s.Addr + "/"
 	tk, err := ticket(ctx, base, r.hc, r.player)
 	if err != nil {
 		return err

@@ -170,12 +170,9 @@ func (inv *invariants) settle(t *testing.T, phase string, allowed func(bot.Room)
 // checkLogs fails the test at once when a server logged a panic.
 func (inv *invariants) checkLogs(t *testing.T) {
 	t.Helper()
-	inv.c.mu.Lock()
-	all := slices.Clone(inv.c.started)
-	inv.c.mu.Unlock()
-	for _, s := range all {
-		if bad := badLog(s.out.String()); bad != "" {
-			t.Fatalf("%s logged %s:\n%s", s.id, bad, tail(s.out.String(), 60))
+	for _, s := range inv.c.Started() {
+		if bad := badLog(s.Log()); bad != "" {
+			t.Fatalf("%s logged %s:\n%s", s.ID, bad, tail(s.Log(), 60))
 		}
 	}
 }
@@ -231,8 +228,8 @@ func (inv *invariants) agree(st status) []string {
 	defer cancel()
 	var problems []string
 	running := map[string]bool{}
-	for _, s := range c.running() {
-		running[s.id] = true
+	for _, s := range c.Running() {
+		running[s.ID] = true
 	}
 	_, per, err := c.sumMetric(ctx, "muster_players_seated")
 	if err != nil {
@@ -257,7 +254,7 @@ func (inv *invariants) agree(st status) []string {
 		j := min(i+500, len(ids))
 		keys := make([]string, 0, j-i)
 		for _, id := range ids[i:j] {
-			keys = append(keys, "muster:{"+c.name+"}:c:player:"+id)
+			keys = append(keys, "muster:{"+c.Name+"}:c:player:"+id)
 		}
 		vals, err := c.rdb.MGet(ctx, keys...).Result()
 		if err != nil {

@@ -44,7 +44,7 @@ func startCrowd(t *testing.T, c *cluster, n int) *crowd {
 	for i := range n {
 		name := fmt.Sprintf("soak-%05d", i)
 		b, err := bot.New(bot.Config{
-			URL: c.url, Player: name, Style: bot.StyleRandom,
+			URL: c.URL, Player: name, Style: bot.StyleRandom,
 			HTTPClient: clientHTTP(clientAddr(1, i)),
 			Logger:     quiet,
 		})
@@ -156,7 +156,7 @@ func startProbes(t *testing.T, c *cluster, n int) *probes {
 		pr.wg.Go(func() {
 			defer hc.CloseIdleConnections()
 			for ctx.Err() == nil {
-				ws, _, err := connect(ctx, c.url, hc, fmt.Sprintf("probe-%03d", i), "")
+				ws, _, err := connect(ctx, c.URL, hc, fmt.Sprintf("probe-%03d", i), "")
 				if err != nil {
 					if ctx.Err() == nil {
 						pr.count(0, true)

@@ -51,8 +51,8 @@ func TestSoak(t *testing.T) {
 	})
 
 	rss0 := map[string]int64{}
-	for _, s := range c.running() {
-		rss0[s.id] = s.rss()
+	for _, s := range c.Running() {
+		rss0[s.ID] = rss(s)
 	}
 	pr := startProbes(t, c, *flagProbes)
 	cr := startCrowd(t, c, n)
@@ -112,8 +112,8 @@ func testLoad(t *testing.T, c *cluster, cr *crowd, pr *probes, inv *invariants, 
 	}
 	relayed, _, _ := c.sumMetric(ctx, "muster_relay_connections_active")
 	var drss int64
-	for _, s := range c.running() {
-		drss += s.rss() - rss0[s.id]
+	for _, s := range c.Running() {
+		drss += rss(s) - rss0[s.ID]
 	}
 	errs := (f1 - f0) + (d1 - d0) + perr
 	if errs != 0 {
@@ -139,19 +139,19 @@ func testLoad(t *testing.T, c *cluster, cr *crowd, pr *probes, inv *invariants, 
 // worker, are back in their rooms.
 func testNginxReload(t *testing.T, c *cluster, cr *crowd, inv *invariants, fig *figures) {
 	mark := inv.mark()
-	before := children(c.nginx.PID())
-	if err := syscall.Kill(c.nginx.PID(), syscall.SIGHUP); err != nil {
+	before := children(c.Nginx.PID())
+	if err := syscall.Kill(c.Nginx.PID(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	var after []int
 	for {
-		after = children(c.nginx.PID())
+		after = children(c.Nginx.PID())
 		if slices.ContainsFunc(after, func(pid int) bool { return !slices.Contains(before, pid) }) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no new nginx worker 20s after SIGHUP: before %v, now %v\n%s", before, after, c.nginx.ErrorLog())
+			t.Fatalf("no new nginx worker 20s after SIGHUP: before %v, now %v\n%s", before, after, c.Nginx.ErrorLog())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -205,15 +205,15 @@ func children(pid int) []int {
 func testRedisOutage(t *testing.T, c *cluster, inv *invariants, fig *figures, outage time.Duration) {
 	mark := inv.mark()
 	snaps0 := inv.snapshots()
-	c.redis.Stop()
+	c.Redis.Stop()
 	time.Sleep(outage) // the fault's length, not a wait for a condition
 	snaps1 := inv.snapshots()
-	c.redis.Start()
+	c.Redis.Start()
 	back := time.Now()
 	if snaps1 <= snaps0 {
 		t.Errorf("no snapshot reached a bot during the Redis outage (%d before, %d after): rooms must keep stepping", snaps0, snaps1)
 	}
-	c.waitView(t, len(hosts))
+	c.WaitView(t, len(hosts))
 	st := inv.check(t, "redis-outage", nil)
 	fig.add(t, "Redis down %v, restarted empty; %d snapshots reached bots during the outage; fleet whole and claims re-asserted %v after Redis returned; %s",
 		outage, snaps1-snaps0, st.claimsAt.Sub(back).Round(time.Millisecond), st)
@@ -233,37 +233,37 @@ func testSigterm(t *testing.T, c *cluster, inv *invariants, fig *figures) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := c.running()
-	slices.SortStableFunc(run, func(a, b *server) int { return int(per[a.id] - per[b.id]) })
+	run := c.Running()
+	slices.SortStableFunc(run, func(a, b *server) int { return int(per[a.ID] - per[b.ID]) })
 	s := run[0]
 	mark := inv.mark()
 	t0 := time.Now()
-	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := s.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-s.exited:
+	case <-s.Exited():
 	case <-time.After(drainTimeout + 20*time.Second):
-		t.Fatalf("%s still runs %v after SIGTERM (drain timeout %v)", s.id, time.Since(t0).Round(time.Millisecond), drainTimeout)
+		t.Fatalf("%s still runs %v after SIGTERM (drain timeout %v)", s.ID, time.Since(t0).Round(time.Millisecond), drainTimeout)
 	}
 	took := time.Since(t0)
-	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
-		t.Errorf("%s exited with %d (%v) after SIGTERM, want 0", s.id, code, s.err)
+	if code := s.ExitCode(); code != 0 {
+		t.Errorf("%s exited with %d (%v) after SIGTERM, want 0", s.ID, code, s.Err())
 	}
-	c.waitView(t, len(hosts)-1)
+	c.WaitView(t, len(hosts)-1)
 	st := inv.check(t, "sigterm", nil)
 	if st.lostSince(mark) > 0 {
 		t.Errorf("%d players lost their rooms in a drain; SPEC F10: rooms run to their end or are told", st.lostSince(mark))
 	}
-	fig.add(t, "SIGTERM to %s (%v seated): exit 0 after %v; %s", s.id, per[s.id], took.Round(time.Millisecond), st)
-	c.ensure(t)
+	fig.add(t, "SIGTERM to %s (%v seated): exit 0 after %v; %s", s.ID, per[s.ID], took.Round(time.Millisecond), st)
+	c.Ensure(t)
 }
 
 // testSigkill kills the server with the most seated players apart from
 // the gather server. SPEC E: its rooms are lost (only those), its players
 // get a working connection elsewhere and play again.
 func testSigkill(t *testing.T, c *cluster, inv *invariants, fig *figures) {
-	g := c.gather(t, "duel")
+	g := c.Gather(t, "duel")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, per, err := c.sumMetric(ctx, "muster_players_seated")
@@ -271,22 +271,22 @@ func testSigkill(t *testing.T, c *cluster, inv *invariants, fig *figures) {
 		t.Fatal(err)
 	}
 	var k *server
-	for _, s := range c.running() {
-		if s != g && (k == nil || per[s.id] > per[k.id]) {
+	for _, s := range c.Running() {
+		if s != g && (k == nil || per[s.ID] > per[k.ID]) {
 			k = s
 		}
 	}
 	mark := inv.mark()
-	k.kill(syscall.SIGKILL)
-	<-k.exited
-	c.waitView(t, len(hosts)-1)
-	st := inv.check(t, "sigkill", func(rm bot.Room) bool { return rm.Node == k.id })
+	k.Kill(syscall.SIGKILL)
+	<-k.Exited()
+	c.WaitView(t, len(hosts)-1)
+	st := inv.check(t, "sigkill", func(rm bot.Room) bool { return rm.Node == k.ID })
 	fig.add(t, "SIGKILL of %s (%v seated): %d players lost their rooms there (allowed), all seated again or waiting; %s",
-		k.id, per[k.id], st.lostSince(mark), st)
-	if got, want := st.lostSince(mark), int(per[k.id]); got > want {
+		k.ID, per[k.ID], st.lostSince(mark), st)
+	if got, want := st.lostSince(mark), int(per[k.ID]); got > want {
 		t.Errorf("%d players lost their rooms, more than the %d seated on the killed server", got, want)
 	}
-	c.ensure(t)
+	c.Ensure(t)
 }
 
 // waitBots waits until cond holds for every bot.
