@@ -68,7 +68,8 @@ var forbidden = []string{"panic:", "WARNING: DATA RACE", "fatal error:"}
 // client of its Redis.
 type cluster struct {
 	*fleetproc.Fleet
-	rdb *goredis.Client
+	rdb     *goredis.Client
+	maxLoad int // every server's
 }
 
 type server = fleetproc.Server
@@ -101,7 +102,7 @@ func startCluster(t *testing.T, maxLoad int) *cluster {
 		ForbiddenLogLines: 80,
 		FailLogLines:      40,
 	})
-	c := &cluster{Fleet: f, rdb: goredis.NewClient(&goredis.Options{Addr: f.Redis.Addr, MaxRetries: -1})}
+	c := &cluster{Fleet: f, rdb: goredis.NewClient(&goredis.Options{Addr: f.Redis.Addr, MaxRetries: -1}), maxLoad: maxLoad}
 	t.Cleanup(func() { c.rdb.Close() })
 	return c
 }

@@ -204,6 +204,14 @@ func (inv *invariants) check(t *testing.T, phase string, allowed func(bot.Room) 
 		}
 	}
 
+	// A duel's load is its seated players: no server seats more than its
+	// max-load (F9); the players it has no room for overflow or wait.
+	for id, n := range st.byNode {
+		if n > inv.c.maxLoad {
+			t.Errorf("%s: %s seats %d players, above its max-load %d", phase, id, n, inv.c.maxLoad)
+		}
+	}
+
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		problems := inv.agree(st)
