@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"log/slog"
@@ -34,6 +35,7 @@ type Fleet struct {
 	shown    int // published: moves in steps of LoadStep
 	stats    map[string]int64
 	view     map[string]Node      // live servers, self included
+	raw      map[string][]byte    // the bytes each record in view was decoded from
 	expires  map[string]time.Time // when records in view expire, if soon
 	nextExp  time.Time            // the earliest of expires
 	attached bool                 // the last heartbeat reached the backplane
@@ -136,13 +138,18 @@ func (f *Fleet) step(ctx context.Context) {
 	f.attached, f.beaten = true, true
 	now := time.Now()
 	view := make(map[string]Node, len(nodes))
+	raw := make(map[string][]byte, len(nodes))
 	var expires map[string]time.Time
 	for _, bn := range nodes {
-		n, ok := decodeNode(bn.ID, bn.Data)
-		if !ok {
-			continue
+		// Most records are as they were at the last heartbeat: decoding
+		// them again would cost each server K decodes a heartbeat.
+		n, ok := f.view[bn.ID]
+		if !ok || !bytes.Equal(f.raw[bn.ID], bn.Data) {
+			if n, ok = decodeNode(bn.ID, bn.Data); !ok {
+				continue
+			}
 		}
-		view[n.ID] = n
+		view[n.ID], raw[n.ID] = n, bn.Data
 		if bn.TTL > 0 && n.ID != self.ID {
 			// Counted from now, a little after the store answered: a
 			// dead server is dropped when its record expires, not up to
@@ -154,7 +161,7 @@ func (f *Fleet) step(ctx context.Context) {
 		}
 	}
 	view[self.ID] = self
-	f.view, f.expires, f.nextExp = view, expires, time.Time{}
+	f.view, f.raw, f.expires, f.nextExp = view, raw, expires, time.Time{}
 	held := maps.Clone(f.held)
 	f.mu.Unlock()
 
