@@ -44,14 +44,24 @@ type Backplane interface {
 	// over. Of any number of racing callers exactly one wins.
 	ClaimUnique(ctx context.Context, owner string, key Key) (holder string, err error)
 
-	// Release removes key's claim if, and only if, owner holds it. It
-	// never removes another node's claim; releasing a claim one does not
-	// hold is not an error.
-	Release(ctx context.Context, owner string, key Key) error
+	// Release removes the claim on each key that owner holds. It never
+	// removes another node's claim; releasing a claim one does not hold is
+	// not an error.
+	Release(ctx context.Context, owner string, keys ...Key) error
 
-	// Locate returns the live node holding key, or ErrNotFound when the
-	// key is unclaimed or its holder is not a live node.
+	// Locate returns the node holding key, or ErrNotFound when the key is
+	// unclaimed. A claim outlives a holder that died or left without
+	// releasing it: the caller judges whether owner is live by its view of
+	// the cluster, as the fleet package does, so that a lookup stays one
+	// plain read.
 	Locate(ctx context.Context, key Key) (owner string, err error)
+
+	// Arrive is Locate(key) and TakeHandoff(target, id) in one round trip,
+	// for a unit arriving at node target: owner is "" when key is
+	// unclaimed (and may be a dead node, as for Locate), data is nil when
+	// no handoff is stored for target under id. The handoff is taken
+	// whoever holds key.
+	Arrive(ctx context.Context, key Key, target, id string) (owner string, data []byte, err error)
 
 	// PutHandoff stores data for target under id, replacing an earlier
 	// handoff with the same target and id. It expires after ttl.

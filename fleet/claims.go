@@ -14,24 +14,46 @@ const (
 	KindLobby  = "lobby"
 )
 
-// Claim records that this server runs the unit kind/id, replacing whoever
-// held it. The claim is held even when the write fails, and is re-asserted
-// when the backplane returns; the error only reports that others cannot
-// locate the unit yet.
-func (f *Fleet) Claim(ctx context.Context, kind, id string) error {
-	key := backplane.Key{Kind: kind, ID: id}
-	if err := backplane.ValidateClaim(f.cfg.NodeID, key); err != nil {
+// Claim records that this server runs the units kind/id of each id,
+// replacing whoever held them, in one round trip. The claims are held even
+// when the write fails, and are re-asserted when the backplane returns;
+// the error only reports that others cannot locate the units yet.
+func (f *Fleet) Claim(ctx context.Context, kind string, ids ...string) error {
+	keys := keysOf(kind, ids)
+	if err := backplane.ValidateClaim(f.cfg.NodeID, keys...); err != nil {
 		return err
 	}
+	if len(keys) == 0 {
+		return nil
+	}
 	f.mu.Lock()
-	f.held[key] = true
+	for _, k := range keys {
+		f.held[k] = true
+	}
 	f.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.CallTimeout)
 	defer cancel()
-	if err := f.bp.Claim(ctx, f.cfg.NodeID, key); err != nil {
-		return fmt.Errorf("claim %s: %w", key, err)
+	if err := f.bp.Claim(ctx, f.cfg.NodeID, keys...); err != nil {
+		return fmt.Errorf("claim %s: %w", describe(keys), err)
 	}
 	return nil
+}
+
+// keysOf returns the keys kind/id of ids.
+func keysOf(kind string, ids []string) []backplane.Key {
+	keys := make([]backplane.Key, len(ids))
+	for i, id := range ids {
+		keys[i] = backplane.Key{Kind: kind, ID: id}
+	}
+	return keys
+}
+
+// describe names keys in an error: the key, or the first and how many.
+func describe(keys []backplane.Key) string {
+	if len(keys) == 1 {
+		return keys[0].String()
+	}
+	return fmt.Sprintf("%s and %d more", keys[0], len(keys)-1)
 }
 
 // ClaimUnique claims kind/id for this server unless another live server
@@ -54,17 +76,22 @@ func (f *Fleet) ClaimUnique(ctx context.Context, kind, id string) error {
 	return nil
 }
 
-// Release gives up this server's claim on kind/id. It never removes
-// another server's claim.
-func (f *Fleet) Release(ctx context.Context, kind, id string) error {
-	key := backplane.Key{Kind: kind, ID: id}
+// Release gives up this server's claims on kind/id of each id, in one
+// round trip. It never removes another server's claim.
+func (f *Fleet) Release(ctx context.Context, kind string, ids ...string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	keys := keysOf(kind, ids)
 	f.mu.Lock()
-	delete(f.held, key)
+	for _, k := range keys {
+		delete(f.held, k)
+	}
 	f.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.CallTimeout)
 	defer cancel()
-	if err := f.bp.Release(ctx, f.cfg.NodeID, key); err != nil {
-		return fmt.Errorf("release %s: %w", key, err)
+	if err := f.bp.Release(ctx, f.cfg.NodeID, keys...); err != nil {
+		return fmt.Errorf("release %s: %w", describe(keys), err)
 	}
 	return nil
 }
@@ -96,6 +123,33 @@ func (f *Fleet) Locate(ctx context.Context, kind, id string) (Node, error) {
 		return Node{}, fmt.Errorf("locate %s: %w: holder %s is not in view", key, ErrNotFound, owner)
 	}
 	return n, nil
+}
+
+// Arrive is what a server does when the unit kind/id arrives, in one round
+// trip: it locates the unit and takes the handoff written for this server
+// under id. holder is the live server that holds kind/id (this one
+// included), the zero Node when none does; handoff is nil when there was
+// none. A caller that sends the unit on to its holder passes the handoff
+// on with PutHandoff.
+func (f *Fleet) Arrive(ctx context.Context, kind, id string) (holder Node, handoff []byte, err error) {
+	if f.Holds(kind, id) {
+		handoff, err = f.TakeHandoff(ctx, id)
+		if errors.Is(err, ErrNotFound) {
+			err = nil
+		}
+		return f.Self(), handoff, err
+	}
+	key := backplane.Key{Kind: kind, ID: id}
+	ctx, cancel := context.WithTimeout(ctx, f.cfg.CallTimeout)
+	defer cancel()
+	owner, handoff, err := f.bp.Arrive(ctx, key, f.cfg.NodeID, id)
+	if err != nil {
+		return Node{}, nil, fmt.Errorf("arrive %s: %w", key, err)
+	}
+	if owner != "" {
+		holder, _ = f.Node(owner) // a holder out of view is gone
+	}
+	return holder, handoff, nil
 }
 
 // reassert claims again every unit in held, after the backplane came back

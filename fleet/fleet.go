@@ -353,7 +353,9 @@ func (f *Fleet) InternalAddress(id string) (string, bool) {
 // Done returns a channel closed when the server has left the fleet.
 func (f *Fleet) Done() <-chan struct{} { return f.left }
 
-// leave removes this server's record and ends Run. Safe to call twice.
+// leave releases the claims this server still holds, so that they point
+// nowhere at once (SPEC F4), removes its record, and ends Run. Safe to
+// call twice.
 func (f *Fleet) leave(ctx context.Context) error {
 	f.beatMu.Lock()
 	defer f.beatMu.Unlock()
@@ -366,8 +368,15 @@ func (f *Fleet) leave(ctx context.Context) error {
 	f.leaving = true
 	f.view = map[string]Node{f.cfg.NodeID: f.selfLocked()}
 	f.expires = nil
+	held := slices.Collect(maps.Keys(f.held))
+	clear(f.held)
 	f.mu.Unlock()
 
+	if len(held) > 0 {
+		if err := f.bp.Release(ctx, f.cfg.NodeID, held...); err != nil {
+			f.logger.Warn("release claims on leaving; they point here until the others drop this server", "claims", len(held), "err", err)
+		}
+	}
 	err := f.bp.Leave(ctx, f.cfg.NodeID)
 	if err != nil {
 		f.logger.Warn("leave the fleet; the others will drop this server after three heartbeats", "err", err)

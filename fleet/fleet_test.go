@@ -235,6 +235,72 @@ func TestHandoffs(t *testing.T) {
 	})
 }
 
+func TestArrive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := fleettest.Start(t, 3, nil)
+		time.Sleep(hb)
+		synctest.Wait()
+		a, b, dead := c.Servers[0], c.Servers[1], c.Servers[2]
+		ctx := t.Context()
+		arrive := func(s *fleettest.Server, id string) (string, string) {
+			t.Helper()
+			holder, data, err := s.Arrive(ctx, fleet.KindPlayer, id)
+			if err != nil {
+				t.Fatalf("%s: Arrive(%s): %v", s.ID(), id, err)
+			}
+			return holder.ID, string(data)
+		}
+		if h, d := arrive(b, "p1"); h != "" || d != "" {
+			t.Fatalf("Arrive with nothing stored = %q, %q", h, d)
+		}
+
+		// Held on a, sent to b with a queue place: b finds both, in one call.
+		if err := a.Claim(ctx, fleet.KindPlayer, "p1", "p2"); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.PutHandoff(ctx, "s1", "p1", []byte("waited 4.2s")); err != nil {
+			t.Fatal(err)
+		}
+		before := b.Backplane.Calls("Arrive")
+		if h, d := arrive(b, "p1"); h != "s0" || d != "waited 4.2s" {
+			t.Fatalf("Arrive(p1) on s1 = %q, %q; want s0 and the handoff", h, d)
+		}
+		if n := b.Backplane.Calls("Arrive") - before; n != 1 {
+			t.Fatalf("Arrive made %d backplane calls", n)
+		}
+		if h, d := arrive(b, "p1"); h != "s0" || d != "" {
+			t.Fatalf("second Arrive(p1) = %q, %q; the handoff is taken once", h, d)
+		}
+		// This server's own claim; its handoff is taken all the same.
+		if err := b.PutHandoff(ctx, "s0", "p2", []byte("lobby")); err != nil {
+			t.Fatal(err)
+		}
+		if h, d := arrive(a, "p2"); h != "s0" || d != "lobby" {
+			t.Fatalf("Arrive(p2) on its holder = %q, %q", h, d)
+		}
+
+		// Claims released together; a dead holder is nobody.
+		if err := a.Release(ctx, fleet.KindPlayer, "p1", "p2"); err != nil {
+			t.Fatal(err)
+		}
+		if h, _ := arrive(b, "p2"); h != "" {
+			t.Fatalf("Arrive(p2) after release = %q", h)
+		}
+		if err := dead.Claim(ctx, fleet.KindPlayer, "p3"); err != nil {
+			t.Fatal(err)
+		}
+		if h, _ := arrive(b, "p3"); h != "s2" {
+			t.Fatalf("Arrive(p3) = %q, want s2", h)
+		}
+		dead.Kill()
+		time.Sleep(fleet.MissedHeartbeats * hb)
+		synctest.Wait()
+		if h, _ := arrive(b, "p3"); h != "" {
+			t.Fatalf("Arrive(p3) once its holder is dead = %q, want nobody", h)
+		}
+	})
+}
+
 func TestAloneIsInert(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, err := fleet.New(fleet.Config{NodeID: "solo"}, memory.New(), nil)

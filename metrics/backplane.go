@@ -13,7 +13,7 @@ import (
 // Operation label values of the backplane series, one per method of
 // backplane.Backplane except Close.
 var operations = []string{
-	"heartbeat", "nodes", "leave", "claim", "claim_unique", "release", "locate",
+	"heartbeat", "nodes", "leave", "claim", "claim_unique", "release", "locate", "arrive",
 	"put_handoff", "take_handoff", "increment", "put_record", "record", "delete_record", "records",
 }
 
@@ -142,9 +142,9 @@ func (b *instrumented) ClaimUnique(ctx context.Context, owner string, key backpl
 }
 
 // Release implements backplane.Backplane.
-func (b *instrumented) Release(ctx context.Context, owner string, key backplane.Key) error {
+func (b *instrumented) Release(ctx context.Context, owner string, keys ...backplane.Key) error {
 	start := time.Now()
-	err := b.next.Release(ctx, owner, key)
+	err := b.next.Release(ctx, owner, keys...)
 	b.observe("release", start, err)
 	return err
 }
@@ -155,6 +155,14 @@ func (b *instrumented) Locate(ctx context.Context, key backplane.Key) (string, e
 	owner, err := b.next.Locate(ctx, key)
 	b.observe("locate", start, err)
 	return owner, err
+}
+
+// Arrive implements backplane.Backplane.
+func (b *instrumented) Arrive(ctx context.Context, key backplane.Key, target, id string) (string, []byte, error) {
+	start := time.Now()
+	owner, data, err := b.next.Arrive(ctx, key, target, id)
+	b.observe("arrive", start, err)
+	return owner, data, err
 }
 
 // PutHandoff implements backplane.Backplane.

@@ -43,6 +43,7 @@ func TestInstrument(t *testing.T) {
 			return err
 		}},
 		{"locate", func() error { _, err := bp.Locate(ctx, key); return err }},
+		{"arrive", func() error { _, _, err := bp.Arrive(ctx, key, "s1", "bob"); return err }},
 		{"release", func() error { return bp.Release(ctx, "s0", key) }},
 		{"put_handoff", func() error { return bp.PutHandoff(ctx, "s1", "alice", []byte("x"), time.Minute) }},
 		{"take_handoff", func() error { _, err := bp.TakeHandoff(ctx, "s1", "alice"); return err }},

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -147,11 +149,11 @@ type Fleet interface {
 	Config() fleet.Config
 	Alone() bool
 	Nodes() []fleet.Node
-	Claim(ctx context.Context, kind, id string) error
-	Release(ctx context.Context, kind, id string) error
+	Claim(ctx context.Context, kind string, ids ...string) error
+	Release(ctx context.Context, kind string, ids ...string) error
 	Locate(ctx context.Context, kind, id string) (fleet.Node, error)
+	Arrive(ctx context.Context, kind, id string) (holder fleet.Node, handoff []byte, err error)
 	PutHandoff(ctx context.Context, target, id string, data []byte) error
-	TakeHandoff(ctx context.Context, id string) ([]byte, error)
 	Increment(ctx context.Context, key string, ttl time.Duration, by int64) (int64, error)
 }
 
@@ -534,14 +536,13 @@ func (h *Host[Sim, Input, Player]) Room(id string) (*Room[Sim, Input, Player], b
 	return r, ok
 }
 
+// claimPlayers claims a room's players, in one round trip.
 func (h *Host[Sim, Input, Player]) claimPlayers(ctx context.Context, ids []string) {
-	if h.fleet == nil {
+	if h.fleet == nil || len(ids) == 0 {
 		return
 	}
-	for _, id := range ids {
-		if err := h.fleet.Claim(ctx, fleet.KindPlayer, id); err != nil {
-			h.logger.Warn("claim player; re-asserted when the backplane returns", "player_id", id, "err", err)
-		}
+	if err := h.fleet.Claim(ctx, fleet.KindPlayer, ids...); err != nil {
+		h.logger.Warn("claim players; re-asserted when the backplane returns", "players", len(ids), "err", err)
 	}
 }
 
@@ -556,15 +557,16 @@ func (h *Host[Sim, Input, Player]) unseat(id, roomID string) {
 	if c != nil {
 		c.setRoom("")
 	}
-	h.releasePlayer(id)
+	h.releasePlayers(id)
 }
 
-func (h *Host[Sim, Input, Player]) releasePlayer(id string) {
-	if h.fleet == nil {
+// releasePlayers gives up the claims on players ids, in one round trip.
+func (h *Host[Sim, Input, Player]) releasePlayers(ids ...string) {
+	if h.fleet == nil || len(ids) == 0 {
 		return
 	}
-	if err := h.fleet.Release(context.Background(), fleet.KindPlayer, id); err != nil {
-		h.logger.Debug("release player", "player_id", id, "err", err)
+	if err := h.fleet.Release(context.Background(), fleet.KindPlayer, ids...); err != nil {
+		h.logger.Debug("release players", "players", len(ids), "err", err)
 	}
 }
 
@@ -582,9 +584,7 @@ func (h *Host[Sim, Input, Player]) roomEnded(r *Room[Sim, Input, Player], seats 
 		}
 	}
 	h.mu.Unlock()
-	for id := range seats {
-		h.releasePlayer(id)
-	}
+	h.releasePlayers(slices.Collect(maps.Keys(seats))...)
 	for _, c := range clients {
 		c.setRoom("")
 		c.Send(endPacket{Type: "room_end", Room: r.info.ID, Reason: why})

@@ -172,27 +172,26 @@ func (h *Host[Sim, Input, Player]) hello(ctx context.Context, c *Client, r *http
 
 // arrive places a client after its hello: a seated player is back in its
 // room; one whose room runs on another server is sent there; one with a
-// handoff is given to the module that wrote it.
+// handoff is given to the module that wrote it. Finding where it plays and
+// taking its handoff is one round trip.
 func (h *Host[Sim, Input, Player]) arrive(ctx context.Context, c *Client) {
 	if c.Room() != "" {
 		return
 	}
-	if h.fleet != nil && !h.fleet.Alone() {
+	var data []byte
+	if h.fleet != nil {
+		holder, handoff, err := h.fleet.Arrive(ctx, fleet.KindPlayer, c.id)
+		if err != nil {
+			h.logger.Warn("locate player and take its handoff", "player_id", c.id, "err", err)
+		}
+		data = handoff
 		// A client that asked for the server holding its seat and still
 		// landed here was not relayed there: the server is dying or
 		// unreachable. Sending it back would loop; it is served here.
-		if n, err := h.fleet.Locate(ctx, fleet.KindPlayer, c.id); err == nil && n.ID != h.fleet.ID() && n.ID != c.asked {
-			if err := h.redirect(c, n, ReasonRejoin); err == nil {
+		if holder.ID != "" && holder.ID != h.fleet.ID() && holder.ID != c.asked {
+			if h.forward(ctx, c, holder, data, ReasonRejoin) {
 				return
 			}
-		}
-	}
-	var data []byte
-	if h.fleet != nil {
-		var err error
-		data, err = h.fleet.TakeHandoff(ctx, c.id)
-		if err != nil && !errors.Is(err, fleet.ErrNotFound) {
-			h.logger.Warn("take handoff", "player_id", c.id, "err", err)
 		}
 	}
 	if h.server != nil && h.server.Draining() {
@@ -219,19 +218,8 @@ func (h *Host[Sim, Input, Player]) sendAway(ctx context.Context, c *Client, data
 	if h.fleet != nil {
 		self := h.fleet.ID()
 		ranked := fleet.Ranked(c.id, h.fleet.Nodes(), func(n fleet.Node) bool { return n.ID != self && n.HasRoom() })
-		if len(ranked) > 0 {
-			to := ranked[0]
-			if data != nil {
-				if err := h.fleet.PutHandoff(ctx, to.ID, c.id, data); err != nil {
-					// Sent on all the same: a draining server keeps nobody.
-					h.logger.Warn("pass a handoff on; the player goes without it", "player_id", c.id, "to", to.ID, "err", err)
-				} else {
-					h.handoffs.Add(1)
-				}
-			}
-			if h.redirect(c, to, ReasonDrain) == nil {
-				return
-			}
+		if len(ranked) > 0 && h.forward(ctx, c, ranked[0], data, ReasonDrain) {
+			return
 		}
 	}
 	if dn, ok := h.game.(DrainNotifier); ok {
@@ -239,6 +227,20 @@ func (h *Host[Sim, Input, Player]) sendAway(ctx context.Context, c *Client, data
 			c.Send(p)
 		}
 	}
+}
+
+// forward redirects c to server to, with the handoff it came with (data, if
+// any) written there first, and reports whether the client was told. A
+// handoff that cannot be written is dropped: the player goes all the same.
+func (h *Host[Sim, Input, Player]) forward(ctx context.Context, c *Client, to fleet.Node, data []byte, reason string) bool {
+	if data != nil {
+		if err := h.fleet.PutHandoff(ctx, to.ID, c.id, data); err != nil {
+			h.logger.Warn("pass a handoff on; the player goes without it", "player_id", c.id, "to", to.ID, "err", err)
+		} else {
+			h.handoffs.Add(1)
+		}
+	}
+	return h.redirect(c, to, reason) == nil
 }
 
 func (h *Host[Sim, Input, Player]) readLoop(ctx context.Context, c *Client) {

@@ -188,15 +188,16 @@ func TestTicketsOnceAcrossFleet(t *testing.T) {
 
 // twoServers runs hosts A and B, each behind its relay, on one fleet.
 func twoServers(t *testing.T, game func() Game[*csim, int, *cplayer]) (a, b *Host[*csim, int, *cplayer], urlA string) {
-	a, b, urlA, _ = twoServersB(t, game)
+	a, b, urlA, _, _ = twoServersB(t, game)
 	return a, b, urlA
 }
 
-// twoServersB is twoServers that also returns B's HTTP server.
-func twoServersB(t *testing.T, game func() Game[*csim, int, *cplayer]) (a, b *Host[*csim, int, *cplayer], urlA string, srvB *httptest.Server) {
+// twoServersB is twoServers that also returns B's HTTP server and the
+// fleet's servers.
+func twoServersB(t *testing.T, game func() Game[*csim, int, *cplayer]) (a, b *Host[*csim, int, *cplayer], urlA string, srvB *httptest.Server, c *fleettest.Cluster) {
 	t.Helper()
 	srvs := []*httptest.Server{httptest.NewUnstartedServer(nil), httptest.NewUnstartedServer(nil)}
-	c := fleettest.Start(t, 2, func(i int, cfg *fleet.Config) {
+	c = fleettest.Start(t, 2, func(i int, cfg *fleet.Config) {
 		cfg.Heartbeat = 100 * time.Millisecond
 		cfg.InternalAddress = srvs[i].Listener.Addr().String()
 	})
@@ -227,7 +228,7 @@ func twoServersB(t *testing.T, game func() Game[*csim, int, *cplayer]) (a, b *Ho
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return hosts[0], hosts[1], srvs[0].URL, srvs[1]
+	return hosts[0], hosts[1], srvs[0].URL, srvs[1], c
 }
 
 func TestRejoinFromAnywhere(t *testing.T) {
@@ -268,6 +269,70 @@ func TestRejoinFromAnywhere(t *testing.T) {
 			t.Fatal("the seat taken back through the relay does not take inputs")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestArrivalIsOneRoundTrip: finding where an arriving player plays and
+// taking its handoff is one backplane call; a player sent on to its seat
+// elsewhere takes its handoff along.
+func TestArrivalIsOneRoundTrip(t *testing.T) {
+	a, b, urlA, _, fl := twoServersB(t, func() Game[*csim, int, *cplayer] { return redirecting{newCounter()} })
+	bpA := fl.Servers[0].Backplane
+	calls := func() map[string]int {
+		m := map[string]int{}
+		for _, op := range []string{"Arrive", "Locate", "TakeHandoff", "PutHandoff", "Claim"} {
+			m[op] = bpA.Calls(op)
+		}
+		return m
+	}
+	arrive := func(id, mode string) *websocket.Conn {
+		tk, _ := a.Tickets().Issue(id)
+		c := dial(t, wsURL(urlA, "ticket="+tk))
+		send(t, c, `{"type":"hello","data":{"mode":"`+mode+`"}}`)
+		readUntil(t, c, "welcome")
+		return c
+	}
+
+	// A newcomer: one call.
+	before := calls()
+	arrive("newcomer", "new")
+	deadline := time.Now().Add(5 * time.Second)
+	for bpA.Calls("Arrive") == before["Arrive"] {
+		if time.Now().After(deadline) {
+			t.Fatal("the newcomer's arrival made no Arrive call")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	want := map[string]int{"Arrive": 1, "Locate": 0, "TakeHandoff": 0, "PutHandoff": 0, "Claim": 0}
+	for op, n := range calls() {
+		if n-before[op] != want[op] {
+			t.Errorf("a newcomer's arrival made %d %s calls, want %d", n-before[op], op, want[op])
+		}
+	}
+
+	// A player seated on B arrives on A with a queue place for A: it is
+	// sent to its seat, and its place goes with it.
+	if _, err := b.OpenRoom(t.Context(), Info{ID: "match", Players: []string{"p1"}}); err != nil {
+		t.Fatal(err)
+	}
+	srvB := b.fleet.(*fleet.Fleet)
+	place := []byte(`{"kind":"queue","data":{"waited":4200}}`)
+	if err := srvB.PutHandoff(t.Context(), "s0", "p1", place); err != nil {
+		t.Fatal(err)
+	}
+	before = calls()
+	c := arrive("p1", "rejoin")
+	if rd := readUntil(t, c, "redirect"); rd["node"] != "s1" || rd["reason"] != ReasonRejoin {
+		t.Fatalf("redirect %v", rd)
+	}
+	want = map[string]int{"Arrive": 1, "Locate": 0, "TakeHandoff": 0, "PutHandoff": 1, "Claim": 0}
+	for op, n := range calls() {
+		if n-before[op] != want[op] {
+			t.Errorf("a rejoin's arrival made %d %s calls, want %d", n-before[op], op, want[op])
+		}
+	}
+	if got, err := srvB.TakeHandoff(t.Context(), "p1"); err != nil || string(got) != string(place) {
+		t.Errorf("handoff waiting for p1 on s1: %q, %v; want the one it brought", got, err)
 	}
 }
 
@@ -335,7 +400,7 @@ func TestDrainingServerSendsNewcomersAway(t *testing.T) {
 // server but was served here (the relay could not reach it) is not sent
 // back there, which would loop until the dead server leaves the registry.
 func TestNoRedirectBackToUnreachableNode(t *testing.T) {
-	a, b, urlA, srvB := twoServersB(t, func() Game[*csim, int, *cplayer] { return redirecting{newCounter()} })
+	a, b, urlA, srvB, _ := twoServersB(t, func() Game[*csim, int, *cplayer] { return redirecting{newCounter()} })
 	if _, err := b.OpenRoom(t.Context(), Info{ID: "match", Players: []string{"p1"}}); err != nil {
 		t.Fatal(err)
 	}

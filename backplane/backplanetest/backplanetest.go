@@ -55,6 +55,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"ClaimTakeOver", testClaimTakeOver},
 		{"Handoffs", testHandoffs},
 		{"HandoffTakeRace", testHandoffTakeRace},
+		{"Arrive", testArrive},
 		{"Counter", testCounter},
 		{"CounterRace", testCounterRace},
 		{"Records", testRecords},
@@ -168,8 +169,9 @@ func testExpiry(t *testing.T, h Harness) {
 	wantIDs(t, "after refresh", liveIDs(t, b), "long", "short")
 	h.Advance(t, 200*time.Millisecond)
 	wantIDs(t, "after expiry", liveIDs(t, b), "long")
-	if _, err := b.Locate(ctxT(t), backplane.Key{Kind: "player", ID: "p1"}); !errors.Is(err, backplane.ErrNotFound) {
-		t.Fatalf("Locate of an expired node's claim: %v, want ErrNotFound", err)
+	// The claim outlives its holder, which the view no longer lists.
+	if got := locate(t, b, backplane.Key{Kind: "player", ID: "p1"}); got != "short" {
+		t.Fatalf("Locate of an expired node's claim = %q, want short", got)
 	}
 	// An expired node that heartbeats again is back, and told so.
 	view, created, err := a.Heartbeat(ctxT(t), node("short"), time.Minute)
@@ -188,8 +190,9 @@ func testLeave(t *testing.T, h Harness) {
 	must(t, b.Claim(ctxT(t), "a", key))
 	must(t, b.Leave(ctxT(t), "a"))
 	wantIDs(t, "after leave", liveIDs(t, b), "b")
-	if _, err := b.Locate(ctxT(t), key); !errors.Is(err, backplane.ErrNotFound) {
-		t.Fatalf("Locate of a departed node's claim: %v, want ErrNotFound", err)
+	// The claim outlives its holder; the caller's view says it is gone.
+	if got := locate(t, b, key); got != "a" {
+		t.Fatalf("Locate of a departed node's claim = %q, want a", got)
 	}
 	must(t, b.Leave(ctxT(t), "never-was"))
 }
@@ -233,6 +236,48 @@ func testClaims(t *testing.T, h Harness) {
 		t.Fatalf("Locate(p1) after release = %q, want none", got)
 	}
 	must(t, b.Release(ctxT(t), "a", p1)) // releasing again is fine
+
+	// Several keys in one call: only the owner's go.
+	p3 := backplane.Key{Kind: "player", ID: "p3"}
+	must(t, b.Claim(ctxT(t), "a", p1, p3))
+	must(t, b.Release(ctxT(t), "a", p1, p2, p3))
+	for _, k := range []backplane.Key{p1, p3} {
+		if got := locate(t, b, k); got != "" {
+			t.Fatalf("Locate(%s) after releasing several = %q, want none", k, got)
+		}
+	}
+	if got := locate(t, b, p2); got != "b" {
+		t.Fatalf("a's release of several removed b's claim: Locate(p2) = %q", got)
+	}
+	must(t, b.Release(ctxT(t), "a"))
+}
+
+func testArrive(t *testing.T, h Harness) {
+	b := h.Open(t, "arrive")
+	p1 := backplane.Key{Kind: "player", ID: "p1"}
+	owner, data, err := b.Arrive(ctxT(t), p1, "B", "p1")
+	must(t, err)
+	if owner != "" || data != nil {
+		t.Fatalf("Arrive with nothing stored = %q, %q; want nothing", owner, data)
+	}
+	must(t, b.Claim(ctxT(t), "A", p1))
+	must(t, b.PutHandoff(ctxT(t), "B", "p1", []byte("waited 4.2s"), time.Minute))
+	if owner, data, err = b.Arrive(ctxT(t), p1, "C", "p1"); err != nil || owner != "A" || data != nil {
+		t.Fatalf("Arrive at C = %q, %q, %v; want A and B's handoff left alone", owner, data, err)
+	}
+	owner, data, err = b.Arrive(ctxT(t), p1, "B", "p1")
+	must(t, err)
+	if owner != "A" || string(data) != "waited 4.2s" {
+		t.Fatalf("Arrive at B = %q, %q; want A and the handoff", owner, data)
+	}
+	if _, err := b.TakeHandoff(ctxT(t), "B", "p1"); !errors.Is(err, backplane.ErrNotFound) {
+		t.Fatalf("handoff taken by Arrive taken again: %v, want ErrNotFound", err)
+	}
+	// An empty handoff is still one.
+	must(t, b.PutHandoff(ctxT(t), "B", "p2", nil, time.Minute))
+	if _, data, err = b.Arrive(ctxT(t), backplane.Key{Kind: "player", ID: "p2"}, "B", "p2"); err != nil || data == nil {
+		t.Fatalf("Arrive with an empty handoff = %q, %v; want it, empty", data, err)
+	}
 }
 
 func testClaimUniqueRace(t *testing.T, h Harness) {
@@ -510,6 +555,7 @@ func testStopped(t *testing.T, h Harness) {
 		},
 		"Release":      func(ctx context.Context) error { return b.Release(ctx, "a", key) },
 		"Locate":       func(ctx context.Context) error { _, err := b.Locate(ctx, key); return err },
+		"Arrive":       func(ctx context.Context) error { _, _, err := b.Arrive(ctx, key, "a", "p"); return err },
 		"PutHandoff":   func(ctx context.Context) error { return b.PutHandoff(ctx, "a", "p", nil, time.Minute) },
 		"TakeHandoff":  func(ctx context.Context) error { _, err := b.TakeHandoff(ctx, "a", "p"); return err },
 		"Increment":    func(ctx context.Context) error { _, err := b.Increment(ctx, "k", time.Minute, 1); return err },

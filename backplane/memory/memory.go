@@ -221,10 +221,12 @@ func (b *Backplane) ClaimUnique(ctx context.Context, owner string, key backplane
 }
 
 // Release implements backplane.Backplane.
-func (b *Backplane) Release(ctx context.Context, owner string, key backplane.Key) error {
+func (b *Backplane) Release(ctx context.Context, owner string, keys ...backplane.Key) error {
 	return b.do(ctx, true, func(c *cluster, _ time.Time) error {
-		if c.claims[key] == owner {
-			delete(c.claims, key)
+		for _, k := range keys {
+			if c.claims[k] == owner {
+				delete(c.claims, k)
+			}
 		}
 		return nil
 	})
@@ -233,15 +235,29 @@ func (b *Backplane) Release(ctx context.Context, owner string, key backplane.Key
 // Locate implements backplane.Backplane.
 func (b *Backplane) Locate(ctx context.Context, key backplane.Key) (string, error) {
 	var owner string
-	err := b.do(ctx, false, func(c *cluster, now time.Time) error {
+	err := b.do(ctx, false, func(c *cluster, _ time.Time) error {
 		cur, ok := c.claims[key]
-		if !ok || !c.live(cur, now) {
+		if !ok {
 			return backplane.ErrNotFound
 		}
 		owner = cur
 		return nil
 	})
 	return owner, err
+}
+
+// Arrive implements backplane.Backplane.
+func (b *Backplane) Arrive(ctx context.Context, key backplane.Key, target, id string) (string, []byte, error) {
+	var (
+		owner string
+		data  []byte
+	)
+	err := b.do(ctx, true, func(c *cluster, now time.Time) error {
+		owner = c.claims[key]
+		data = c.takeHandoff(handoffKey{target, id}, now)
+		return nil
+	})
+	return owner, data, err
 }
 
 // PutHandoff implements backplane.Backplane.
@@ -259,16 +275,27 @@ func (b *Backplane) PutHandoff(ctx context.Context, target, id string, data []by
 func (b *Backplane) TakeHandoff(ctx context.Context, target, id string) ([]byte, error) {
 	var data []byte
 	err := b.do(ctx, true, func(c *cluster, now time.Time) error {
-		k := handoffKey{target, id}
-		e, ok := c.handoffs[k]
-		delete(c.handoffs, k)
-		if !ok || !now.Before(e.expires) {
+		data = c.takeHandoff(handoffKey{target, id}, now)
+		if data == nil {
 			return backplane.ErrNotFound
 		}
-		data = e.data
 		return nil
 	})
 	return data, err
+}
+
+// takeHandoff removes handoff k and returns its data, or nil when there is
+// none or it has expired.
+func (c *cluster) takeHandoff(k handoffKey, now time.Time) []byte {
+	e, ok := c.handoffs[k]
+	delete(c.handoffs, k)
+	if !ok || !now.Before(e.expires) {
+		return nil
+	}
+	if e.data == nil {
+		return []byte{}
+	}
+	return e.data
 }
 
 // Increment implements backplane.Backplane.

@@ -168,16 +168,11 @@ redis.call('SET', KEYS[1], ARGV[1])
 return ARGV[1]
 `)
 
-	// KEYS: claim. ARGV: node-key prefix.
-	locateScript = goredis.NewScript(`
-local cur = redis.call('GET', KEYS[1])
-if cur and redis.call('EXISTS', ARGV[1] .. cur) == 1 then return cur end
-return false
-`)
-
-	// KEYS: claim. ARGV: owner.
+	// KEYS: claims. ARGV: owner.
 	releaseScript = goredis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+for _, k in ipairs(KEYS) do
+  if redis.call('GET', k) == ARGV[1] then redis.call('DEL', k) end
+end
 return 0
 `)
 
@@ -220,17 +215,24 @@ func (b *Backplane) ClaimUnique(ctx context.Context, owner string, key backplane
 	return holder, nil
 }
 
-// Release implements backplane.Backplane.
-func (b *Backplane) Release(ctx context.Context, owner string, key backplane.Key) error {
-	if err := releaseScript.Run(ctx, b.rdb, []string{b.claimKey(key)}, owner).Err(); err != nil {
+// Release implements backplane.Backplane with one script call.
+func (b *Backplane) Release(ctx context.Context, owner string, keys ...backplane.Key) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	ks := make([]string, len(keys))
+	for i, k := range keys {
+		ks[i] = b.claimKey(k)
+	}
+	if err := releaseScript.Run(ctx, b.rdb, ks, owner).Err(); err != nil {
 		return wrap("release", err)
 	}
 	return nil
 }
 
-// Locate implements backplane.Backplane.
+// Locate implements backplane.Backplane with one GET.
 func (b *Backplane) Locate(ctx context.Context, key backplane.Key) (string, error) {
-	owner, err := locateScript.Run(ctx, b.rdb, []string{b.claimKey(key)}, b.nodeKey("")).Text()
+	owner, err := b.rdb.Get(ctx, b.claimKey(key)).Result()
 	if errors.Is(err, goredis.Nil) {
 		return "", backplane.ErrNotFound
 	}
@@ -238,6 +240,29 @@ func (b *Backplane) Locate(ctx context.Context, key backplane.Key) (string, erro
 		return "", wrap("locate", err)
 	}
 	return owner, nil
+}
+
+// Arrive implements backplane.Backplane with GET and GETDEL in one
+// pipeline.
+func (b *Backplane) Arrive(ctx context.Context, key backplane.Key, target, id string) (string, []byte, error) {
+	var claim, handoff *goredis.StringCmd
+	_, err := b.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		claim = p.Get(ctx, b.claimKey(key))
+		handoff = p.GetDel(ctx, b.handoffKey(target, id))
+		return nil
+	})
+	if err != nil && !errors.Is(err, goredis.Nil) {
+		return "", nil, wrap("arrive", err)
+	}
+	owner, err := claim.Result()
+	if err != nil && !errors.Is(err, goredis.Nil) {
+		return "", nil, wrap("arrive", err)
+	}
+	data, err := handoff.Bytes()
+	if err != nil && !errors.Is(err, goredis.Nil) {
+		return "", nil, wrap("arrive", err)
+	}
+	return owner, data, nil
 }
 
 // PutHandoff implements backplane.Backplane.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/muster-gg/muster/backplane"
@@ -53,12 +54,11 @@ func locate(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	n := fleet.Node{ID: owner}
-	for _, m := range list {
-		if m.ID == owner {
-			n = m
-		}
+	i := slices.IndexFunc(list, func(m fleet.Node) bool { return m.ID == owner })
+	if i < 0 {
+		return fmt.Errorf("%s: not found: its holder %s is not a live server", key, owner)
 	}
+	n := list[i]
 	if o.json {
 		return writeJSON(stdout, located{Kind: key.Kind, ID: key.ID, Node: n})
 	}

@@ -14,17 +14,27 @@ var ErrInjected = errors.New("fleettest: injected backplane failure")
 
 // Faulty wraps a backplane so a test can make calls fail: all of them (a
 // server cut off, or killed) or those of named operations ("PutHandoff").
+// It also counts the calls made, by operation.
 type Faulty struct {
 	backplane.Backplane
 
-	mu   sync.Mutex
-	cut  bool
-	fail map[string]error
+	mu    sync.Mutex
+	cut   bool
+	fail  map[string]error
+	calls map[string]int
 }
 
 // NewFaulty wraps bp.
 func NewFaulty(bp backplane.Backplane) *Faulty {
-	return &Faulty{Backplane: bp, fail: make(map[string]error)}
+	return &Faulty{Backplane: bp, fail: make(map[string]error), calls: make(map[string]int)}
+}
+
+// Calls returns how many calls of the named operation (a method name of
+// backplane.Backplane) were made, failed ones included.
+func (f *Faulty) Calls(op string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[op]
 }
 
 // Cut makes every call fail (true) or work again (false).
@@ -49,6 +59,7 @@ func (f *Faulty) Fail(op string, err error) {
 func (f *Faulty) check(op string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.calls[op]++
 	if f.cut {
 		return ErrInjected
 	}
@@ -96,11 +107,11 @@ func (f *Faulty) ClaimUnique(ctx context.Context, owner string, key backplane.Ke
 }
 
 // Release implements backplane.Backplane.
-func (f *Faulty) Release(ctx context.Context, owner string, key backplane.Key) error {
+func (f *Faulty) Release(ctx context.Context, owner string, keys ...backplane.Key) error {
 	if err := f.check("Release"); err != nil {
 		return err
 	}
-	return f.Backplane.Release(ctx, owner, key)
+	return f.Backplane.Release(ctx, owner, keys...)
 }
 
 // Locate implements backplane.Backplane.
@@ -109,6 +120,14 @@ func (f *Faulty) Locate(ctx context.Context, key backplane.Key) (string, error) 
 		return "", err
 	}
 	return f.Backplane.Locate(ctx, key)
+}
+
+// Arrive implements backplane.Backplane.
+func (f *Faulty) Arrive(ctx context.Context, key backplane.Key, target, id string) (string, []byte, error) {
+	if err := f.check("Arrive"); err != nil {
+		return "", nil, err
+	}
+	return f.Backplane.Arrive(ctx, key, target, id)
 }
 
 // PutHandoff implements backplane.Backplane.
