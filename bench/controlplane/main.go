@@ -27,6 +27,10 @@
 //   - delta+steps: the versioned view, and each server publishes its load
 //     only when it has moved 5% of max-load (fleet.Config.LoadStep's
 //     default), so that records change less often than every heartbeat.
+//   - delta+steps+batched: the library as it is: delta+steps, and the
+//     player events' calls batched (an arrival is one call, a room's
+//     claims and releases one call each; see sim.go). The designs before
+//     it make one call per player, as the library did before.
 //
 // The simulated servers share this machine's cores with Redis, and 1,000
 // of them need more CPU (their own round trips, and each decoding 1,000
@@ -74,15 +78,17 @@ import (
 
 // design is one way of keeping the fleet's view, measured in turn.
 type design struct {
-	name  string
-	open  func(rdb goredis.UniversalClient, cluster string) (backplane.Backplane, error)
-	steps bool // servers publish their load in steps of loadStep
+	name    string
+	open    func(rdb goredis.UniversalClient, cluster string) (backplane.Backplane, error)
+	steps   bool // servers publish their load in steps of loadStep
+	batched bool // an arrival is one call, a room's claims one call (sim.go)
 }
 
 var designs = []design{
 	{name: "memberset", open: newMemberSet},
 	{name: "delta", open: openRedis},
 	{name: "delta+steps", open: openRedis, steps: true},
+	{name: "delta+steps+batched", open: openRedis, steps: true, batched: true},
 }
 
 // openRedis is backplane/redis as it is: the versioned view.
@@ -104,7 +110,7 @@ type options struct {
 func main() {
 	var (
 		sizes     = flag.String("sizes", "10,100,1000", "fleet sizes to measure, comma-separated")
-		names     = flag.String("designs", "memberset,delta,delta+steps", "designs to measure, comma-separated")
+		names     = flag.String("designs", "memberset,delta,delta+steps,delta+steps+batched", "designs to measure, comma-separated")
 		duration  = flag.Duration("duration", 5*time.Second, "window measured per design and fleet size")
 		heartbeat = flag.Duration("heartbeat", 2*time.Second, "fleet heartbeat interval")
 		timeout   = flag.Duration("timeout", 0, "fleet call timeout and Redis socket timeouts (default 3/4 of the heartbeat)")

@@ -18,16 +18,30 @@ import (
 	"github.com/muster-gg/muster/fleet"
 )
 
-// The workload of one simulated server. Every tick a random 0, 1 or 2
-// players arrive (claims) and 0, 1 or 2 leave (releases), so that per
-// second there are 2 claims and 2 releases on average and the server's load
-// (its players) wanders as a busy server's does; it locates one of another
-// server's players (a rejoin, a friend's lobby); every other tick it sends
-// a player to another server with a handoff, and takes the handoffs of the
-// players sent to it. Per server per second: 2 claims, 2 releases, 2
-// locates, 1 handoff put, 1 handoff take, and 0.5 heartbeats. Without ops
-// (-ops=false) the load wanders just the same, and only heartbeats reach
-// Redis.
+// The workload of one simulated server, in player events. Every tick a
+// random 0 or 1 room of roomSize players opens (its players are seated:
+// claimed) and 0 or 1 room ends (its players, the longest seated, leave:
+// released), so that the server's load (its seated players) wanders as a
+// busy server's does; one player arrives (the first of those sent to it
+// with a handoff, or else a player whose seat is on another server, who
+// rejoins through it); and every other tick it sends a player to another
+// server with a handoff. Per server per second: 2 arrivals (1 sent with a
+// handoff, 1 rejoining), 1 room opened and 1 ended (2 players seated, 2
+// leaving), 1 player sent away, and 0.5 heartbeats.
+//
+// The calls those events make are the design's:
+//
+//   - per player, as the library made them before arrivals and rooms
+//     were batched: an arrival is Locate then TakeHandoff, and a room's
+//     players are claimed and released one call each. 9 round trips per
+//     server per second.
+//   - batched, as the library makes them now: an arrival is one Arrive
+//     call (fleet.Fleet.Arrive, as room.Host calls it), and a room's
+//     players are claimed in one call and released in one. 5 round trips
+//     per server per second.
+//
+// Without ops (-ops=false) the load wanders just the same, and only
+// heartbeats reach Redis.
 //
 // Queues gather on one server per playlist (SPEC Q2): servers 0 and 1
 // gather "duel" and "squad", and their queue lengths change every tick;
@@ -35,10 +49,11 @@ import (
 const (
 	workloadTick = 500 * time.Millisecond
 	handoffEvery = 2  // ticks per handoff put
+	roomSize     = 2  // players per room, as in a duel
 	startPlayers = 20 // players on a server when it starts
 	minPlayers   = 10
 	maxPlayers   = 60
-	inboxSize    = 8 // handoffs a server has been sent and not yet taken
+	inboxSize    = 8 // players sent to a server who have not arrived yet
 
 	// loadStep is the change of load that the proposed fleet rule waits
 	// for before it publishes a new load: 5% of the default max-load.
@@ -57,6 +72,7 @@ const (
 	opLocate
 	opPut
 	opTake
+	opArrive
 	numOps
 )
 
@@ -286,14 +302,14 @@ func (s *sim) close() {
 	}
 }
 
-// serve runs server srv until ctx ends. It claims the players the server
+// serve runs server srv until ctx ends. It seats the players the server
 // starts with and marks it ready, so that its first heartbeat publishes
 // it ready, then runs the fleet's Run loop beside the workload, and
 // returns when both have ended.
 func (s *sim) serve(ctx context.Context, srv *server) {
 	rng := rand.New(rand.NewPCG(uint64(srv.index), 1))
-	for range startPlayers {
-		s.arrive(ctx, srv)
+	for range startPlayers / roomSize {
+		s.openRoom(ctx, srv)
 	}
 	// The load last published. With steps it is, as in the steady state,
 	// off from the true load by less than a step, more often by little.
@@ -323,22 +339,17 @@ func (s *sim) drive(ctx context.Context, srv *server, rng *rand.Rand, published 
 			return
 		case <-t.C:
 		}
-		for range rng.IntN(3) {
-			if srv.players() < maxPlayers {
-				s.arrive(ctx, srv)
-			}
+		if rng.IntN(2) == 1 && srv.players()+roomSize <= maxPlayers {
+			s.openRoom(ctx, srv)
 		}
-		for range rng.IntN(3) {
-			if srv.players() > minPlayers {
-				s.leave(ctx, srv)
-			}
+		if rng.IntN(2) == 1 && srv.players()-roomSize >= minPlayers {
+			s.endRoom(ctx, srv)
 		}
 		if s.ops {
-			s.locate(ctx, srv, rng)
+			s.arrive(ctx, srv, rng)
 			if n%handoffEvery == 0 {
-				s.putHandoff(ctx, srv, rng, fmt.Sprintf("s%04d-h%d", srv.index, n))
+				s.sendAway(ctx, srv, rng, fmt.Sprintf("s%04d-h%d", srv.index, n))
 			}
-			s.takeHandoffs(ctx, srv)
 		}
 		if srv.index < 2 {
 			queue = max(0, queue+int64(rng.IntN(5))-2)
@@ -373,26 +384,47 @@ func (s *sim) publish(srv *server, published int, queue int64) int {
 
 func abs(x int) int { return max(x, -x) }
 
-// players returns how many players srv has: its load.
+// players returns how many players srv has seated: its load.
 func (srv *server) players() int { return int(srv.next.Load() - srv.first.Load()) }
 
 func player(srv int, n int64) string { return fmt.Sprintf("s%04d-p%d", srv, n) }
 
-// arrive claims a new player.
-func (s *sim) arrive(ctx context.Context, srv *server) {
+// openRoom seats roomSize new players and claims them.
+func (s *sim) openRoom(ctx context.Context, srv *server) {
 	n := srv.next.Load()
-	if s.ops {
-		s.m.done(opClaim, srv.fleet.Claim(ctx, fleet.KindPlayer, player(srv.index, n)))
+	ids := make([]string, roomSize)
+	for i := range ids {
+		ids[i] = player(srv.index, n+int64(i))
 	}
-	srv.next.Store(n + 1)
+	if s.ops {
+		if s.d.batched {
+			s.m.done(opClaim, srv.fleet.Claim(ctx, fleet.KindPlayer, ids...))
+		} else {
+			for _, id := range ids {
+				s.m.done(opClaim, srv.fleet.Claim(ctx, fleet.KindPlayer, id))
+			}
+		}
+	}
+	srv.next.Store(n + roomSize)
 }
 
-// leave releases the player that has stayed longest.
-func (s *sim) leave(ctx context.Context, srv *server) {
+// endRoom ends the room of the roomSize players seated longest and
+// releases them.
+func (s *sim) endRoom(ctx context.Context, srv *server) {
 	n := srv.first.Load()
-	srv.first.Store(n + 1)
+	srv.first.Store(n + roomSize)
+	ids := make([]string, roomSize)
+	for i := range ids {
+		ids[i] = player(srv.index, n+int64(i))
+	}
 	if s.ops {
-		s.m.done(opRelease, srv.fleet.Release(ctx, fleet.KindPlayer, player(srv.index, n)))
+		if s.d.batched {
+			s.m.done(opRelease, srv.fleet.Release(ctx, fleet.KindPlayer, ids...))
+		} else {
+			for _, id := range ids {
+				s.m.done(opRelease, srv.fleet.Release(ctx, fleet.KindPlayer, id))
+			}
+		}
 	}
 }
 
@@ -405,20 +437,43 @@ func (s *sim) peer(srv *server, rng *rand.Rand) *server {
 	return s.servers[i]
 }
 
-// locate looks up one of another server's current players.
-func (s *sim) locate(ctx context.Context, srv *server, rng *rand.Rand) {
-	p := s.peer(srv, rng)
-	first, next := p.first.Load(), p.next.Load()
-	if next <= first {
+// arrive is one player arriving at srv: the first of those sent to it, who
+// has a handoff waiting, or else one of another server's seated players,
+// rejoining through srv. The server finds where the player plays and takes
+// its handoff.
+func (s *sim) arrive(ctx context.Context, srv *server, rng *rand.Rand) {
+	var id string
+	select {
+	case id = <-srv.inbox:
+	default:
+		p := s.peer(srv, rng)
+		first, next := p.first.Load(), p.next.Load()
+		if next <= first {
+			return
+		}
+		id = player(p.index, first+rng.Int64N(next-first))
+	}
+	if s.d.batched {
+		holder, data, err := srv.fleet.Arrive(ctx, fleet.KindPlayer, id)
+		switch {
+		case err != nil:
+			s.m.done(opArrive, err)
+		case holder.ID == "" && data == nil:
+			s.m.done(opArrive, fleet.ErrNotFound)
+		default:
+			s.m.done(opArrive, nil)
+		}
 		return
 	}
-	_, err := srv.fleet.Locate(ctx, fleet.KindPlayer, player(p.index, first+rng.Int64N(next-first)))
+	_, err := srv.fleet.Locate(ctx, fleet.KindPlayer, id)
 	s.m.done(opLocate, err)
+	_, err = srv.fleet.TakeHandoff(ctx, id)
+	s.m.done(opTake, err)
 }
 
-// putHandoff sends player id to another server: the handoff first, then
+// sendAway sends player id to another server: the handoff first, then
 // the "redirect" (the id in the target's inbox).
-func (s *sim) putHandoff(ctx context.Context, srv *server, rng *rand.Rand, id string) {
+func (s *sim) sendAway(ctx context.Context, srv *server, rng *rand.Rand, id string) {
 	p := s.peer(srv, rng)
 	data := fmt.Appendf(nil, `{"kind":"queue","playlist":"duel","player":%q,"waited_ms":%d}`, id, rng.IntN(30000))
 	err := srv.fleet.PutHandoff(ctx, p.fleet.ID(), id, data)
@@ -427,19 +482,6 @@ func (s *sim) putHandoff(ctx context.Context, srv *server, rng *rand.Rand, id st
 		select {
 		case p.inbox <- id:
 		default: // the player never arrives; the handoff expires
-		}
-	}
-}
-
-// takeHandoffs takes the handoffs of the players who have arrived.
-func (s *sim) takeHandoffs(ctx context.Context, srv *server) {
-	for {
-		select {
-		case id := <-srv.inbox:
-			_, err := srv.fleet.TakeHandoff(ctx, id)
-			s.m.done(opTake, err)
-		default:
-			return
 		}
 	}
 }
