@@ -3,7 +3,8 @@
 // It works over any go-redis v9 UniversalClient, so one Redis, a Sentinel
 // group or a Redis Cluster serve alike. Every key of a cluster shares the
 // hash tag {cluster}, so each multi-key step is one Lua script or command
-// that Redis Cluster runs on one shard, atomically. Liveness is judged by
+// that Redis Cluster runs on one shard, atomically (Arrive, which needs no
+// atomicity, is two commands in one pipeline). Liveness is judged by
 // Redis's own key expiry, so the servers' clocks do not matter, and the
 // fleet view is read from a per-cluster member set: its cost grows with the
 // servers of the cluster, never with the keyspace; and it is versioned, so

@@ -17,7 +17,7 @@ import (
 // that changed since the reader's last one instead of every record: the
 // cost of the view then grows with the changes, not with the square of the
 // fleet. Besides each node's expiring key (n:<id>, which holds its record
-// and decides liveness for claims too), the cluster keeps:
+// and decides its liveness; ClaimUnique checks it too), the cluster keeps:
 //
 //	v:data  hash  id → record of every node in the view
 //	v:log   zset  one member per node, "id\0+record" or the tombstone
