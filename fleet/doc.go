@@ -27,6 +27,15 @@
 // backplane — Alone reports true and the packages built on the fleet make
 // every decision locally: no redirect, relay or handoff.
 //
+// # Claims and round trips
+//
+// Every call that reaches the backplane is one round trip: Claim and
+// Release take any number of ids (room.Host claims a room's players
+// together), and Arrive locates an arriving player and takes its handoff
+// at once. Locate and Arrive judge whether a claim's holder is live by the
+// view, so a lookup is one plain read; a server that leaves releases its
+// claims first, so that they point nowhere at once.
+//
 // A Fleet is safe for concurrent use. Nodes, Node and Alone read the view
 // kept by the heartbeat and cost no backplane round trip.
 package fleet
