@@ -13,6 +13,7 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/muster-gg/muster/backplane"
 	"github.com/muster-gg/muster/fleet"
@@ -63,6 +64,10 @@ const (
 // poolSize is the connection pool of each server's Redis client: room for
 // one server's few concurrent calls.
 const poolSize = 4
+
+// pipelinePoolSize is the pool go-redis keeps for pipelines (heartbeats,
+// arrivals), apart from the other.
+const pipelinePoolSize = 2
 
 type op int
 
@@ -267,10 +272,14 @@ func newSim(d design, k int, addr string, heartbeat, tick, timeout time.Duration
 			Addr:        addr,
 			DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, PoolTimeout: timeout,
 			ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1, DisableIdentity: true,
-			PoolSize: poolSize,
+			PoolSize: poolSize, PipelinePoolSize: pipelinePoolSize,
 		})
-		rdb.AddHook(roundTrips{s.m})
 		s.clients = append(s.clients, rdb)
+		if err := warm(context.Background(), rdb); err != nil {
+			s.close()
+			return nil, err
+		}
+		rdb.AddHook(roundTrips{s.m})
 		bp, err := d.open(rdb, "bench")
 		if err != nil {
 			s.close()
@@ -293,6 +302,21 @@ func newSim(d design, k int, addr string, heartbeat, tick, timeout time.Duration
 		s.servers = append(s.servers, &server{index: i, fleet: f, inbox: make(chan string, inboxSize)})
 	}
 	return s, nil
+}
+
+// warm opens the connections a server keeps open once it has run a
+// while: two for single commands and two for pipelines, so that a heartbeat or a call in the window does not
+// wait for a dial, which the hook would count as one more round trip.
+func warm(ctx context.Context, rdb *goredis.Client) error {
+	var g errgroup.Group
+	for range 2 {
+		g.Go(func() error { return rdb.Ping(ctx).Err() })
+		g.Go(func() error {
+			_, err := rdb.Pipelined(ctx, func(p goredis.Pipeliner) error { return p.Ping(ctx).Err() })
+			return err
+		})
+	}
+	return g.Wait()
 }
 
 // close closes every client. Call it after every Run has returned.
