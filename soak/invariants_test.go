@@ -35,17 +35,42 @@ type status struct {
 	claimsAt time.Time      // when Redis's claims and the servers' seats first agreed with the bots
 }
 
-func (s status) lostSince(t time.Time) int {
-	n := 0
+// lostRoom is a room a bot reported lost.
+type lostRoom struct {
+	player string
+	room   bot.Room
+	log    string // the bot's log
+}
+
+// lost returns the rooms that were lost since t: reported "lost" by a bot
+// after t, and seen to end properly by no one. A bot away when its room
+// ended never got the room's end and calls the room lost when it comes
+// back (a loaded machine makes such drops); another player's report of the
+// end says it was not. Room ids are per server, and a restarted server has
+// a new id, so a node and a room id name one room for the whole run.
+func (s status) lost(t time.Time) []lostRoom {
+	endedWell := map[string]bool{}
 	for _, r := range s.reports {
 		for _, rm := range r.Rooms {
-			if rm.Reason == "lost" && rm.Ended.After(t) {
-				n++
+			if rm.Reason != "" && rm.Reason != "lost" {
+				endedWell[rm.Node+"/"+rm.ID] = true
 			}
 		}
 	}
-	return n
+	var out []lostRoom
+	for _, r := range s.reports {
+		for _, rm := range r.Rooms {
+			if rm.Reason == "lost" && rm.Ended.After(t) && !endedWell[rm.Node+"/"+rm.ID] {
+				out = append(out, lostRoom{player: r.Player, room: rm, log: r.Log()})
+			}
+		}
+	}
+	return out
 }
+
+// lostSince returns the number of rooms lost since t, as lost judges them:
+// the count a scenario reports agrees with the invariant check.
+func (s status) lostSince(t time.Time) int { return len(s.lost(t)) }
 
 func (s status) dropsSince(t time.Time) int {
 	n := 0
@@ -185,22 +210,9 @@ func (inv *invariants) checkLogs(t *testing.T) {
 func (inv *invariants) check(t *testing.T, phase string, allowed func(bot.Room) bool) status {
 	t.Helper()
 	st := inv.settle(t, phase, allowed)
-	// A bot away when its room ended never got the room's end and calls
-	// it lost when it comes back; another player's report of the end
-	// says it was not.
-	endedWell := map[string]bool{}
-	for _, r := range st.reports {
-		for _, rm := range r.Rooms {
-			if rm.Reason != "" && rm.Reason != "lost" {
-				endedWell[rm.Node+"/"+rm.ID] = true
-			}
-		}
-	}
-	for _, r := range st.reports {
-		for _, rm := range r.Rooms {
-			if rm.Reason == "lost" && rm.Ended.After(inv.since) && !endedWell[rm.Node+"/"+rm.ID] && (allowed == nil || !allowed(rm)) {
-				t.Errorf("%s: %s lost its room %s on %s at +%v:\n%s", phase, r.Player, rm.ID, rm.Node, rm.Ended.Sub(inv.since).Round(time.Millisecond), tail(r.Log(), 25))
-			}
+	for _, l := range st.lost(inv.since) {
+		if allowed == nil || !allowed(l.room) {
+			t.Errorf("%s: %s lost its room %s on %s at +%v:\n%s", phase, l.player, l.room.ID, l.room.Node, l.room.Ended.Sub(inv.since).Round(time.Millisecond), tail(l.log, 25))
 		}
 	}
 
