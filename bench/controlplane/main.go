@@ -33,22 +33,29 @@
 //     it make one call per player, as the library did before.
 //
 // The simulated servers share this machine's cores with Redis, and 1,000
-// of them need more CPU (their own round trips, and each decoding 1,000
-// records every heartbeat) than a small machine has. -slowdown runs a size
-// with time stretched: heartbeat and workload N times slower, and every
-// per-second figure multiplied by N. At a fixed K, Redis's work per
-// heartbeat and per operation does not depend on the rate, so the figures
-// stand for the full rate; the latencies are those of the slower run.
-// For the same reason the calls' timeout (-timeout) defaults to 3/4 of the
-// heartbeat rather than the fleet's 1/4, so that a simulator short of CPU
-// does not turn its own delays into timeouts and reconnections. "kept up"
-// says whether the servers made their heartbeats; "simulator CPU" and
-// "other CPU" how busy this process and the rest of the machine were.
+// of them at the full rate need more CPU (their own round trips and
+// timers, about 1.4 cores here) than a small machine can spare beside
+// Redis. -slowdown runs a size with time stretched: heartbeat and workload
+// N times slower, and every per-second figure multiplied by N. Redis's
+// work per heartbeat and per operation does not depend on the rate, but
+// its overhead per request does: a slower run leaves Redis idle between
+// requests, so that each one pays for a wake-up and cold caches, and the
+// scaled figures overstate the full rate's (at K = 1,000 here, Redis CPU
+// per round trip was 36µs at ×1, 43µs at ×2, 47µs at ×3 and 56µs at ×6).
+// A simulator short of CPU understates it instead, bunching its calls.
+// The default, ×2 at K = 1,000, is the smallest slowdown at which the
+// simulated servers' heartbeat p99 stays in milliseconds on a 2-core
+// machine; the latencies are those of the slower run. For the same reason
+// the calls' timeout (-timeout) defaults to 3/4 of the heartbeat rather
+// than the fleet's 1/4, so that a simulator short of CPU does not turn its
+// own delays into timeouts and reconnections. "kept up" says whether the
+// servers made their heartbeats; "simulator CPU" and "other CPU" how busy
+// this process and the rest of the machine were.
 //
 // Usage:
 //
 //	go run ./bench/controlplane
-//	go run ./bench/controlplane -sizes 10,100,1000 -duration 5s -heartbeat 2s -slowdown 1000=6
+//	go run ./bench/controlplane -sizes 10,100,1000 -duration 5s -heartbeat 2s -slowdown 1000=2
 //	go run ./bench/controlplane -sizes 1000 -ops=false   # the view's cost alone
 //
 // It needs redis-server on PATH.
@@ -114,7 +121,7 @@ func main() {
 		duration  = flag.Duration("duration", 5*time.Second, "window measured per design and fleet size")
 		heartbeat = flag.Duration("heartbeat", 2*time.Second, "fleet heartbeat interval")
 		timeout   = flag.Duration("timeout", 0, "fleet call timeout and Redis socket timeouts (default 3/4 of the heartbeat)")
-		slowdown  = flag.String("slowdown", "1000=6", "K=N,...: run fleet size K N times slower and scale its figures back")
+		slowdown  = flag.String("slowdown", "1000=2", "K=N,...: run fleet size K N times slower and scale its figures back")
 		ops       = flag.Bool("ops", true, "make claims, locates and handoffs; false: servers only heartbeat, to isolate the view's cost")
 		cpuprof   = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	)
