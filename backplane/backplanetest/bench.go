@@ -63,6 +63,17 @@ func Benchmark(b *testing.B, open func(b *testing.B, cluster string) backplane.B
 		_, err := bp.Locate(ctx, backplane.Key{Kind: "player", ID: "node-005"})
 		return err
 	})
+	run("HandoffPutArrive", fleet(10), func(bp backplane.Backplane, i int) error {
+		id := fmt.Sprint(i)
+		if err := bp.PutHandoff(ctx, "node-001", id, record, time.Minute); err != nil {
+			return err
+		}
+		_, _, err := bp.Arrive(ctx, backplane.Key{Kind: "player", ID: "node-005"}, "node-001", id)
+		return err
+	})
+	run("Release2", fleet(1), func(bp backplane.Backplane, i int) error {
+		return bp.Release(ctx, "node-000", backplane.Key{Kind: "player", ID: fmt.Sprint(i % 1024)}, backplane.Key{Kind: "player", ID: fmt.Sprint(i%1024 + 1024)})
+	})
 	run("Claim", fleet(1), func(bp backplane.Backplane, i int) error {
 		return bp.Claim(ctx, "node-000", backplane.Key{Kind: "player", ID: fmt.Sprint(i % 1024)})
 	})
