@@ -51,12 +51,20 @@ func LaunchNginx(bin, dir string, port int, upstreams ...string) (*Nginx, error)
 	if len(upstreams) == 0 {
 		return nil, fmt.Errorf("nginx: no upstream")
 	}
-	n := &Nginx{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Dir: dir}
-	conf := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(conf, []byte(NginxConfig(dir, port, upstreams...)), 0o644); err != nil {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	return runNginx(bin, dir, addr, NginxConfig(dir, port, upstreams...))
+}
+
+// runNginx writes conf to dir/nginx.conf, starts the nginx binary bin with
+// it and every path under dir, and waits until addr accepts connections.
+// The caller must call Stop.
+func runNginx(bin, dir, addr, conf string) (*Nginx, error) {
+	n := &Nginx{Addr: addr, Dir: dir}
+	file := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
 		return nil, fmt.Errorf("nginx: write config: %w", err)
 	}
-	cmd := exec.Command(bin, "-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log"))
+	cmd := exec.Command(bin, "-p", dir, "-c", file, "-e", filepath.Join(dir, "error.log"))
 	cmd.Stdout, cmd.Stderr = &n.out, &n.out
 	// Own process group, so Stop reaches the workers too; killed with us.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -64,10 +72,9 @@ func LaunchNginx(bin, dir string, port int, upstreams ...string) (*Nginx, error)
 		return nil, fmt.Errorf("nginx: start: %w", err)
 	}
 	n.cmd = cmd
-	if err := WaitDial(n.Addr, 10*time.Second); err != nil {
+	if err := WaitDial(addr, 10*time.Second); err != nil {
 		n.Stop()
-		log, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-		return nil, fmt.Errorf("nginx on %s: %w\n%s%s", n.Addr, err, n.out.String(), log)
+		return nil, fmt.Errorf("nginx on %s: %w\n%s%s", addr, err, n.out.String(), n.ErrorLog())
 	}
 	return n, nil
 }

@@ -1,13 +1,8 @@
 package testbin
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // StartNginxConfig starts nginx with the configuration that conf returns
@@ -26,23 +21,10 @@ func StartNginxConfig(tb testing.TB, addr string, conf func(dir string) string) 
 	if os.Geteuid() == 0 {
 		text = "user root;\n" + text
 	}
-	file := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
-		tb.Fatalf("nginx: write config: %v", err)
+	n, err := runNginx(bin, dir, addr, text)
+	if err != nil {
+		tb.Fatal(err)
 	}
-	n := &Nginx{Addr: addr, Dir: dir}
-	cmd := exec.Command(bin, "-p", dir, "-c", file, "-e", filepath.Join(dir, "error.log"))
-	cmd.Stdout, cmd.Stderr = &n.out, &n.out
-	// Own process group, so Stop reaches the workers too; killed with us.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		tb.Fatalf("nginx: start: %v", err)
-	}
-	n.cmd = cmd
 	tb.Cleanup(n.Stop)
-	if err := WaitDial(addr, 10*time.Second); err != nil {
-		n.Stop()
-		tb.Fatal(fmt.Errorf("nginx on %s: %w\n%s%s", addr, err, n.out.String(), n.ErrorLog()))
-	}
 	return n
 }
