@@ -29,11 +29,19 @@ func ids(f *fleet.Fleet) string {
 	return fmt.Sprint(out)
 }
 
+// startSeen starts n servers and lets one heartbeat pass, so that each
+// sees the others. Call it in a synctest bubble.
+func startSeen(t *testing.T, n int) *fleettest.Cluster {
+	t.Helper()
+	c := fleettest.Start(t, n, nil)
+	time.Sleep(hb)
+	synctest.Wait()
+	return c
+}
+
 func TestViewAfterOneHeartbeat(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := fleettest.Start(t, 3, nil)
-		time.Sleep(hb)
-		synctest.Wait()
+		c := startSeen(t, 3)
 		for _, s := range c.Servers {
 			if got := ids(s.Fleet); got != "[s0 s1 s2]" {
 				t.Errorf("%s sees %s after one heartbeat", s.ID(), got)
@@ -59,9 +67,7 @@ func TestViewAfterOneHeartbeat(t *testing.T) {
 
 func TestGoneAfterThreeMissedHeartbeats(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := fleettest.Start(t, 3, nil)
-		time.Sleep(hb)
-		synctest.Wait()
+		c := startSeen(t, 3)
 		c.Servers[2].Kill()
 		time.Sleep(2 * hb) // two missed: still there
 		synctest.Wait()
@@ -110,9 +116,7 @@ func TestGoneWhenRecordExpires(t *testing.T) {
 
 func TestLeaveIsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := fleettest.Start(t, 3, nil)
-		time.Sleep(hb)
-		synctest.Wait()
+		c := startSeen(t, 3)
 		if err := c.Servers[2].Claim(t.Context(), fleet.KindLobby, "ABCD"); err != nil {
 			t.Fatal(err)
 		}
@@ -135,9 +139,7 @@ func TestLeaveIsAtOnce(t *testing.T) {
 
 func TestClaims(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := fleettest.Start(t, 3, nil)
-		time.Sleep(hb)
-		synctest.Wait()
+		c := startSeen(t, 3)
 		a, b, dead := c.Servers[0], c.Servers[1], c.Servers[2]
 		ctx := t.Context()
 		if err := a.Claim(ctx, fleet.KindPlayer, "p1"); err != nil {
@@ -237,9 +239,7 @@ func TestHandoffs(t *testing.T) {
 
 func TestArrive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := fleettest.Start(t, 3, nil)
-		time.Sleep(hb)
-		synctest.Wait()
+		c := startSeen(t, 3)
 		a, b, dead := c.Servers[0], c.Servers[1], c.Servers[2]
 		ctx := t.Context()
 		arrive := func(s *fleettest.Server, id string) (string, string) {

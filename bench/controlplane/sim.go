@@ -416,18 +416,8 @@ func player(srv int, n int64) string { return fmt.Sprintf("s%04d-p%d", srv, n) }
 // openRoom seats roomSize new players and claims them.
 func (s *sim) openRoom(ctx context.Context, srv *server) {
 	n := srv.next.Load()
-	ids := make([]string, roomSize)
-	for i := range ids {
-		ids[i] = player(srv.index, n+int64(i))
-	}
 	if s.ops {
-		if s.d.batched {
-			s.m.done(opClaim, srv.fleet.Claim(ctx, fleet.KindPlayer, ids...))
-		} else {
-			for _, id := range ids {
-				s.m.done(opClaim, srv.fleet.Claim(ctx, fleet.KindPlayer, id))
-			}
-		}
+		s.perRoom(ctx, opClaim, srv.fleet.Claim, roomPlayers(srv, n))
 	}
 	srv.next.Store(n + roomSize)
 }
@@ -437,18 +427,29 @@ func (s *sim) openRoom(ctx context.Context, srv *server) {
 func (s *sim) endRoom(ctx context.Context, srv *server) {
 	n := srv.first.Load()
 	srv.first.Store(n + roomSize)
+	if s.ops {
+		s.perRoom(ctx, opRelease, srv.fleet.Release, roomPlayers(srv, n))
+	}
+}
+
+// roomPlayers returns the ids of srv's roomSize players from number n.
+func roomPlayers(srv *server, n int64) []string {
 	ids := make([]string, roomSize)
 	for i := range ids {
 		ids[i] = player(srv.index, n+int64(i))
 	}
-	if s.ops {
-		if s.d.batched {
-			s.m.done(opRelease, srv.fleet.Release(ctx, fleet.KindPlayer, ids...))
-		} else {
-			for _, id := range ids {
-				s.m.done(opRelease, srv.fleet.Release(ctx, fleet.KindPlayer, id))
-			}
-		}
+	return ids
+}
+
+// perRoom claims or releases (call) a room's players: in one call when the
+// design batches, one call per player otherwise.
+func (s *sim) perRoom(ctx context.Context, o op, call func(context.Context, string, ...string) error, ids []string) {
+	if s.d.batched {
+		s.m.done(o, call(ctx, fleet.KindPlayer, ids...))
+		return
+	}
+	for _, id := range ids {
+		s.m.done(o, call(ctx, fleet.KindPlayer, id))
 	}
 }
 
