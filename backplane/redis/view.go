@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -30,16 +31,23 @@ import (
 //	              a new epoch means Redis lost it), floor (the newest
 //	              forgotten tombstone)
 //
-// A heartbeat is one MULTI/EXEC: a script, then ZRANGEBYSCORE v:log from
-// the reader's sequence number. The script reads the part of v:exp due
-// within half the caller's ttl (it drops the expired nodes, forgets old
-// tombstones, and returns the nodes that have missed heartbeats with the
-// time they have left), writes the record with SET ... GET, and touches
-// the view only when the record's bytes changed; then returns epoch, seq
-// and floor. A heartbeat that changes nothing makes five calls from Lua:
-// Redis's cost per heartbeat is mostly those calls. A reader that is new,
-// or whose epoch or sequence number is too old, reads the whole log
-// instead (a second round trip).
+// A heartbeat that changes the record (or is the node's first, or follows
+// one whose outcome is unknown) is one MULTI/EXEC: a script, then
+// ZRANGEBYSCORE v:log from the reader's sequence number. The script reads
+// the part of v:exp due within half the caller's ttl (it drops the expired
+// nodes, forgets old tombstones, and returns the nodes that have missed
+// heartbeats with the time they have left), writes the record with
+// SET ... GET, and touches the view when the view's copy differs; then
+// returns epoch, seq, floor and Redis's time.
+//
+// A heartbeat whose record has not changed, the usual one, runs no script:
+// a MULTI/EXEC of plain commands (see plain) does the same in Redis's
+// cheaper way, with the expiry in v:exp reckoned from the time Redis last
+// returned (never later than Redis's own, so the index finds a node no
+// later than its key expires). When the key is gone or holds another
+// record, or a node in the index is past its time, the script runs after
+// it, a second round trip; so it does when a reader is new, or its epoch
+// or sequence number is too old, to read the whole log.
 
 // tombstoneTTL is how long a removal stays in the log. A reader that has
 // not read the view for longer reads it whole.
@@ -53,6 +61,12 @@ type view struct {
 	epoch string // "" until the first read
 	seq   int64
 	recs  map[string]string
+
+	// For the plain heartbeat: the records this client last wrote, by
+	// id, and Redis's clock as the last reply gave it.
+	wrote   map[string]string
+	storeMs int64     // Redis TIME, ms
+	at      time.Time // when storeMs arrived
 }
 
 // keys returns the KEYS of every view script: the node's key, then the
@@ -111,7 +125,7 @@ local function reply(created, soon)
     m[1] = t[1] .. '.' .. t[2]
     redis.call('HSET', KEYS[5], 'epoch', m[1])
   end
-  return {created, m[1], tonumber(m[2] or '0'), tonumber(m[3] or '0'), soon}
+  return {created, m[1], tonumber(m[2] or '0'), tonumber(m[3] or '0'), soon, now}
 end
 `
 
@@ -122,19 +136,18 @@ local id, rec, ttl = ARGV[3], ARGV[4], tonumber(ARGV[5])
 local soon = scan(now + math.floor(ttl / 2), id)
 local old = redis.call('SET', KEYS[1], rec, 'PX', ttl, 'GET')
 redis.call('ZADD', KEYS[4], now + ttl, id)
-if old ~= rec then
-  -- New, back, or changed: the view's copy decides whether it changed.
-  local cur = redis.call('HGET', KEYS[2], id)
-  if cur ~= rec then
-    if cur then
-      redis.call('ZREM', KEYS[3], id .. '\0+' .. cur)
-    else
-      redis.call('ZREM', KEYS[3], id .. '\0-')
-      redis.call('ZREM', KEYS[4], '\0' .. id)
-    end
-    redis.call('HSET', KEYS[2], id, rec)
-    redis.call('ZADD', KEYS[3], bump(), id .. '\0+' .. rec)
+-- The view's copy decides whether the record changed: a plain heartbeat
+-- may have left the key holding a record the view does not (see plain).
+local cur = redis.call('HGET', KEYS[2], id)
+if cur ~= rec then
+  if cur then
+    redis.call('ZREM', KEYS[3], id .. '\0+' .. cur)
+  else
+    redis.call('ZREM', KEYS[3], id .. '\0-')
+    redis.call('ZREM', KEYS[4], '\0' .. id)
   end
+  redis.call('HSET', KEYS[2], id, rec)
+  redis.call('ZADD', KEYS[3], bump(), id .. '\0+' .. rec)
 end
 return reply(old and 0 or 1, soon)
 `)
@@ -158,6 +171,7 @@ type viewReply struct {
 	members      []string // v:log members after the sequence number asked for
 	wholeLogRead bool
 	soon         map[string]time.Duration // nodes about to expire: time left
+	now          int64                    // Redis TIME, ms
 }
 
 // run runs script and, in the same transaction, reads the log after since
@@ -191,7 +205,7 @@ func (b *Backplane) run(ctx context.Context, script *goredis.Script, id string, 
 		if err != nil {
 			return viewReply{}, err
 		}
-		if len(r) != 5 {
+		if len(r) != 6 {
 			return viewReply{}, fmt.Errorf("view script: reply of %d elements", len(r))
 		}
 		created, _ := r[0].(int64)
@@ -207,12 +221,15 @@ func (b *Backplane) run(ctx context.Context, script *goredis.Script, id string, 
 				soon[id] = time.Duration(ms) * time.Millisecond
 			}
 		}
-		return viewReply{created: created == 1, epoch: epoch, seq: seq, floor: floor, members: changed.Val(), wholeLogRead: since < 0, soon: soon}, nil
+		now, _ := r[5].(int64)
+		return viewReply{created: created == 1, epoch: epoch, seq: seq, floor: floor, members: changed.Val(), wholeLogRead: since < 0, soon: soon, now: now}, nil
 	}
 }
 
-// read runs script, brings the cache up to date and returns the view.
-func (b *Backplane) read(ctx context.Context, script *goredis.Script, id string, args ...any) (viewReply, []backplane.Node, error) {
+// read brings the cache up to date with what fetch returns (fetch reads
+// the log after since, all of it when since is negative) and returns the
+// view.
+func (b *Backplane) read(ctx context.Context, fetch func(since int64) (viewReply, error)) (viewReply, []backplane.Node, error) {
 	b.view.mu.Lock()
 	since := b.view.seq
 	if b.view.epoch == "" {
@@ -221,7 +238,7 @@ func (b *Backplane) read(ctx context.Context, script *goredis.Script, id string,
 	epoch := b.view.epoch
 	b.view.mu.Unlock()
 
-	m, err := b.run(ctx, script, id, since, args...)
+	m, err := fetch(since)
 	if err == nil && !m.wholeLogRead && (m.epoch != epoch || since < m.floor) {
 		// Redis lost the view, or this reader missed tombstones that are
 		// forgotten: read the whole log, a second round trip.
@@ -235,6 +252,9 @@ func (b *Backplane) read(ctx context.Context, script *goredis.Script, id string,
 
 	b.view.mu.Lock()
 	defer b.view.mu.Unlock()
+	if m.now > 0 {
+		b.view.storeMs, b.view.at = m.now, time.Now()
+	}
 	switch {
 	case m.wholeLogRead && (m.epoch != b.view.epoch || m.seq >= b.view.seq):
 		b.view.recs = make(map[string]string, len(m.members))
@@ -266,22 +286,106 @@ func (b *Backplane) apply(members []string) {
 }
 
 // Heartbeat implements backplane.Backplane in one round trip (two when
-// Redis lost its state or this reader has not read for longer than
-// tombstones stay).
+// Redis lost its state, this reader has not read for longer than
+// tombstones stay, or a plain heartbeat finds it cannot stand alone).
 func (b *Backplane) Heartbeat(ctx context.Context, node backplane.Node, ttl time.Duration) ([]backplane.Node, bool, error) {
 	if err := backplane.ValidateName("node id", node.ID); err != nil {
 		return nil, false, err
 	}
-	m, nodes, err := b.read(ctx, viewHeartbeat, node.ID, node.Data, ttlMillis(ttl))
+	rec, ms := string(node.Data), ttlMillis(ttl)
+	m, nodes, err := b.read(ctx, func(since int64) (viewReply, error) {
+		b.view.mu.Lock()
+		wrote, ok := b.view.wrote[node.ID]
+		delete(b.view.wrote, node.ID) // until this heartbeat is known to have done its part
+		est := b.view.storeMs + time.Since(b.view.at).Milliseconds()
+		b.view.mu.Unlock()
+		var (
+			m    viewReply
+			done bool
+			err  error
+		)
+		if ok && wrote == rec && since >= 0 {
+			m, done, err = b.plain(ctx, node.ID, rec, ms, est, since)
+		}
+		if !done && err == nil {
+			m, err = b.run(ctx, viewHeartbeat, node.ID, since, rec, ms)
+		}
+		if err == nil {
+			b.view.mu.Lock()
+			b.view.wrote[node.ID] = rec
+			b.view.mu.Unlock()
+		}
+		return m, err
+	})
 	if err != nil {
 		return nil, false, wrap("heartbeat", err)
 	}
 	return nodes, m.created, nil
 }
 
+// plain is a heartbeat whose record has not changed, made of plain
+// commands in one MULTI/EXEC: it refreshes the node's key if it is still
+// there, moves its expiry in the index to Redis's time as this client
+// reckons it (est, ms), and reads what the script would return. It is
+// done unless the key was gone or held another record, or the index has
+// nodes past their time, to be dropped by the script.
+func (b *Backplane) plain(ctx context.Context, id, rec string, ttl, est, since int64) (m viewReply, done bool, err error) {
+	keys := b.viewKeys(id)
+	var (
+		set  *goredis.StatusCmd
+		due  *goredis.ZSliceCmd
+		meta *goredis.SliceCmd
+		now  *goredis.TimeCmd
+		log  *goredis.StringSliceCmd
+	)
+	_, err = b.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		set = p.SetArgs(ctx, keys[0], rec, goredis.SetArgs{Mode: "XX", Get: true, TTL: time.Duration(ttl) * time.Millisecond})
+		p.ZAddXX(ctx, keys[3], goredis.Z{Score: float64(est + ttl), Member: id})
+		due = p.ZRangeByScoreWithScores(ctx, keys[3], &goredis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(est+ttl/2, 10)})
+		meta = p.HMGet(ctx, keys[4], "epoch", "seq", "floor")
+		now = p.Time(ctx)
+		log = p.ZRangeByScore(ctx, keys[2], &goredis.ZRangeBy{Min: "(" + strconv.FormatInt(since, 10), Max: "+inf"})
+		return nil
+	})
+	if err != nil && !errors.Is(err, goredis.Nil) {
+		return viewReply{}, false, err
+	}
+	if old, err := set.Result(); err != nil || old != rec {
+		return viewReply{}, false, nil
+	}
+	t, err := now.Result()
+	if err != nil {
+		return viewReply{}, false, err
+	}
+	m.now = t.UnixMilli()
+	for _, z := range due.Val() {
+		mem, _ := z.Member.(string)
+		at := int64(z.Score)
+		switch {
+		case at <= m.now:
+			return viewReply{}, false, nil
+		case mem != id && !strings.HasPrefix(mem, "\x00"):
+			if m.soon == nil {
+				m.soon = make(map[string]time.Duration)
+			}
+			m.soon[mem] = time.Duration(at-m.now) * time.Millisecond
+		}
+	}
+	v := meta.Val()
+	m.epoch, _ = v[0].(string)
+	if s, _ := v[1].(string); s != "" {
+		m.seq, _ = strconv.ParseInt(s, 10, 64)
+	}
+	if s, _ := v[2].(string); s != "" {
+		m.floor, _ = strconv.ParseInt(s, 10, 64)
+	}
+	m.members = log.Val()
+	return m, true, nil
+}
+
 // Nodes implements backplane.Backplane in one round trip.
 func (b *Backplane) Nodes(ctx context.Context) ([]backplane.Node, error) {
-	_, nodes, err := b.read(ctx, viewNodes, "")
+	_, nodes, err := b.read(ctx, func(since int64) (viewReply, error) { return b.run(ctx, viewNodes, "", since) })
 	if err != nil {
 		return nil, wrap("nodes", err)
 	}
@@ -290,7 +394,10 @@ func (b *Backplane) Nodes(ctx context.Context) ([]backplane.Node, error) {
 
 // Leave implements backplane.Backplane.
 func (b *Backplane) Leave(ctx context.Context, id string) error {
-	if _, _, err := b.read(ctx, viewLeave, id); err != nil {
+	b.view.mu.Lock()
+	delete(b.view.wrote, id)
+	b.view.mu.Unlock()
+	if _, _, err := b.read(ctx, func(since int64) (viewReply, error) { return b.run(ctx, viewLeave, id, since) }); err != nil {
 		return wrap("leave", err)
 	}
 	return nil

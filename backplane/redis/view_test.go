@@ -3,6 +3,7 @@ package redis_test
 import (
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -132,4 +133,92 @@ func TestViewConcurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantView(t, "fresh reader", viewOf(t, nodes), want...)
+}
+
+// scriptRuns returns how many scripts Redis has run (EVAL and EVALSHA).
+func scriptRuns(t *testing.T, rdb *goredis.Client) int64 {
+	t.Helper()
+	info, err := rdb.Info(t.Context(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, cmd := range []string{"cmdstat_eval:", "cmdstat_evalsha:"} {
+		if _, rest, ok := strings.Cut(info, cmd); ok {
+			var calls int64
+			fmt.Sscanf(rest, "calls=%d", &calls)
+			n += calls
+		}
+	}
+	return n
+}
+
+// TestViewPlainHeartbeat checks that a heartbeat whose record has not
+// changed runs no script, and that one whose record changed does.
+func TestViewPlainHeartbeat(t *testing.T) {
+	testbin.Need(t, "redis-server")
+	srv := testbin.StartRedis(t)
+	rdb := goredis.NewClient(&goredis.Options{Addr: srv.Addr, DisableIdentity: true})
+	defer rdb.Close()
+	a, b := openTestView(t, srv.Addr), openTestView(t, srv.Addr)
+	beat(t, a, "a", "a1")
+	beat(t, b, "b", "b1")
+
+	before := scriptRuns(t, rdb)
+	for range 5 {
+		got, created := beat(t, a, "a", "a1")
+		if created {
+			t.Fatal("an unchanged heartbeat reports created")
+		}
+		wantView(t, "unchanged", got, "a", "a1", "b", "b1")
+	}
+	if n := scriptRuns(t, rdb) - before; n != 0 {
+		t.Errorf("5 unchanged heartbeats ran %d scripts, want 0", n)
+	}
+
+	before = scriptRuns(t, rdb)
+	beat(t, a, "a", "a2")
+	if n := scriptRuns(t, rdb) - before; n != 1 {
+		t.Errorf("a changed heartbeat ran %d scripts, want 1", n)
+	}
+	got, _ := beat(t, b, "b", "b1")
+	wantView(t, "the other's view after a change", got, "a", "a2", "b", "b1")
+}
+
+// TestViewPlainHeartbeatKeyLost checks that an unchanged heartbeat whose
+// key is gone (expired, or deleted behind its back) puts the node back
+// and reports it created, and one whose key and view hold another record
+// (written by a heartbeat whose reply was lost) puts its own in both.
+func TestViewPlainHeartbeatKeyLost(t *testing.T) {
+	testbin.Need(t, "redis-server")
+	srv := testbin.StartRedis(t)
+	rdb := goredis.NewClient(&goredis.Options{Addr: srv.Addr, DisableIdentity: true})
+	defer rdb.Close()
+	a, b := openTestView(t, srv.Addr), openTestView(t, srv.Addr)
+	beat(t, a, "a", "a1")
+	beat(t, b, "b", "b1")
+	key := "muster:{delta}:n:a"
+
+	if err := rdb.Del(t.Context(), key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	beat(t, b, "b", "b1") // drops a
+	got, created := beat(t, a, "a", "a1")
+	if !created {
+		t.Error("a heartbeat whose key was gone does not report created")
+	}
+	wantView(t, "after the key was deleted", got, "a", "a1", "b", "b1")
+
+	lost := openTestView(t, srv.Addr)
+	beat(t, lost, "a", "a2")
+	got, _ = beat(t, a, "a", "a1")
+	wantView(t, "after a lost heartbeat", got, "a", "a1", "b", "b1")
+	nodes, err := openTestView(t, srv.Addr).Nodes(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantView(t, "a fresh reader, after a lost heartbeat", viewOf(t, nodes), "a", "a1", "b", "b1")
+	if v, err := rdb.Get(t.Context(), key).Result(); err != nil || v != "a1" {
+		t.Errorf("a's key holds %q, %v; want a1", v, err)
+	}
 }
