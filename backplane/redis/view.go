@@ -372,6 +372,9 @@ func (b *Backplane) plain(ctx context.Context, id, rec string, ttl, est, since i
 		}
 	}
 	v := meta.Val()
+	if len(v) != 3 {
+		return viewReply{}, false, fmt.Errorf("view meta: reply of %d elements", len(v))
+	}
 	m.epoch, _ = v[0].(string)
 	if s, _ := v[1].(string); s != "" {
 		m.seq, _ = strconv.ParseInt(s, 10, 64)
