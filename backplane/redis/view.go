@@ -297,6 +297,7 @@ func (b *Backplane) Heartbeat(ctx context.Context, node backplane.Node, ttl time
 		b.view.mu.Lock()
 		wrote, ok := b.view.wrote[node.ID]
 		delete(b.view.wrote, node.ID) // until this heartbeat is known to have done its part
+		ok = ok && wrote == rec && !b.view.at.IsZero()
 		est := b.view.storeMs + time.Since(b.view.at).Milliseconds()
 		b.view.mu.Unlock()
 		var (
@@ -304,7 +305,7 @@ func (b *Backplane) Heartbeat(ctx context.Context, node backplane.Node, ttl time
 			done bool
 			err  error
 		)
-		if ok && wrote == rec && since >= 0 {
+		if ok && since >= 0 {
 			m, done, err = b.plain(ctx, node.ID, rec, ms, est, since)
 		}
 		if !done && err == nil {

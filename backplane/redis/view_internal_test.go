@@ -1,0 +1,48 @@
+package redis
+
+import (
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/muster-gg/muster/backplane"
+	"github.com/muster-gg/muster/internal/testbin"
+)
+
+// TestPlainHeartbeatNeedsClock checks that a heartbeat whose client has
+// written its record but holds no reading of Redis's clock (the whole-log
+// read after its script failed) does not reckon an expiry from nothing:
+// the index must not keep the node past its key.
+func TestPlainHeartbeatNeedsClock(t *testing.T) {
+	testbin.Need(t, "redis-server")
+	srv := testbin.StartRedis(t)
+	rdb := goredis.NewClient(&goredis.Options{Addr: srv.Addr, DisableIdentity: true})
+	defer rdb.Close()
+	b, err := New(rdb, "clock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := backplane.Node{ID: "a", Data: []byte("a1")}
+	const ttl = time.Minute
+	if _, _, err := b.Heartbeat(t.Context(), n, ttl); err != nil {
+		t.Fatal(err)
+	}
+	b.view.mu.Lock()
+	b.view.storeMs, b.view.at = 0, time.Time{}
+	b.view.mu.Unlock()
+	if _, _, err := b.Heartbeat(t.Context(), n, ttl); err != nil {
+		t.Fatal(err)
+	}
+	at, err := rdb.ZScore(t.Context(), b.prefix+"v:exp", "a").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, err := rdb.Time(t.Context()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if late := time.Duration(int64(at)-now.UnixMilli()) * time.Millisecond; late > ttl {
+		t.Errorf("the index expects a's key to expire in %v, its ttl is %v", late, ttl)
+	}
+}
