@@ -89,7 +89,7 @@ func New(rdb goredis.UniversalClient, cluster string) (*Backplane, error) {
 	return &Backplane{
 		rdb:    rdb,
 		prefix: "muster:{" + cluster + "}:",
-		view:   view{tombstones: tombstoneTTL, recs: map[string]string{}, wrote: map[string]string{}},
+		view:   view{tombstones: tombstoneTTL, recs: map[string]string{}, wrote: map[string]wrote{}},
 	}, nil
 }
 

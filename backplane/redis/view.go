@@ -40,14 +40,16 @@ import (
 // SET ... GET, and touches the view when the view's copy differs; then
 // returns epoch, seq, floor and Redis's time.
 //
-// A heartbeat whose record has not changed, the usual one, runs no script:
-// a MULTI/EXEC of plain commands (see plain) does the same in Redis's
+// A heartbeat whose record has not changed, the usual one, runs no script
+// while the client's last heartbeat is less than half a ttl old: a
+// MULTI/EXEC of plain commands (see plain) does the same in Redis's
 // cheaper way, with the expiry in v:exp reckoned from the time Redis last
 // returned (never later than Redis's own, so the index finds a node no
-// later than its key expires). When the key is gone or holds another
-// record, or a node in the index is past its time, the script runs after
-// it, a second round trip; so it does when a reader is new, or its epoch
-// or sequence number is too old, to read the whole log.
+// later than its key expires). When the key or the view's copy holds
+// another record, Redis's clock went back, or a node in the index is past
+// its time, the script runs after it, a second round trip; so it does when
+// a reader is new, or its epoch or sequence number is too old, to read the
+// whole log.
 
 // tombstoneTTL is how long a removal stays in the log. A reader that has
 // not read the view for longer reads it whole.
@@ -62,11 +64,18 @@ type view struct {
 	seq   int64
 	recs  map[string]string
 
-	// For the plain heartbeat: the records this client last wrote, by
+	// For the plain heartbeat: the heartbeat that last succeeded, by
 	// id, and Redis's clock as the last reply gave it.
-	wrote   map[string]string
+	wrote   map[string]wrote
 	storeMs int64     // Redis TIME, ms
 	at      time.Time // when storeMs arrived
+}
+
+// wrote is a heartbeat that succeeded: the record it wrote and when it
+// was sent, before which its key cannot have expired.
+type wrote struct {
+	rec  string
+	sent time.Time
 }
 
 // keys returns the KEYS of every view script: the node's key, then the
@@ -295,10 +304,14 @@ func (b *Backplane) Heartbeat(ctx context.Context, node backplane.Node, ttl time
 	rec, ms := string(node.Data), ttlMillis(ttl)
 	m, nodes, err := b.read(ctx, func(since int64) (viewReply, error) {
 		b.view.mu.Lock()
-		wrote, ok := b.view.wrote[node.ID]
+		last, ok := b.view.wrote[node.ID]
 		delete(b.view.wrote, node.ID) // until this heartbeat is known to have done its part
-		ok = ok && wrote == rec && !b.view.at.IsZero()
-		est := b.view.storeMs + time.Since(b.view.at).Milliseconds()
+		sent := time.Now()
+		// Plain only while the last heartbeat's key cannot have expired:
+		// were it gone and this reply lost, plain's ZADD would have moved
+		// a dead node's expiry on.
+		ok = ok && last.rec == rec && sent.Sub(last.sent) < ttl/2 && !b.view.at.IsZero()
+		est := b.view.storeMs + sent.Sub(b.view.at).Milliseconds()
 		b.view.mu.Unlock()
 		var (
 			m    viewReply
@@ -313,7 +326,7 @@ func (b *Backplane) Heartbeat(ctx context.Context, node backplane.Node, ttl time
 		}
 		if err == nil {
 			b.view.mu.Lock()
-			b.view.wrote[node.ID] = rec
+			b.view.wrote[node.ID] = wrote{rec: rec, sent: sent}
 			b.view.mu.Unlock()
 		}
 		return m, err
@@ -326,39 +339,50 @@ func (b *Backplane) Heartbeat(ctx context.Context, node backplane.Node, ttl time
 
 // plain is a heartbeat whose record has not changed, made of plain
 // commands in one MULTI/EXEC: it refreshes the node's key if it is still
-// there, moves its expiry in the index to Redis's time as this client
+// there, sets its expiry in the index from Redis's time as this client
 // reckons it (est, ms), and reads what the script would return. It is
-// done unless the key was gone or held another record, or the index has
-// nodes past their time, to be dropped by the script.
+// done when the key and the view's copy both held the record, Redis's
+// clock is not behind est, and no node in the index is past its time;
+// otherwise the script is to run.
 func (b *Backplane) plain(ctx context.Context, id, rec string, ttl, est, since int64) (m viewReply, done bool, err error) {
 	keys := b.viewKeys(id)
 	var (
+		now  *goredis.TimeCmd
 		set  *goredis.StatusCmd
+		cur  *goredis.StringCmd
 		due  *goredis.ZSliceCmd
 		meta *goredis.SliceCmd
-		now  *goredis.TimeCmd
 		log  *goredis.StringSliceCmd
 	)
 	_, err = b.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		now = p.Time(ctx)
 		set = p.SetArgs(ctx, keys[0], rec, goredis.SetArgs{Mode: "XX", Get: true, TTL: time.Duration(ttl) * time.Millisecond})
-		p.ZAddXX(ctx, keys[3], goredis.Z{Score: float64(est + ttl), Member: id})
+		cur = p.HGet(ctx, keys[1], id)
+		p.ZAdd(ctx, keys[3], goredis.Z{Score: float64(est + ttl), Member: id})
 		due = p.ZRangeByScoreWithScores(ctx, keys[3], &goredis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(est+ttl/2, 10)})
 		meta = p.HMGet(ctx, keys[4], "epoch", "seq", "floor")
-		now = p.Time(ctx)
 		log = p.ZRangeByScore(ctx, keys[2], &goredis.ZRangeBy{Min: "(" + strconv.FormatInt(since, 10), Max: "+inf"})
 		return nil
 	})
 	if err != nil && !errors.Is(err, goredis.Nil) {
 		return viewReply{}, false, err
 	}
-	if old, err := set.Result(); err != nil || old != rec {
-		return viewReply{}, false, nil
-	}
 	t, err := now.Result()
 	if err != nil {
 		return viewReply{}, false, err
 	}
 	m.now = t.UnixMilli()
+	if old, err := set.Result(); err != nil || old != rec {
+		return viewReply{}, false, nil
+	}
+	if c, err := cur.Result(); err != nil || c != rec {
+		return viewReply{}, false, nil
+	}
+	if m.now < est {
+		// Redis's clock went back (a failover to a host behind, say): the
+		// script sets the expiry from Redis's own.
+		return viewReply{}, false, nil
+	}
 	for _, z := range due.Val() {
 		mem, _ := z.Member.(string)
 		at := int64(z.Score)

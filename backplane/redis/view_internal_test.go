@@ -46,3 +46,43 @@ func TestPlainHeartbeatNeedsClock(t *testing.T) {
 		t.Errorf("the index expects a's key to expire in %v, its ttl is %v", late, ttl)
 	}
 }
+
+// TestPlainHeartbeatClockBack checks that the index never expects a key
+// to expire later than it does when this client's reading of Redis's
+// clock is ahead of it (Redis's clock stepped back, or a failover moved
+// to a host whose clock is behind).
+func TestPlainHeartbeatClockBack(t *testing.T) {
+	testbin.Need(t, "redis-server")
+	srv := testbin.StartRedis(t)
+	rdb := goredis.NewClient(&goredis.Options{Addr: srv.Addr, DisableIdentity: true})
+	defer rdb.Close()
+	b, err := New(rdb, "clock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := backplane.Node{ID: "a", Data: []byte("a1")}
+	if _, _, err := b.Heartbeat(t.Context(), n, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	b.view.mu.Lock()
+	b.view.storeMs += (10 * time.Minute).Milliseconds()
+	b.view.mu.Unlock()
+	if _, _, err := b.Heartbeat(t.Context(), n, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	at, err := rdb.ZScore(t.Context(), b.prefix+"v:exp", "a").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pttl, err := rdb.PTTL(t.Context(), b.prefix+"n:a").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, err := rdb.Time(t.Context()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if late := time.Duration(int64(at)-now.UnixMilli())*time.Millisecond - pttl; late > 50*time.Millisecond {
+		t.Errorf("the index expects a's key to expire %v after it does", late)
+	}
+}

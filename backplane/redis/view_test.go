@@ -1,10 +1,13 @@
 package redis_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -220,5 +223,85 @@ func TestViewPlainHeartbeatKeyLost(t *testing.T) {
 	wantView(t, "a fresh reader, after a lost heartbeat", viewOf(t, nodes), "a", "a1", "b", "b1")
 	if v, err := rdb.Get(t.Context(), key).Result(); err != nil || v != "a1" {
 		t.Errorf("a's key holds %q, %v; want a1", v, err)
+	}
+}
+
+// TestViewPlainHeartbeatDropsExpired checks that a reader making plain
+// heartbeats drops a node whose key expired: the script runs for it.
+func TestViewPlainHeartbeatDropsExpired(t *testing.T) {
+	testbin.Need(t, "redis-server")
+	srv := testbin.StartRedis(t)
+	rdb := goredis.NewClient(&goredis.Options{Addr: srv.Addr, DisableIdentity: true})
+	defer rdb.Close()
+	a, b := openTestView(t, srv.Addr), openTestView(t, srv.Addr)
+	const ttl = 300 * time.Millisecond
+	if _, _, err := a.Heartbeat(t.Context(), backplane.Node{ID: "a", Data: []byte("a1")}, ttl); err != nil {
+		t.Fatal(err)
+	}
+	beat(t, b, "b", "b1")
+	beat(t, b, "b", "b1")
+	time.Sleep(ttl + 100*time.Millisecond) // Redis expires a's key by its own clock
+	before := scriptRuns(t, rdb)
+	got, _ := beat(t, b, "b", "b1")
+	wantView(t, "after a's key expired", got, "b", "b1")
+	if scriptRuns(t, rdb) == before {
+		t.Error("no script ran to drop the expired node")
+	}
+}
+
+// loseReplies makes a client's pipelines fail after Redis ran them, as a
+// reply lost to a timeout does.
+type loseReplies struct{ on *atomic.Bool }
+
+func (loseReplies) DialHook(next goredis.DialHook) goredis.DialHook          { return next }
+func (loseReplies) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook { return next }
+func (h loseReplies) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		err := next(ctx, cmds)
+		if h.on.Load() {
+			return errors.New("reply lost")
+		}
+		return err
+	}
+}
+
+// TestViewLostReplyAfterExpiry checks that a heartbeat made after its
+// node's key expired, whose reply is lost, does not leave the view
+// keeping the node without its key.
+func TestViewLostReplyAfterExpiry(t *testing.T) {
+	testbin.Need(t, "redis-server")
+	srv := testbin.StartRedis(t)
+	rdb := goredis.NewClient(&goredis.Options{Addr: srv.Addr, DisableIdentity: true, MaxRetries: -1})
+	defer rdb.Close()
+	var lost atomic.Bool
+	rdb.AddHook(loseReplies{&lost})
+	a, err := redis.New(rdb, "delta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := openTestView(t, srv.Addr)
+	na := backplane.Node{ID: "a", Data: []byte("a1")}
+	const ttl = 300 * time.Millisecond
+	for range 2 {
+		if _, _, err := a.Heartbeat(t.Context(), na, ttl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	beat(t, b, "b", "b1")
+	time.Sleep(ttl + 100*time.Millisecond) // a's key expires
+	lost.Store(true)
+	if _, _, err := a.Heartbeat(t.Context(), na, ttl); err == nil {
+		t.Fatal("the heartbeat whose reply was lost reports success")
+	}
+	nodes, err := b.Nodes(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := rdb.Exists(t.Context(), "muster:{delta}:n:a").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, listed := viewOf(t, nodes)["a"]; listed && key == 0 {
+		t.Error("the view lists a, whose key is gone")
 	}
 }
