@@ -36,6 +36,3 @@ var (
 	// with room.Host.Use.
 	ErrNotAttached = errors.New("lobby: module not attached to a host")
 )
-
-// errGone is returned when a player to move is no longer connected.
-var errGone = errors.New("lobby: player not connected")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/fleettest"
+	"github.com/muster-gg/muster/internal/hostenv"
 	"github.com/muster-gg/muster/room"
 )
 
@@ -213,15 +214,15 @@ func (c *cluster) create(n *node, id string) string {
 
 type testEnv struct{ n *node }
 
-func (e testEnv) fleet() room.Fleet { return e.n.srv.Fleet }
+func (e testEnv) Fleet() room.Fleet { return e.n.srv.Fleet }
 
-func (e testEnv) move(ctx context.Context, id string, to fleet.Node, reason string, ho *room.Handoff) error {
+func (e testEnv) Move(ctx context.Context, id string, to fleet.Node, reason string, ho *room.Handoff) error {
 	c, from := e.n.c, e.n.srv.ID()
 	c.mu.Lock()
 	at, arrived := c.at[id], c.arrived[id]
 	c.mu.Unlock()
 	if at != from {
-		return errGone
+		return hostenv.ErrGone
 	}
 	if time.Since(arrived) < e.n.host.Config().MoveCooldown {
 		return room.ErrCooldown
@@ -256,15 +257,12 @@ func (e testEnv) move(ctx context.Context, id string, to fleet.Node, reason stri
 	return nil
 }
 
-func (e testEnv) open(ctx context.Context, info room.Info) (string, error) {
-	r, err := e.n.host.OpenRoom(ctx, info)
-	if err != nil {
-		return "", err
-	}
-	return r.ID(), nil
+func (e testEnv) Open(ctx context.Context, info room.Info) error {
+	_, err := e.n.host.OpenRoom(ctx, info)
+	return err
 }
 
-func (e testEnv) send(id string, p room.Packet) {
+func (e testEnv) Send(id string, p room.Packet) {
 	c := e.n.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -273,6 +271,6 @@ func (e testEnv) send(id string, p room.Packet) {
 	}
 }
 
-func (e testEnv) connected(id string) bool { return e.n.c.where(id) == e.n.srv.ID() }
-func (e testEnv) drainPacket() room.Packet { return e.n.game.ServerDraining() }
-func (e testEnv) cooldown() time.Duration  { return e.n.host.Config().MoveCooldown }
+func (e testEnv) Connected(id string) bool { return e.n.c.where(id) == e.n.srv.ID() }
+func (e testEnv) DrainPacket() room.Packet { return e.n.game.ServerDraining() }
+func (e testEnv) Cooldown() time.Duration  { return e.n.host.Config().MoveCooldown }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/internal/hostenv"
 	"github.com/muster-gg/muster/room"
 )
 
@@ -22,7 +23,7 @@ import (
 // concurrent use.
 type Module[Sim, Input, Player any] struct {
 	cfg      Config
-	env      env
+	env      hostenv.Env
 	codec    room.Codec
 	logger   *slog.Logger
 	gen      func() string // makes a candidate code
@@ -92,7 +93,7 @@ func (m *Module[Sim, Input, Player]) Attach(h *room.Host[Sim, Input, Player]) er
 	if m.env != nil {
 		return errors.New("lobby: module attached twice")
 	}
-	m.env = hostEnv[Sim, Input, Player]{h}
+	m.env = hostenv.Host[Sim, Input, Player]{H: h}
 	m.codec = h.Codec()
 	m.logger = h.Logger().With("module", "lobby")
 	return nil
@@ -137,7 +138,7 @@ func (m *Module[Sim, Input, Player]) Arrived(ctx context.Context, c *room.Client
 // connection ends leaves its lobby, unless the lobby's match is running
 // (it may come back to its seat) or it is being moved.
 func (m *Module[Sim, Input, Player]) Disconnected(c *room.Client) {
-	if m.env.connected(c.ID()) {
+	if m.env.Connected(c.ID()) {
 		return // replaced by a newer connection
 	}
 	m.disconnected(c.ID())
@@ -221,19 +222,8 @@ func (m *Module[Sim, Input, Player]) Drain(ctx context.Context) error {
 	m.mu.Lock()
 	m.draining = true
 	m.mu.Unlock()
-	t := time.NewTicker(m.cfg.Tick)
-	defer t.Stop()
-	for {
-		if m.step(ctx, time.Now()) == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			m.tellRest()
-			return nil
-		case <-t.C:
-		}
-	}
+	hostenv.Drain(ctx, m.cfg.Tick, m.step, m.tellRest)
+	return nil
 }
 
 // Lobby returns a snapshot of the lobby code on this server.
@@ -265,7 +255,7 @@ func (m *Module[Sim, Input, Player]) Lobbies() int {
 }
 
 func (m *Module[Sim, Input, Player]) fail(id string, err error) {
-	m.env.send(id, ErrorPacket{Type: TypeError, Error: err.Error()})
+	m.env.Send(id, ErrorPacket{Type: TypeError, Error: err.Error()})
 }
 
 // create makes a lobby with player id as its host, under a code claimed
@@ -305,10 +295,16 @@ func (m *Module[Sim, Input, Player]) create(ctx context.Context, id string, arri
 	m.broadcast(l)
 }
 
+// uniqueClaimer is the part of a fleet that claims an id for one server
+// only; *fleet.Fleet has it.
+type uniqueClaimer interface {
+	ClaimUnique(ctx context.Context, kind, id string) error
+}
+
 // claim finds a free code and claims it, reserved locally until the
 // caller drops the reservation.
 func (m *Module[Sim, Input, Player]) claim(ctx context.Context) (string, error) {
-	f := m.env.fleet()
+	f := m.env.Fleet()
 	uc, _ := f.(uniqueClaimer)
 	for range m.attempts {
 		code := m.gen()
@@ -351,7 +347,7 @@ func (m *Module[Sim, Input, Player]) unreserve(code string) {
 }
 
 func (m *Module[Sim, Input, Player]) release(ctx context.Context, code string) {
-	f := m.env.fleet()
+	f := m.env.Fleet()
 	if f == nil {
 		return
 	}
@@ -390,7 +386,7 @@ func (m *Module[Sim, Input, Player]) join(ctx context.Context, id, raw string, a
 	}
 	m.mu.Unlock()
 
-	f := m.env.fleet()
+	f := m.env.Fleet()
 	if f == nil {
 		m.fail(id, ErrNoLobby)
 		return
@@ -402,7 +398,7 @@ func (m *Module[Sim, Input, Player]) join(ctx context.Context, id, raw string, a
 // lobby on a draining server is on its way elsewhere: the join waits and
 // locates it again.
 func (m *Module[Sim, Input, Player]) locateAndMove(ctx context.Context, w *wait) {
-	f := m.env.fleet()
+	f := m.env.Fleet()
 	n, err := f.Locate(ctx, fleet.KindLobby, w.code)
 	switch {
 	case errors.Is(err, fleet.ErrNotFound), err == nil && n.ID == f.ID():
@@ -434,7 +430,7 @@ func (m *Module[Sim, Input, Player]) moveWait(ctx context.Context, w *wait) {
 	}
 	err := m.move(ctx, w.id, w.to, reason, d)
 	switch {
-	case err == nil, errors.Is(err, errGone):
+	case err == nil, errors.Is(err, hostenv.ErrGone):
 	case errors.Is(err, room.ErrCooldown):
 		m.mu.Lock()
 		if m.players[w.id] == nil {
@@ -452,7 +448,7 @@ func (m *Module[Sim, Input, Player]) move(ctx context.Context, id string, to fle
 	if err != nil {
 		return err
 	}
-	return m.env.move(ctx, id, to, reason, &room.Handoff{Kind: HandoffKind, Data: data})
+	return m.env.Move(ctx, id, to, reason, &room.Handoff{Kind: HandoffKind, Data: data})
 }
 
 func (m *Module[Sim, Input, Player]) leave(ctx context.Context, id string) {
@@ -466,7 +462,7 @@ func (m *Module[Sim, Input, Player]) leave(ctx context.Context, id string) {
 	}
 	closed := m.removeLocked(l, id)
 	m.mu.Unlock()
-	m.env.send(id, LeftPacket{Type: TypeLeft, Code: l.code})
+	m.env.Send(id, LeftPacket{Type: TypeLeft, Code: l.code})
 	m.closedOrChanged(ctx, l, closed)
 }
 
@@ -501,7 +497,7 @@ func (m *Module[Sim, Input, Player]) start(ctx context.Context, id string) {
 	info := room.Info{ID: rid, Kind: m.cfg.RoomKind, Players: ids, Data: Match{Code: l.code, Host: l.host, Members: ids}}
 	m.mu.Unlock()
 
-	if _, err := m.env.open(ctx, info); err != nil {
+	if err := m.env.Open(ctx, info); err != nil {
 		m.mu.Lock()
 		delete(m.rooms, rid)
 		if l.room == rid {
@@ -581,7 +577,7 @@ func (m *Module[Sim, Input, Player]) arrive(ctx context.Context, id string, ho r
 	m.players[id] = l
 	m.mu.Unlock()
 	if recreated {
-		if f := m.env.fleet(); f != nil {
+		if f := m.env.Fleet(); f != nil {
 			if err := f.Claim(ctx, fleet.KindLobby, d.Code); err != nil {
 				m.logger.Warn("claim a lobby moved here; re-asserted when the backplane returns", "code", d.Code, "err", err)
 			}
@@ -655,7 +651,7 @@ func (l *lobby) member(id string) *member {
 }
 
 func (m *Module[Sim, Input, Player]) self() string {
-	if f := m.env.fleet(); f != nil {
+	if f := m.env.Fleet(); f != nil {
 		return f.ID()
 	}
 	return ""
@@ -687,7 +683,7 @@ func (m *Module[Sim, Input, Player]) broadcast(l *lobby) {
 	}
 	m.mu.Unlock()
 	for _, id := range to {
-		m.env.send(id, p)
+		m.env.Send(id, p)
 	}
 }
 
@@ -704,7 +700,7 @@ type lobbyMove struct {
 // to other servers. It returns the number of lobbies and waiting moves
 // still here.
 func (m *Module[Sim, Input, Player]) step(ctx context.Context, now time.Time) int {
-	f := m.env.fleet()
+	f := m.env.Fleet()
 	var (
 		self  string
 		nodes []fleet.Node
@@ -712,7 +708,7 @@ func (m *Module[Sim, Input, Player]) step(ctx context.Context, now time.Time) in
 	if f != nil {
 		self, nodes = f.ID(), f.Nodes()
 	}
-	cool := m.env.cooldown()
+	cool := m.env.Cooldown()
 	cooled := func(arrived time.Time) bool { return !now.Before(arrived.Add(cool)) }
 
 	m.mu.Lock()
@@ -824,7 +820,7 @@ func (m *Module[Sim, Input, Player]) step(ctx context.Context, now time.Time) in
 		err := m.move(ctx, mv.mem.id, mv.to, room.ReasonDrain, mv.d)
 		m.mu.Lock()
 		switch {
-		case err == nil || errors.Is(err, errGone) || !m.env.connected(mv.mem.id):
+		case err == nil || errors.Is(err, hostenv.ErrGone) || !m.env.Connected(mv.mem.id):
 			// Moved (or gone): its place is on the target now. The lobby
 			// is closed here once nobody is left to move.
 			mv.mem.moving, mv.mem.present, mv.mem.handed = false, false, true
@@ -839,11 +835,7 @@ func (m *Module[Sim, Input, Player]) step(ctx context.Context, now time.Time) in
 		}
 		m.mu.Unlock()
 	}
-	if p := m.env.drainPacket(); p != nil {
-		for _, id := range tell {
-			m.env.send(id, p)
-		}
-	}
+	hostenv.TellDraining(m.env, tell...)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.lobbies) + len(m.waits)
@@ -862,9 +854,7 @@ func (m *Module[Sim, Input, Player]) retry(ctx context.Context, w *wait, drainin
 	to, ok := drainTarget("create:"+w.id, nodes, self, "")
 	if !ok {
 		m.fail(w.id, ErrUnavailable)
-		if p := m.env.drainPacket(); p != nil {
-			m.env.send(w.id, p)
-		}
+		hostenv.TellDraining(m.env, w.id)
 		return
 	}
 	w.to = to
@@ -874,7 +864,6 @@ func (m *Module[Sim, Input, Player]) retry(ctx context.Context, w *wait, drainin
 // tellRest tells the members of the lobbies still here at the drain
 // timeout, who were not told yet, that the server drains.
 func (m *Module[Sim, Input, Player]) tellRest() {
-	p := m.env.drainPacket()
 	m.mu.Lock()
 	var tell []string
 	for _, l := range m.lobbies {
@@ -889,12 +878,7 @@ func (m *Module[Sim, Input, Player]) tellRest() {
 		}
 	}
 	m.mu.Unlock()
-	if p == nil {
-		return
-	}
-	for _, id := range tell {
-		m.env.send(id, p)
-	}
+	hostenv.TellDraining(m.env, tell...)
 }
 
 // drainTarget picks the server a draining server sends key to: the one it

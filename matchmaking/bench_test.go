@@ -112,14 +112,14 @@ func BenchmarkStep(b *testing.B) {
 // nothing.
 type nopEnv struct{}
 
-func (nopEnv) fleet() room.Fleet { return nil }
-func (nopEnv) move(context.Context, string, fleet.Node, string, *room.Handoff) error {
+func (nopEnv) Fleet() room.Fleet { return nil }
+func (nopEnv) Move(context.Context, string, fleet.Node, string, *room.Handoff) error {
 	return room.ErrNoRedirect
 }
-func (nopEnv) open(context.Context, room.Info) error { return nil }
-func (nopEnv) send(string, room.Packet)              {}
-func (nopEnv) connected(string) bool                 { return true }
-func (nopEnv) seated(string) bool                    { return false }
-func (nopEnv) drainPacket() room.Packet              { return nil }
-func (nopEnv) cooldown() time.Duration               { return 0 }
-func (nopEnv) freeSeats() int                        { return math.MaxInt }
+func (nopEnv) Open(context.Context, room.Info) error { return nil }
+func (nopEnv) Send(string, room.Packet)              {}
+func (nopEnv) Connected(string) bool                 { return true }
+func (nopEnv) Seated(string) bool                    { return false }
+func (nopEnv) DrainPacket() room.Packet              { return nil }
+func (nopEnv) Cooldown() time.Duration               { return 0 }
+func (nopEnv) FreeSeats() int                        { return math.MaxInt }

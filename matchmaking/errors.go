@@ -19,6 +19,3 @@ var (
 	// with room.Host.Use.
 	ErrNotAttached = errors.New("matchmaking: module not attached to a host")
 )
-
-// errGone is returned when a player to move is no longer connected.
-var errGone = errors.New("matchmaking: player not connected")

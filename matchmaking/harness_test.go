@@ -16,6 +16,7 @@ import (
 
 	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/fleettest"
+	"github.com/muster-gg/muster/internal/hostenv"
 	"github.com/muster-gg/muster/room"
 )
 
@@ -227,15 +228,15 @@ func (c *cluster) packets(id string) []any {
 // testEnv is the env of a node of a cluster.
 type testEnv struct{ n *node }
 
-func (e testEnv) fleet() room.Fleet { return e.n.srv.Fleet }
+func (e testEnv) Fleet() room.Fleet { return e.n.srv.Fleet }
 
-func (e testEnv) move(ctx context.Context, id string, to fleet.Node, reason string, ho *room.Handoff) error {
+func (e testEnv) Move(ctx context.Context, id string, to fleet.Node, reason string, ho *room.Handoff) error {
 	c, from := e.n.c, e.n.srv.ID()
 	c.mu.Lock()
 	at, arrived := c.at[id], c.arrived[id]
 	c.mu.Unlock()
 	if at != from {
-		return errGone
+		return hostenv.ErrGone
 	}
 	// What room.Host.Move does: cooldown, handoff, then redirect.
 	if time.Since(arrived) < e.n.host.Config().MoveCooldown {
@@ -277,7 +278,7 @@ func (e testEnv) move(ctx context.Context, id string, to fleet.Node, reason stri
 	return nil
 }
 
-func (e testEnv) open(ctx context.Context, info room.Info) error {
+func (e testEnv) Open(ctx context.Context, info room.Info) error {
 	if e.n.openHook != nil {
 		e.n.openHook(info)
 	}
@@ -285,7 +286,7 @@ func (e testEnv) open(ctx context.Context, info room.Info) error {
 	return err
 }
 
-func (e testEnv) send(id string, p room.Packet) {
+func (e testEnv) Send(id string, p room.Packet) {
 	c := e.n.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -294,15 +295,17 @@ func (e testEnv) send(id string, p room.Packet) {
 	}
 }
 
-func (e testEnv) connected(id string) bool { return e.n.c.where(id) == e.n.srv.ID() }
+func (e testEnv) Connected(id string) bool { return e.n.c.where(id) == e.n.srv.ID() }
 
-func (e testEnv) seated(id string) bool { return e.n.host.RoomOf(id) != "" }
+func (e testEnv) Seated(id string) bool { return e.n.host.RoomOf(id) != "" }
 
-func (e testEnv) drainPacket() room.Packet { return e.n.game.ServerDraining() }
+func (e testEnv) DrainPacket() room.Packet { return e.n.game.ServerDraining() }
 
-func (e testEnv) cooldown() time.Duration { return e.n.host.Config().MoveCooldown }
+func (e testEnv) Cooldown() time.Duration { return e.n.host.Config().MoveCooldown }
 
 // freeSeats is the real one: the host is bound to the node's fleet.
-func (e testEnv) freeSeats() int { return hostEnv[*sim, int, string]{e.n.host}.freeSeats() }
+func (e testEnv) FreeSeats() int {
+	return hostEnv[*sim, int, string]{hostenv.Host[*sim, int, string]{H: e.n.host}}.FreeSeats()
+}
 
 func ptr[T any](v T) *T { return &v }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/internal/hostenv"
 	"github.com/muster-gg/muster/room"
 )
 
@@ -80,7 +81,7 @@ func (m *Module[Sim, Input, Player]) Attach(h *room.Host[Sim, Input, Player]) er
 	if m.env != nil {
 		return errors.New("matchmaking: module attached twice")
 	}
-	m.env = hostEnv[Sim, Input, Player]{h}
+	m.env = hostEnv[Sim, Input, Player]{hostenv.Host[Sim, Input, Player]{H: h}}
 	m.codec = h.Codec()
 	m.logger = h.Logger().With("module", "matchmaking")
 	return nil
@@ -119,7 +120,7 @@ func (m *Module[Sim, Input, Player]) Arrived(_ context.Context, c *room.Client, 
 // connection ends leaves the queue, unless it is being matched or moved,
 // or has already connected again.
 func (m *Module[Sim, Input, Player]) Disconnected(c *room.Client) {
-	if m.env.connected(c.ID()) {
+	if m.env.Connected(c.ID()) {
 		return // replaced by a newer connection that keeps the place
 	}
 	m.mu.Lock()
@@ -183,19 +184,8 @@ func (m *Module[Sim, Input, Player]) Drain(ctx context.Context) error {
 	m.mu.Lock()
 	m.draining = true
 	m.mu.Unlock()
-	t := time.NewTicker(m.cfg.Tick)
-	defer t.Stop()
-	for {
-		if m.step(ctx, time.Now()) == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			m.tellRest()
-			return nil
-		case <-t.C:
-		}
-	}
+	hostenv.Drain(ctx, m.cfg.Tick, m.step, m.tellRest)
+	return nil
 }
 
 // Waiting returns the number of players waiting in playlist's queue here.
@@ -223,15 +213,15 @@ func (m *Module[Sim, Input, Player]) Waited(id string) (time.Duration, bool) {
 // enqueue puts player id in playlist's queue; a refusal is sent to it.
 func (m *Module[Sim, Input, Player]) enqueue(id, playlist string, rating *float64, arrived, now time.Time) {
 	if err := m.tryEnqueue(id, playlist, rating, arrived, now); err != nil {
-		m.env.send(id, ErrorPacket{Type: TypeError, Error: err.Error()})
+		m.env.Send(id, ErrorPacket{Type: TypeError, Error: err.Error()})
 		return
 	}
-	m.env.send(id, WaitingPacket{Type: TypeWaiting, Playlist: playlist, Node: m.self()})
+	m.env.Send(id, WaitingPacket{Type: TypeWaiting, Playlist: playlist, Node: m.self()})
 	m.kickRun()
 }
 
 func (m *Module[Sim, Input, Player]) tryEnqueue(id, playlist string, rating *float64, arrived, now time.Time) error {
-	if m.env.seated(id) {
+	if m.env.Seated(id) {
 		return ErrSeated
 	}
 	m.mu.Lock()
@@ -272,10 +262,10 @@ func (m *Module[Sim, Input, Player]) unqueue(id string) {
 	}
 	m.mu.Unlock()
 	if err != nil {
-		m.env.send(id, ErrorPacket{Type: TypeError, Error: err.Error()})
+		m.env.Send(id, ErrorPacket{Type: TypeError, Error: err.Error()})
 		return
 	}
-	m.env.send(id, LeftPacket{Type: TypeLeft, Playlist: e.q.pl.Name})
+	m.env.Send(id, LeftPacket{Type: TypeLeft, Playlist: e.q.pl.Name})
 }
 
 // arrive takes a queue handoff: the player waits on here, its start
@@ -297,7 +287,7 @@ func (m *Module[Sim, Input, Player]) arrive(id string, ho room.Handoff, arrived,
 	if q == nil {
 		m.mu.Unlock()
 		m.logger.Warn("queue handoff for a playlist this server does not have", "player_id", id, "playlist", d.Playlist)
-		m.env.send(id, ErrorPacket{Type: TypeError, Error: ErrUnknownPlaylist.Error()})
+		m.env.Send(id, ErrorPacket{Type: TypeError, Error: ErrUnknownPlaylist.Error()})
 		return
 	}
 	if old := m.players[id]; old != nil && old.state == waiting {
@@ -315,12 +305,12 @@ func (m *Module[Sim, Input, Player]) arrive(id string, ho room.Handoff, arrived,
 		q.received = until
 	}
 	m.mu.Unlock()
-	m.env.send(id, WaitingPacket{Type: TypeWaiting, Playlist: d.Playlist, WaitedMS: d.Waited / 1e6, Node: m.self()})
+	m.env.Send(id, WaitingPacket{Type: TypeWaiting, Playlist: d.Playlist, WaitedMS: d.Waited / 1e6, Node: m.self()})
 	m.kickRun()
 }
 
 func (m *Module[Sim, Input, Player]) self() string {
-	if f := m.env.fleet(); f != nil {
+	if f := m.env.Fleet(); f != nil {
 		return f.ID()
 	}
 	return ""
@@ -331,7 +321,7 @@ func (m *Module[Sim, Input, Player]) hold() time.Duration {
 	if m.cfg.Hold > 0 {
 		return m.cfg.Hold
 	}
-	if f := m.env.fleet(); f != nil {
+	if f := m.env.Fleet(); f != nil {
 		return 2 * f.Config().Heartbeat
 	}
 	return 0
@@ -346,7 +336,7 @@ const maxWaited = 24 * time.Hour
 // that a view that still shows the sender as the gather server, after
 // Hold, cannot bounce the player back.
 func (m *Module[Sim, Input, Player]) backGuard() time.Duration {
-	if f := m.env.fleet(); f != nil {
+	if f := m.env.Fleet(); f != nil {
 		return max(m.hold(), fleet.MissedHeartbeats*f.Config().Heartbeat)
 	}
 	return m.hold()
@@ -375,7 +365,7 @@ type plannedMove struct {
 // draining server hands everyone over. step returns the number of players
 // still on this server's queues (waiting, being matched or moved).
 func (m *Module[Sim, Input, Player]) step(ctx context.Context, now time.Time) int {
-	f := m.env.fleet()
+	f := m.env.Fleet()
 	var (
 		self     string
 		nodes    []fleet.Node
@@ -399,8 +389,8 @@ func (m *Module[Sim, Input, Player]) step(ctx context.Context, now time.Time) in
 	// Rounds that form matches do not overlap (Run runs them one after
 	// another; Drain's rounds match nobody), so the rooms of the earlier
 	// rounds are all in the host's load.
-	seats := max(m.env.freeSeats(), 0)
-	cool := m.env.cooldown()
+	seats := max(m.env.FreeSeats(), 0)
+	cool := m.env.Cooldown()
 	movable := func(e *entry, draining bool) bool {
 		if now.Before(e.arrived.Add(cool)) {
 			return false // the host refuses it (F7); try again later
@@ -493,11 +483,7 @@ func (m *Module[Sim, Input, Player]) step(ctx context.Context, now time.Time) in
 		m.open(ctx, mt)
 	}
 	m.moveAll(ctx, moves)
-	if p := m.env.drainPacket(); p != nil {
-		for _, id := range tell {
-			m.env.send(id, p)
-		}
-	}
+	hostenv.TellDraining(m.env, tell...)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -516,14 +502,14 @@ func (m *Module[Sim, Input, Player]) open(ctx context.Context, mt match) {
 	for _, t := range mt.teams {
 		ids = append(ids, t...)
 	}
-	err := m.env.open(ctx, room.Info{Kind: mt.q.pl.Name, Players: ids, Data: Match{Playlist: mt.q.pl.Name, Teams: mt.teams}})
+	err := m.env.Open(ctx, room.Info{Kind: mt.q.pl.Name, Players: ids, Data: Match{Playlist: mt.q.pl.Name, Teams: mt.teams}})
 	if err != nil {
 		m.logger.Warn("open match room; players wait on", "playlist", mt.q.pl.Name, "err", err)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, e := range mt.players {
-		if err == nil || !m.env.connected(e.id) || m.env.seated(e.id) || m.players[e.id] != e {
+		if err == nil || !m.env.Connected(e.id) || m.env.Seated(e.id) || m.players[e.id] != e {
 			m.forget(e)
 			continue
 		}
@@ -537,7 +523,7 @@ func (m *Module[Sim, Input, Player]) moveAll(ctx context.Context, moves []planne
 	var failed int
 	var firstErr error
 	for _, mv := range moves {
-		if m.env.seated(mv.e.id) { // seated meanwhile (a lobby's match): not ours to move
+		if m.env.Seated(mv.e.id) { // seated meanwhile (a lobby's match): not ours to move
 			m.mu.Lock()
 			m.forget(mv.e)
 			m.mu.Unlock()
@@ -545,11 +531,11 @@ func (m *Module[Sim, Input, Player]) moveAll(ctx context.Context, moves []planne
 		}
 		data, err := json.Marshal(mv.ho)
 		if err == nil {
-			err = m.env.move(ctx, mv.e.id, mv.to, mv.reason, &room.Handoff{Kind: HandoffKind, Data: data})
+			err = m.env.Move(ctx, mv.e.id, mv.to, mv.reason, &room.Handoff{Kind: HandoffKind, Data: data})
 		}
 		m.mu.Lock()
 		switch {
-		case err == nil || errors.Is(err, errGone) || m.players[mv.e.id] != mv.e:
+		case err == nil || errors.Is(err, hostenv.ErrGone) || m.players[mv.e.id] != mv.e:
 			m.forget(mv.e)
 		default:
 			if errors.Is(err, room.ErrNoRedirect) && !m.noRedirect {
@@ -561,7 +547,7 @@ func (m *Module[Sim, Input, Player]) moveAll(ctx context.Context, moves []planne
 					firstErr = err
 				}
 			}
-			if m.env.connected(mv.e.id) {
+			if m.env.Connected(mv.e.id) {
 				mv.e.q.add(mv.e)
 			} else {
 				m.forget(mv.e)
@@ -592,7 +578,6 @@ func (m *Module[Sim, Input, Player]) forget(e *entry) {
 // tellRest tells the players still waiting at the drain timeout who were
 // not told yet that the server drains.
 func (m *Module[Sim, Input, Player]) tellRest() {
-	p := m.env.drainPacket()
 	m.mu.Lock()
 	var tell []string
 	for _, e := range m.players {
@@ -602,10 +587,5 @@ func (m *Module[Sim, Input, Player]) tellRest() {
 		}
 	}
 	m.mu.Unlock()
-	if p == nil {
-		return
-	}
-	for _, id := range tell {
-		m.env.send(id, p)
-	}
+	hostenv.TellDraining(m.env, tell...)
 }
