@@ -17,7 +17,7 @@ import (
 // One server: a host creates a lobby, a friend joins with the code, and
 // the host starts the match.
 func Example() {
-	host, err := room.New[*sim, int, string](game{}, room.Config{}, quiet)
+	host, err := room.New[*sim, int, string](&game{}, room.Config{}, quiet)
 	if err != nil {
 		fmt.Println(err)
 		return

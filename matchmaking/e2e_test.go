@@ -2,7 +2,6 @@ package matchmaking_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -14,10 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/fleettest"
+	"github.com/muster-gg/muster/internal/hosttest"
 	"github.com/muster-gg/muster/lobby"
 	"github.com/muster-gg/muster/matchmaking"
 	"github.com/muster-gg/muster/relay"
@@ -30,24 +28,11 @@ import (
 
 var quiet = slog.New(slog.DiscardHandler)
 
-// game is a test game whose rooms end after matchLen steps (never when 0).
-type game struct{ matchLen uint64 }
-
-type sim struct{}
-
-func (g game) NewSim(room.Info) *sim                                  { return &sim{} }
-func (g game) Join(_ *room.Room[*sim, int, string], id string) string { return id }
-func (g game) Leave(*room.Room[*sim, int, string], string)            {}
-func (g game) Input(*room.Room[*sim, int, string], string, int)       {}
-func (g game) FixedStep(r *room.Room[*sim, int, string]) {
-	if g.matchLen > 0 && r.Step() == g.matchLen {
-		r.End("match over")
-	}
-}
-func (game) Redirect(r room.Redirect) room.Packet {
-	return map[string]string{"type": "redirect", "node": r.NodeID, "param": r.NodeParam, "reason": r.Reason}
-}
-func (game) ServerDraining() room.Packet { return map[string]string{"type": "server_draining"} }
+// game and sim are the test game of the socket tests and the examples.
+type (
+	game = hosttest.Game
+	sim  = hosttest.Sim
+)
 
 type server struct {
 	*fleettest.Server
@@ -101,7 +86,7 @@ func startServers(tb testing.TB, o setup) []*server {
 	var out []*server
 	logger := slog.New(slog.NewTextHandler(tbWriter{tb}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	for i, s := range c.Servers {
-		h, err := room.New[*sim, int, string](game{o.matchLen}, room.Config{Secret: "shared", MoveCooldown: o.cooldown, Limits: room.Limits{Connects: 1 << 20}}, logger.With("node_id", s.ID()))
+		h, err := room.New[*sim, int, string](&game{MatchLen: o.matchLen}, room.Config{Secret: "shared", MoveCooldown: o.cooldown, Limits: room.Limits{Connects: 1 << 20}}, logger.With("node_id", s.ID()))
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -145,7 +130,7 @@ func startServers(tb testing.TB, o setup) []*server {
 		})
 		out = append(out, &server{Server: s, host: h, mm: mm, lm: lm, url: https[i].URL})
 	}
-	waitFor(tb, "servers see each other", func() bool {
+	hosttest.WaitFor(tb, "servers see each other", func() bool {
 		for _, s := range out {
 			if len(s.Nodes()) != o.servers {
 				return false
@@ -165,18 +150,6 @@ func (w tbWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// waitFor polls cond until it holds, for at most 10 s.
-func waitFor(tb testing.TB, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // byID returns the server id.
 func byID(servers []*server, id string) *server {
 	for _, s := range servers {
@@ -185,113 +158,6 @@ func byID(servers []*server, id string) *server {
 		}
 	}
 	return nil
-}
-
-// player is a client that follows redirects: it reconnects through lb
-// (the load balancer: some server's public URL) with ?node=.
-type player struct {
-	tb     testing.TB
-	id     string
-	lb     string
-	issuer *room.Host[*sim, int, string]
-	conn   *websocket.Conn
-	node   string // the server it is connected to, from its welcome
-	moves  []map[string]any
-}
-
-// connect connects player id to the server at url; it will reconnect
-// through lb.
-func connect(tb testing.TB, url, lb string, issuer *room.Host[*sim, int, string], id string) *player {
-	tb.Helper()
-	p := &player{tb: tb, id: id, lb: url, issuer: issuer}
-	if err := p.dial("", "new"); err != nil {
-		tb.Fatal(err)
-	}
-	p.lb = lb
-	tb.Cleanup(func() { p.conn.CloseNow() })
-	return p
-}
-
-func (p *player) dial(node, mode string) error {
-	tk, err := p.issuer.Tickets().Issue(p.id)
-	if err != nil {
-		return err
-	}
-	url := "ws" + strings.TrimPrefix(p.lb, "http") + "/play?ticket=" + tk
-	if node != "" {
-		url += "&node=" + node
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, _, err := websocket.Dial(ctx, url, nil)
-	if err != nil {
-		return fmt.Errorf("%s: dial: %w", p.id, err)
-	}
-	if p.conn != nil {
-		p.conn.CloseNow()
-	}
-	p.conn = c
-	if err := p.write("hello", map[string]string{"mode": mode}); err != nil {
-		return err
-	}
-	w, err := p.await("welcome")
-	if err != nil {
-		return err
-	}
-	p.node, _ = w["node"].(string)
-	return nil
-}
-
-func (p *player) write(typ string, data any) error {
-	frame, _ := json.Marshal(map[string]any{"type": typ, "data": data})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := p.conn.Write(ctx, websocket.MessageText, frame); err != nil {
-		return fmt.Errorf("%s: write %s: %w", p.id, typ, err)
-	}
-	return nil
-}
-
-// await reads until a packet of type typ, following redirects on the way.
-func (p *player) await(typ string) (map[string]any, error) {
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, data, err := p.conn.Read(ctx)
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("%s on %s: waiting for %q: %w", p.id, p.node, typ, err)
-		}
-		var m map[string]any
-		if err := json.Unmarshal(data, &m); err != nil {
-			return nil, fmt.Errorf("%s: undecodable packet %q", p.id, data)
-		}
-		if m["type"] == typ {
-			return m, nil
-		}
-		if m["type"] == "redirect" {
-			p.moves = append(p.moves, m)
-			if err := p.dial(m["node"].(string), "rejoin"); err != nil {
-				return nil, err
-			}
-		}
-	}
-}
-
-// send and next are write and await for the test's goroutine.
-func (p *player) send(typ string, data any) {
-	p.tb.Helper()
-	if err := p.write(typ, data); err != nil {
-		p.tb.Fatal(err)
-	}
-}
-
-func (p *player) next(typ string) map[string]any {
-	p.tb.Helper()
-	m, err := p.await(typ)
-	if err != nil {
-		p.tb.Fatal(err)
-	}
-	return m
 }
 
 // A player queued on a server where duel does not gather is handed over
@@ -307,39 +173,39 @@ func TestSocketQueueAcrossRedirect(t *testing.T) {
 			break
 		}
 	}
-	a := connect(t, x.url, x.url, x.host, "alice")
-	a.send(matchmaking.MsgQueue, map[string]any{"playlist": "duel", "rating": 1200})
-	first := a.next(matchmaking.TypeWaiting)
+	a := hosttest.Connect(t, x.url, x.url, x.host.Tickets(), "alice")
+	a.Send(matchmaking.MsgQueue, map[string]any{"playlist": "duel", "rating": 1200})
+	first := a.Next(matchmaking.TypeWaiting)
 	if first["node"] != x.ID() {
 		t.Fatalf("alice waits on %v, want %s first", first["node"], x.ID())
 	}
 	// A fresh connection is moved at once (the cooldown is for players
 	// who were moved); the time it waited on x comes along.
-	arrived := a.next(matchmaking.TypeWaiting) // after the redirect
+	arrived := a.Next(matchmaking.TypeWaiting) // after the redirect
 	if arrived["node"] != g.ID() || arrived["waited_ms"].(float64) < first["waited_ms"].(float64) {
 		t.Fatalf("alice arrived: %v after %v; want to wait on %s with the time waited on %s", arrived, first, g.ID(), x.ID())
 	}
-	if len(a.moves) != 1 || a.moves[0]["node"] != g.ID() || a.moves[0]["reason"] != room.ReasonQueue {
-		t.Fatalf("alice's redirects %v", a.moves)
+	if len(a.Moves) != 1 || a.Moves[0]["node"] != g.ID() || a.Moves[0]["reason"] != room.ReasonQueue {
+		t.Fatalf("alice's redirects %v", a.Moves)
 	}
 
-	b := connect(t, g.url, g.url, g.host, "bob")
-	b.send(matchmaking.MsgQueue, map[string]any{"playlist": "duel"})
-	ra, rb := a.next("room"), b.next("room")
+	b := hosttest.Connect(t, g.url, g.url, g.host.Tickets(), "bob")
+	b.Send(matchmaking.MsgQueue, map[string]any{"playlist": "duel"})
+	ra, rb := a.Next("room"), b.Next("room")
 	if ra["room"] != rb["room"] || ra["kind"] != "duel" || g.host.RoomOf("alice") != ra["room"] {
 		t.Fatalf("alice in %v, bob in %v; want one duel room on %s", ra, rb, g.ID())
 	}
 
 	// Refusals are packets, not closed connections.
-	c := connect(t, g.url, g.url, g.host, "carol")
-	c.send(matchmaking.MsgQueue, map[string]any{"playlist": "nope"})
-	if e := c.next(matchmaking.TypeError); e["error"] != matchmaking.ErrUnknownPlaylist.Error() {
+	c := hosttest.Connect(t, g.url, g.url, g.host.Tickets(), "carol")
+	c.Send(matchmaking.MsgQueue, map[string]any{"playlist": "nope"})
+	if e := c.Next(matchmaking.TypeError); e["error"] != matchmaking.ErrUnknownPlaylist.Error() {
 		t.Fatalf("unknown playlist: %v", e)
 	}
-	c.send(matchmaking.MsgQueue, map[string]any{"playlist": "duel"})
-	c.next(matchmaking.TypeWaiting)
-	c.send(matchmaking.MsgUnqueue, nil)
-	if l := c.next(matchmaking.TypeLeft); l["playlist"] != "duel" || g.mm.Waiting("duel") != 0 {
+	c.Send(matchmaking.MsgQueue, map[string]any{"playlist": "duel"})
+	c.Next(matchmaking.TypeWaiting)
+	c.Send(matchmaking.MsgUnqueue, nil)
+	if l := c.Next(matchmaking.TypeLeft); l["playlist"] != "duel" || g.mm.Waiting("duel") != 0 {
 		t.Fatalf("unqueue: %v, %d waiting", l, g.mm.Waiting("duel"))
 	}
 }
@@ -363,40 +229,40 @@ func TestSocketDrainLosesNobody(t *testing.T) {
 	}
 
 	type queued struct {
-		p      *player
+		p      *hosttest.Player
 		waited time.Duration // when the drain began
 	}
 	var waiting []queued
 	for i := range 50 {
-		p := connect(t, g.url, lb.url, g.host, fmt.Sprintf("w%02d", i))
-		p.send(matchmaking.MsgQueue, map[string]any{"playlist": "royale"})
-		p.next(matchmaking.TypeWaiting)
+		p := hosttest.Connect(t, g.url, lb.url, g.host.Tickets(), fmt.Sprintf("w%02d", i))
+		p.Send(matchmaking.MsgQueue, map[string]any{"playlist": "royale"})
+		p.Next(matchmaking.TypeWaiting)
 		waiting = append(waiting, queued{p: p})
 	}
 	type lobbyWant struct {
 		code    string
 		host    string
-		members []*player
+		members []*hosttest.Player
 	}
 	var lobbies []lobbyWant
 	for i := range 5 {
-		var members []*player
+		var members []*hosttest.Player
 		for j := range 3 {
-			p := connect(t, g.url, lb.url, g.host, fmt.Sprintf("l%d-%d", i, j))
+			p := hosttest.Connect(t, g.url, lb.url, g.host.Tickets(), fmt.Sprintf("l%d-%d", i, j))
 			members = append(members, p)
 		}
-		members[0].send(lobby.MsgCreate, nil)
-		code := members[0].next(lobby.TypeState)["code"].(string)
+		members[0].Send(lobby.MsgCreate, nil)
+		code := members[0].Next(lobby.TypeState)["code"].(string)
 		for _, p := range members[1:] {
-			p.send(lobby.MsgJoin, map[string]string{"code": code})
-			p.next(lobby.TypeState)
+			p.Send(lobby.MsgJoin, map[string]string{"code": code})
+			p.Next(lobby.TypeState)
 		}
-		lobbies = append(lobbies, lobbyWant{code, members[0].id, members})
+		lobbies = append(lobbies, lobbyWant{code, members[0].ID, members})
 	}
 	// One lobby is playing: its room runs on g and finishes during the drain.
-	lobbies[0].members[0].send(lobby.MsgStart, nil)
+	lobbies[0].members[0].Send(lobby.MsgStart, nil)
 	for _, p := range lobbies[0].members {
-		p.next("room")
+		p.Next("room")
 	}
 	if g.host.Rooms() != 1 || g.mm.Waiting("royale") != 50 || g.lm.Lobbies() != 5 {
 		t.Fatalf("before the drain: %d rooms, %d waiting, %d lobbies", g.host.Rooms(), g.mm.Waiting("royale"), g.lm.Lobbies())
@@ -404,7 +270,7 @@ func TestSocketDrainLosesNobody(t *testing.T) {
 
 	time.Sleep(cooldown) // everybody may be moved
 	for i := range waiting {
-		waiting[i].waited, _ = g.mm.Waited(waiting[i].p.id)
+		waiting[i].waited, _ = g.mm.Waited(waiting[i].p.ID)
 	}
 	drained := make(chan error, 1)
 	go func() { drained <- g.Drain(context.Background()) }()
@@ -412,19 +278,19 @@ func TestSocketDrainLosesNobody(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, q := range waiting {
 		wg.Go(func() {
-			w, err := q.p.await(matchmaking.TypeWaiting)
+			w, err := q.p.Await(matchmaking.TypeWaiting)
 			if err != nil {
-				t.Errorf("%v (redirects %v; drained %s, reconnecting through %s)", err, q.p.moves, g.ID(), lb.ID())
+				t.Errorf("%v (redirects %v; drained %s, reconnecting through %s)", err, q.p.Moves, g.ID(), lb.ID())
 				return
 			}
 			before := q.waited.Milliseconds()
 			switch {
-			case w["node"] == g.ID() || q.p.node == g.ID():
-				t.Errorf("%s still waits on the draining server", q.p.id)
+			case w["node"] == g.ID() || q.p.Node == g.ID():
+				t.Errorf("%s still waits on the draining server", q.p.ID)
 			case int64(w["waited_ms"].(float64)) < before:
-				t.Errorf("%s arrived with %v ms waited; it had waited %d ms when the drain began", q.p.id, w["waited_ms"], before)
-			case len(q.p.moves) != 1 || q.p.moves[0]["reason"] != room.ReasonDrain:
-				t.Errorf("%s redirects %v, want one drain", q.p.id, q.p.moves)
+				t.Errorf("%s arrived with %v ms waited; it had waited %d ms when the drain began", q.p.ID, w["waited_ms"], before)
+			case len(q.p.Moves) != 1 || q.p.Moves[0]["reason"] != room.ReasonDrain:
+				t.Errorf("%s redirects %v, want one drain", q.p.ID, q.p.Moves)
 			}
 		})
 	}
@@ -432,7 +298,7 @@ func TestSocketDrainLosesNobody(t *testing.T) {
 		for _, p := range l.members {
 			wg.Go(func() {
 				for {
-					st, err := p.await(lobby.TypeState)
+					st, err := p.Await(lobby.TypeState)
 					if err != nil {
 						t.Error(err)
 						return
@@ -441,7 +307,7 @@ func TestSocketDrainLosesNobody(t *testing.T) {
 						continue // a state sent before the lobby moved
 					}
 					if st["code"] != l.code || st["host"] != l.host || len(st["members"].([]any)) != 3 {
-						t.Errorf("%s arrived in %v, want lobby %s hosted by %s with 3 members", p.id, st, l.code, l.host)
+						t.Errorf("%s arrived in %v, want lobby %s hosted by %s with 3 members", p.ID, st, l.code, l.host)
 					}
 					return
 				}
@@ -465,11 +331,11 @@ func TestSocketDrainLosesNobody(t *testing.T) {
 		for _, q := range waiting {
 			var at []string
 			for _, s := range servers {
-				if w, ok := s.mm.Waited(q.p.id); ok {
+				if w, ok := s.mm.Waited(q.p.ID); ok {
 					at = append(at, fmt.Sprintf("%s (%v)", s.ID(), w))
 				}
 			}
-			t.Logf("%s: waits on %v; redirects %v", q.p.id, at, q.p.moves)
+			t.Logf("%s: waits on %v; redirects %v", q.p.ID, at, q.p.Moves)
 		}
 		t.Fatalf("%d players wait elsewhere after the drain, want 50 (drained %s)", total, g.ID())
 	}
@@ -505,21 +371,21 @@ func BenchmarkSocketEnqueueToRoom(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				i++
-				partner := connect(b, g.url, g.url, g.host, fmt.Sprintf("b%d", i))
-				partner.send(matchmaking.MsgQueue, map[string]any{"playlist": "duel"})
-				partner.next(matchmaking.TypeWaiting)
-				p := connect(b, x.url, x.url, x.host, fmt.Sprintf("a%d", i))
+				partner := hosttest.Connect(b, g.url, g.url, g.host.Tickets(), fmt.Sprintf("b%d", i))
+				partner.Send(matchmaking.MsgQueue, map[string]any{"playlist": "duel"})
+				partner.Next(matchmaking.TypeWaiting)
+				p := hosttest.Connect(b, x.url, x.url, x.host.Tickets(), fmt.Sprintf("a%d", i))
 				// Past the move cooldown, at any phase of the servers' ticks.
 				time.Sleep(2*time.Millisecond + rand.N(tick))
 				start := time.Now()
-				p.send(matchmaking.MsgQueue, map[string]any{"playlist": "duel"})
-				room := p.next("room")
+				p.Send(matchmaking.MsgQueue, map[string]any{"playlist": "duel"})
+				room := p.Next("room")
 				lat = append(lat, time.Since(start))
-				if len(p.moves) != 1 || partner.next("room")["room"] != room["room"] {
-					b.Fatalf("moves %v, room %v", p.moves, room)
+				if len(p.Moves) != 1 || partner.Next("room")["room"] != room["room"] {
+					b.Fatalf("moves %v, room %v", p.Moves, room)
 				}
-				p.conn.CloseNow()
-				partner.conn.CloseNow()
+				p.Conn.CloseNow()
+				partner.Conn.CloseNow()
 			}
 			slices.Sort(lat)
 			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")

@@ -19,7 +19,7 @@ import (
 // by 25 points per second waited. Two players connect, queue for duel and
 // are matched into a room of kind "duel".
 func Example() {
-	host, err := room.New[*sim, int, string](game{}, room.Config{}, quiet)
+	host, err := room.New[*sim, int, string](&game{}, room.Config{}, quiet)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -1,0 +1,67 @@
+// Package hosttest is test support for the room-host modules (lobby,
+// matchmaking): Game, a test game; Player, a WebSocket client that
+// follows redirects as a real one would; and WaitFor, polling with a
+// deadline for real-socket tests.
+//
+// It is for tests only. Game is safe for concurrent use; a Player
+// belongs to one goroutine at a time.
+package hosttest
+
+import (
+	"sync"
+
+	"github.com/muster-gg/muster/room"
+)
+
+// Sim is the simulation of a Game's room: empty.
+type Sim struct{}
+
+// Game is a test game with int inputs and the player id as player. Its
+// rooms end by themselves after MatchLen steps (never when 0). It
+// redirects with {"type":"redirect","node","param","reason"} and tells the
+// players of a draining server {"type":"server_draining"}.
+type Game struct {
+	// MatchLen is the number of steps after which a room ends; 0 means
+	// never.
+	MatchLen uint64
+
+	mu    sync.Mutex
+	ended int
+}
+
+// Ended returns the number of rooms that ended by themselves.
+func (g *Game) Ended() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.ended
+}
+
+// NewSim implements room.Game.
+func (g *Game) NewSim(room.Info) *Sim { return &Sim{} }
+
+// Join implements room.Game.
+func (g *Game) Join(_ *room.Room[*Sim, int, string], id string) string { return id }
+
+// Leave implements room.Game.
+func (g *Game) Leave(*room.Room[*Sim, int, string], string) {}
+
+// Input implements room.Game.
+func (g *Game) Input(*room.Room[*Sim, int, string], string, int) {}
+
+// FixedStep implements room.Game: it ends the room at step MatchLen.
+func (g *Game) FixedStep(r *room.Room[*Sim, int, string]) {
+	if g.MatchLen > 0 && r.Step() == g.MatchLen {
+		g.mu.Lock()
+		g.ended++
+		g.mu.Unlock()
+		r.End("match over")
+	}
+}
+
+// Redirect implements room.Game.
+func (g *Game) Redirect(r room.Redirect) room.Packet {
+	return map[string]string{"type": "redirect", "node": r.NodeID, "param": r.NodeParam, "reason": r.Reason}
+}
+
+// ServerDraining implements room.DrainNotifier.
+func (g *Game) ServerDraining() room.Packet { return map[string]string{"type": "server_draining"} }
