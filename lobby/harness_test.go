@@ -3,8 +3,6 @@ package lobby
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -16,7 +14,7 @@ import (
 
 	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/fleettest"
-	"github.com/muster-gg/muster/internal/hostenv"
+	"github.com/muster-gg/muster/internal/hosttest"
 	"github.com/muster-gg/muster/room"
 )
 
@@ -26,35 +24,11 @@ var quiet = slog.New(slog.DiscardHandler)
 
 const cooldown = 3 * time.Second // room.Config.MoveCooldown's default
 
-// game is a test game whose rooms end by themselves after matchLen steps
-// (never when 0).
-type game struct {
-	matchLen uint64
-
-	mu    sync.Mutex
-	ended map[string]string
-}
-
-type sim struct{}
-
-func newGame(matchLen uint64) *game { return &game{matchLen: matchLen, ended: map[string]string{}} }
-
-func (g *game) NewSim(room.Info) *sim                                  { return &sim{} }
-func (g *game) Join(_ *room.Room[*sim, int, string], id string) string { return id }
-func (g *game) Leave(*room.Room[*sim, int, string], string)            {}
-func (g *game) Input(*room.Room[*sim, int, string], string, int)       {}
-func (g *game) FixedStep(r *room.Room[*sim, int, string]) {
-	if g.matchLen > 0 && r.Step() == g.matchLen {
-		g.mu.Lock()
-		g.ended[r.ID()] = "match over"
-		g.mu.Unlock()
-		r.End("match over")
-	}
-}
-func (g *game) Redirect(r room.Redirect) room.Packet {
-	return map[string]string{"type": "redirect", "node": r.NodeID, "reason": r.Reason}
-}
-func (g *game) ServerDraining() room.Packet { return map[string]string{"type": "server_draining"} }
+// game and sim are the test game: see hosttest.Game.
+type (
+	game = hosttest.Game
+	sim  = hosttest.Sim
+)
 
 // cluster is N servers, each a fleet, a room host and a lobby module, in
 // one process on one in-memory store. Players are not connected through
@@ -62,15 +36,13 @@ func (g *game) ServerDraining() room.Packet { return map[string]string{"type": "
 // the real handoff through the fleet and delivers the player to the
 // target, which takes it, as a client following the redirect would.
 type cluster struct {
+	*hosttest.Players
 	t     *testing.T
 	fleet *fleettest.Cluster
 	nodes []*node
 
-	mu      sync.Mutex
-	at      map[string]string
-	arrived map[string]time.Time
-	sent    map[string][]any
-	moves   []moveRec
+	mu    sync.Mutex
+	moves []moveRec
 }
 
 type node struct {
@@ -96,11 +68,11 @@ type clusterOpts struct {
 func startCluster(t *testing.T, o clusterOpts) *cluster {
 	t.Helper()
 	c := &cluster{
-		t: t, at: map[string]string{}, arrived: map[string]time.Time{}, sent: map[string][]any{},
+		Players: hosttest.NewPlayers(), t: t,
 		fleet: fleettest.Start(t, o.servers, nil),
 	}
 	for _, s := range c.fleet.Servers {
-		n := &node{c: c, srv: s, game: newGame(o.matchLen)}
+		n := &node{c: c, srv: s, game: &game{MatchLen: o.matchLen}}
 		h, err := room.New[*sim, int, string](n.game, room.Config{Secret: "shared"}, quiet)
 		if err != nil {
 			t.Fatal(err)
@@ -119,9 +91,9 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 		}
 		n.host, n.lm = h, lm
 		c.nodes = append(c.nodes, n)
-		goRun(t, h.Run)
+		hosttest.GoRun(t, h.Run)
 		if o.run {
-			goRun(t, lm.Run)
+			hosttest.GoRun(t, lm.Run)
 		}
 	}
 	time.Sleep(fleettest.Heartbeat)
@@ -134,18 +106,6 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 	return c
 }
 
-func goRun(t *testing.T, fn func(context.Context) error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- fn(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
-}
-
 func (c *cluster) node(id string) *node {
 	for _, n := range c.nodes {
 		if n.srv.ID() == id {
@@ -155,17 +115,7 @@ func (c *cluster) node(id string) *node {
 	return nil
 }
 
-func (c *cluster) connect(n *node, id string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.at[id], c.arrived[id] = n.srv.ID(), time.Now()
-}
-
-func (c *cluster) where(id string) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.at[id]
-}
+func (c *cluster) connect(n *node, id string) { c.Connect(n.srv.ID(), id) }
 
 func (c *cluster) allMoves() []moveRec {
 	c.mu.Lock()
@@ -175,10 +125,9 @@ func (c *cluster) allMoves() []moveRec {
 
 // last returns the last packet of type typ sent to id.
 func (c *cluster) last(id, typ string) any {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i := len(c.sent[id]) - 1; i >= 0; i-- {
-		switch p := c.sent[id][i].(type) {
+	sent := c.Sent(id)
+	for i := len(sent) - 1; i >= 0; i-- {
+		switch p := sent[i].(type) {
 		case StatePacket:
 			if typ == TypeState {
 				return p
@@ -217,40 +166,19 @@ type testEnv struct{ n *node }
 func (e testEnv) Fleet() room.Fleet { return e.n.srv.Fleet }
 
 func (e testEnv) Move(ctx context.Context, id string, to fleet.Node, reason string, ho *room.Handoff) error {
-	c, from := e.n.c, e.n.srv.ID()
-	c.mu.Lock()
-	at, arrived := c.at[id], c.arrived[id]
-	c.mu.Unlock()
-	if at != from {
-		return hostenv.ErrGone
-	}
-	if time.Since(arrived) < e.n.host.Config().MoveCooldown {
-		return room.ErrCooldown
-	}
-	data, err := json.Marshal(ho)
+	c, target := e.n.c, e.n.c.node(to.ID)
+	redirect := e.n.game.Redirect(room.Redirect{NodeID: to.ID, Reason: reason})
+	now, err := c.Players.Move(ctx, e.n.srv, target.srv, id, ho, e.n.host.Config().MoveCooldown, redirect)
 	if err != nil {
 		return err
 	}
-	if err := e.n.srv.PutHandoff(ctx, to.ID, id, data); err != nil {
-		return fmt.Errorf("move: %w", err)
-	}
 	var d handoff
 	json.Unmarshal(ho.Data, &d)
-	target := c.node(to.ID)
-	now := time.Now()
 	c.mu.Lock()
-	c.moves = append(c.moves, moveRec{player: id, from: from, to: to.ID, reason: reason, ho: d})
-	c.at[id], c.arrived[id] = to.ID, now
+	c.moves = append(c.moves, moveRec{player: id, from: e.n.srv.ID(), to: to.ID, reason: reason, ho: d})
 	c.mu.Unlock()
-
-	var got room.Handoff
-	raw, err := target.srv.TakeHandoff(ctx, id)
-	switch {
-	case err == nil:
-		if err := json.Unmarshal(raw, &got); err != nil {
-			return err
-		}
-	case !errors.Is(err, fleet.ErrNotFound):
+	got, err := hosttest.TakeHandoff(ctx, target.srv, id)
+	if err != nil {
 		return err
 	}
 	target.lm.arrive(ctx, id, got, now, now)
@@ -262,15 +190,7 @@ func (e testEnv) Open(ctx context.Context, info room.Info) error {
 	return err
 }
 
-func (e testEnv) Send(id string, p room.Packet) {
-	c := e.n.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.at[id] == e.n.srv.ID() {
-		c.sent[id] = append(c.sent[id], p)
-	}
-}
-
-func (e testEnv) Connected(id string) bool { return e.n.c.where(id) == e.n.srv.ID() }
-func (e testEnv) DrainPacket() room.Packet { return e.n.game.ServerDraining() }
-func (e testEnv) Cooldown() time.Duration  { return e.n.host.Config().MoveCooldown }
+func (e testEnv) Send(id string, p room.Packet) { e.n.c.Send(e.n.srv.ID(), id, p) }
+func (e testEnv) Connected(id string) bool      { return e.n.c.Where(id) == e.n.srv.ID() }
+func (e testEnv) DrainPacket() room.Packet      { return e.n.game.ServerDraining() }
+func (e testEnv) Cooldown() time.Duration       { return e.n.host.Config().MoveCooldown }

@@ -35,7 +35,7 @@ func TestCodeWorksEverywhere(t *testing.T) {
 		synctest.Wait()
 
 		for _, id := range []string{"bea", "cid"} {
-			if got := c.where(id); got != a.srv.ID() {
+			if got := c.Where(id); got != a.srv.ID() {
 				t.Fatalf("%s is on %s, want %s", id, got, a.srv.ID())
 			}
 		}
@@ -67,8 +67,8 @@ func TestCodeWorksEverywhere(t *testing.T) {
 			if _, ok := NormalizeCode(tc.code); !ok {
 				want = ErrBadCode
 			}
-			if p.Error != want.Error() || c.where("dan") != b.srv.ID() {
-				t.Errorf("join %q: told %+v, at %s; want %v on %s", tc.code, p, c.where("dan"), want, b.srv.ID())
+			if p.Error != want.Error() || c.Where("dan") != b.srv.ID() {
+				t.Errorf("join %q: told %+v, at %s; want %v on %s", tc.code, p, c.Where("dan"), want, b.srv.ID())
 			}
 		}
 	})
@@ -143,9 +143,7 @@ func TestNewHostWhenHostLeaves(t *testing.T) {
 		}
 
 		// The new host's connection ends: the next member hosts.
-		c.mu.Lock()
-		delete(c.at, "bea")
-		c.mu.Unlock()
+		c.Disconnect("bea")
 		a.lm.disconnected("bea")
 		if st, _ := a.lm.Lobby(code); st.Host != "cid" || len(st.Members) != 1 {
 			t.Fatalf("after bea's connection ended: %+v, want cid alone as host", st)
@@ -181,9 +179,7 @@ func TestMatchAndAwayMembers(t *testing.T) {
 		if !st.Playing || a.host.RoomOf("bea") != st.Room {
 			t.Fatalf("after start: %+v; bea in room %q", st, a.host.RoomOf("bea"))
 		}
-		c.mu.Lock()
-		delete(c.at, "host")
-		c.mu.Unlock()
+		c.Disconnect("host")
 		a.lm.disconnected("host")
 		if st, _ := a.lm.Lobby(code); len(st.Members) != 2 {
 			t.Fatalf("a member away during the match was dropped: %+v", st)
@@ -256,8 +252,8 @@ func TestDrainMovesLobbies(t *testing.T) {
 				t.Errorf("lobby %s on %s: %+v, want host %s and %v", code, on.srv.ID(), st, w.host, w.members)
 			}
 			for _, id := range w.members {
-				if c.where(id) != on.srv.ID() {
-					t.Errorf("%s of %s is on %s, want %s", id, code, c.where(id), on.srv.ID())
+				if c.Where(id) != on.srv.ID() {
+					t.Errorf("%s of %s is on %s, want %s", id, code, c.Where(id), on.srv.ID())
 				}
 			}
 			where, err := c.nodes[1].srv.Locate(ctx, fleet.KindLobby, code)
@@ -277,9 +273,7 @@ func TestDrainMovesLobbies(t *testing.T) {
 		if n := len(c.allMoves()); n != 15 {
 			t.Errorf("%d moves, want 15", n)
 		}
-		g.game.mu.Lock()
-		ended := len(g.game.ended)
-		g.game.mu.Unlock()
+		ended := g.game.Ended()
 		if ended != 2 || g.host.Rooms() != 0 {
 			t.Errorf("%d rooms finished by the game, %d still run; want both to finish", ended, g.host.Rooms())
 		}
@@ -317,8 +311,8 @@ func TestCreateWhileDrainingGoesElsewhere(t *testing.T) {
 		time.Sleep(cooldown + tick)
 		synctest.Wait()
 		code := b.lm.LobbyOf("p")
-		if code == "" || c.where("p") != b.srv.ID() {
-			t.Fatalf("p is on %s in lobby %q, want a new lobby on %s", c.where("p"), code, b.srv.ID())
+		if code == "" || c.Where("p") != b.srv.ID() {
+			t.Fatalf("p is on %s in lobby %q, want a new lobby on %s", c.Where("p"), code, b.srv.ID())
 		}
 		if st, _ := b.lm.Lobby(code); st.Host != "p" {
 			t.Fatalf("lobby %+v, want p as host", st)
@@ -387,9 +381,9 @@ func TestJoinFollowsDrainingLobby(t *testing.T) {
 		}
 		time.Sleep(cooldown)
 		synctest.Wait()
-		to := c.where("host")
-		if to == a.srv.ID() || c.where("p") != to {
-			t.Fatalf("host on %s, p on %s; want both on the server the lobby moved to", to, c.where("p"))
+		to := c.Where("host")
+		if to == a.srv.ID() || c.Where("p") != to {
+			t.Fatalf("host on %s, p on %s; want both on the server the lobby moved to", to, c.Where("p"))
 		}
 		if st, _ := c.node(to).lm.Lobby(code); st.Host != "host" || !reflect.DeepEqual(st.Members, []string{"host", "p"}) {
 			t.Fatalf("lobby on %s: %+v", to, st)

@@ -42,7 +42,7 @@ func TestQueuesGather(t *testing.T) {
 		for i := range 30 {
 			id := fmt.Sprintf("p%02d", i)
 			if g.host.RoomOf(id) == "" {
-				t.Errorf("%s is not seated on the gather server %s (at %s)", id, g.srv.ID(), c.where(id))
+				t.Errorf("%s is not seated on the gather server %s (at %s)", id, g.srv.ID(), c.Where(id))
 			}
 			moves := c.movesOf(id)
 			switch {
@@ -70,14 +70,14 @@ func TestWaitedTimeMoves(t *testing.T) {
 		time.Sleep(4200 * time.Millisecond)
 		a.mm.step(t.Context(), time.Now())
 
-		if got := c.where("p1"); got != b.srv.ID() {
+		if got := c.Where("p1"); got != b.srv.ID() {
 			t.Fatalf("p1 is on %s, want the gather server %s", got, b.srv.ID())
 		}
 		waited, ok := b.mm.Waited("p1")
 		if !ok || waited != 4200*time.Millisecond {
 			t.Fatalf("p1 has waited %v on arrival at %s (queued %v), want 4.2s", waited, b.srv.ID(), ok)
 		}
-		last := c.packets("p1")[len(c.packets("p1"))-1]
+		last := c.Sent("p1")[len(c.Sent("p1"))-1]
 		if w, ok := last.(WaitingPacket); !ok || w.WaitedMS != 4200 || w.Node != b.srv.ID() {
 			t.Fatalf("p1 was last told %#v, want a WaitingPacket with 4200 ms on %s", last, b.srv.ID())
 		}
@@ -108,8 +108,8 @@ func TestOverflow(t *testing.T) {
 		c.queue(g, "early", "squad", nil) // waits on the gather server
 		time.Sleep(cooldown)
 		synctest.Wait()
-		if c.where("early") != g.srv.ID() || g.mm.Waiting("squad") != 1 {
-			t.Fatalf("early is on %s, want to wait on the gather server %s", c.where("early"), g.srv.ID())
+		if c.Where("early") != g.srv.ID() || g.mm.Waiting("squad") != 1 {
+			t.Fatalf("early is on %s, want to wait on the gather server %s", c.Where("early"), g.srv.ID())
 		}
 
 		g.srv.SetLoad(maxLoad)
@@ -130,7 +130,7 @@ func TestOverflow(t *testing.T) {
 		time.Sleep(cooldown + tick)
 		synctest.Wait()
 		for _, id := range []string{"new-g", "new-last"} {
-			if got := c.where(id); got != next.srv.ID() {
+			if got := c.Where(id); got != next.srv.ID() {
 				t.Errorf("%s is on %s, want %s", id, got, next.srv.ID())
 			}
 		}
@@ -157,8 +157,8 @@ func TestOverflow(t *testing.T) {
 		}
 		for i, n := range c.nodes {
 			for j := range 3 {
-				if id := fmt.Sprintf("full-%d-%d", i, j); c.where(id) != n.srv.ID() {
-					t.Errorf("%s moved to %s with no server with room", id, c.where(id))
+				if id := fmt.Sprintf("full-%d-%d", i, j); c.Where(id) != n.srv.ID() {
+					t.Errorf("%s moved to %s with no server with room", id, c.Where(id))
 				}
 			}
 			if n.host.Rooms() != 0 {
@@ -222,7 +222,7 @@ func TestStaleViewBouncesNobody(t *testing.T) {
 		}
 
 		for _, id := range []string{"on-g", "on-next"} {
-			if got := c.where(id); got != next.srv.ID() {
+			if got := c.Where(id); got != next.srv.ID() {
 				t.Errorf("%s is on %s, want %s", id, got, next.srv.ID())
 			}
 		}
@@ -264,8 +264,8 @@ func TestPendingJoinNeverMoved(t *testing.T) {
 		c.queue(g, "p3", "duel", nil)
 		time.Sleep(cooldown)
 		g.mm.step(ctx, time.Now()) // hands over what waits: p3 only
-		if c.where("p3") != next.srv.ID() {
-			t.Errorf("p3 is on %s, want %s", c.where("p3"), next.srv.ID())
+		if c.Where("p3") != next.srv.ID() {
+			t.Errorf("p3 is on %s, want %s", c.Where("p3"), next.srv.ID())
 		}
 		for _, id := range []string{"p1", "p2"} {
 			if m := c.movesOf(id); len(m) != 0 {
@@ -292,10 +292,10 @@ func TestHandoffWriteFailureKeepsPlace(t *testing.T) {
 		a.srv.Backplane.Fail("PutHandoff", fleettest.ErrInjected)
 		a.mm.step(t.Context(), time.Now())
 
-		if c.where("p1") != a.srv.ID() || len(c.movesOf("p1")) != 0 {
-			t.Fatalf("p1 moved although its handoff could not be written: at %s, moves %+v", c.where("p1"), c.movesOf("p1"))
+		if c.Where("p1") != a.srv.ID() || len(c.movesOf("p1")) != 0 {
+			t.Fatalf("p1 moved although its handoff could not be written: at %s, moves %+v", c.Where("p1"), c.movesOf("p1"))
 		}
-		for _, p := range c.packets("p1") {
+		for _, p := range c.Sent("p1") {
 			if m, ok := p.(map[string]string); ok && m["type"] == "redirect" {
 				t.Fatal("p1 was redirected without a handoff")
 			}
@@ -307,8 +307,8 @@ func TestHandoffWriteFailureKeepsPlace(t *testing.T) {
 		a.srv.Backplane.Fail("PutHandoff", nil)
 		time.Sleep(time.Second)
 		a.mm.step(t.Context(), time.Now())
-		if c.where("p1") != g.srv.ID() {
-			t.Fatalf("p1 is on %s after the backplane recovered, want %s", c.where("p1"), g.srv.ID())
+		if c.Where("p1") != g.srv.ID() {
+			t.Fatalf("p1 is on %s after the backplane recovered, want %s", c.Where("p1"), g.srv.ID())
 		}
 		if w, _ := g.mm.Waited("p1"); w != 5*time.Second {
 			t.Fatalf("p1 has waited %v on arrival, want 5s", w)
@@ -398,9 +398,7 @@ func TestDrainHandsQueueOver(t *testing.T) {
 				t.Errorf("%s moves %+v, want one drain move carrying %v", id, m, a.waited)
 			}
 		}
-		g.game.mu.Lock()
-		ended := len(g.game.ended)
-		g.game.mu.Unlock()
+		ended := g.game.Ended()
 		if ended != 3 || g.host.Rooms() != 0 {
 			t.Errorf("%d rooms ended by the game, %d still run; want the 3 to finish", ended, g.host.Rooms())
 		}
@@ -421,13 +419,13 @@ func TestDrainNowhereTells(t *testing.T) {
 			t.Fatal(err)
 		}
 		told := 0
-		for _, p := range c.packets("p1") {
+		for _, p := range c.Sent("p1") {
 			if m, ok := p.(map[string]string); ok && m["type"] == "server_draining" {
 				told++
 			}
 		}
-		if told != 1 || c.where("p1") != n.srv.ID() {
-			t.Fatalf("p1 told %d times, at %s; want told once, not moved", told, c.where("p1"))
+		if told != 1 || c.Where("p1") != n.srv.ID() {
+			t.Fatalf("p1 told %d times, at %s; want told once, not moved", told, c.Where("p1"))
 		}
 	})
 }
@@ -452,8 +450,8 @@ func TestNotSentBack(t *testing.T) {
 		g.mm.mu.Lock()
 		g.mm.draining = false
 		g.mm.mu.Unlock()
-		if c.where("drained") != other.srv.ID() {
-			t.Fatalf("drained is on %s, want %s", c.where("drained"), other.srv.ID())
+		if c.Where("drained") != other.srv.ID() {
+			t.Fatalf("drained is on %s, want %s", c.Where("drained"), other.srv.ID())
 		}
 		// An ordinary hand-over from g: other's view names g, and g's
 		// handoff says it does not drain.
@@ -462,7 +460,7 @@ func TestNotSentBack(t *testing.T) {
 		other.mm.arrive("gathered", room.Handoff{Kind: HandoffKind, Data: []byte(`{"playlist":"duel","from":"` + g.srv.ID() + `"}`)}, arrived, arrived)
 		guard := fleet.MissedHeartbeats * fleettest.Heartbeat
 		for time.Since(arrived) < guard+tick {
-			if time.Since(arrived) < guard && c.where("gathered") != other.srv.ID() {
+			if time.Since(arrived) < guard && c.Where("gathered") != other.srv.ID() {
 				t.Fatalf("gathered sent back after %v, within the guard", time.Since(arrived))
 			}
 			other.mm.step(ctx, time.Now())
@@ -592,7 +590,7 @@ func TestGatherServerSeatsUpToMaxLoad(t *testing.T) {
 							t.Errorf("%s was moved to %s but not seated there", id, next.srv.ID())
 						}
 					default:
-						t.Errorf("%s was not matched: seated on %q, at %s", id, seated[id], c.where(id))
+						t.Errorf("%s was not matched: seated on %q, at %s", id, seated[id], c.Where(id))
 					}
 				}
 				if onG != 20 {
@@ -632,7 +630,7 @@ func TestAloneAtMaxLoadWaits(t *testing.T) {
 			if _, ok := n.mm.Waited(id); !ok {
 				t.Errorf("%s is neither seated nor waiting", id)
 			}
-			for _, p := range c.packets(id) {
+			for _, p := range c.Sent(id) {
 				if _, ok := p.(WaitingPacket); !ok {
 					t.Errorf("%s, waiting for room, was sent %#v", id, p)
 				}
@@ -705,8 +703,8 @@ func TestNoGatherWithoutRoomForAMatch(t *testing.T) {
 			case from[id] != next && (len(moves) != 1 || moves[0].to != next.srv.ID() || moves[0].reason != room.ReasonQueue):
 				t.Errorf("%s, queued on %s, moves %d times: %+v; want one queue move to %s", id, from[id].srv.ID(), len(moves), moves, next.srv.ID())
 			}
-			if c.where(id) != next.srv.ID() {
-				t.Errorf("%s is at %s, want %s", id, c.where(id), next.srv.ID())
+			if c.Where(id) != next.srv.ID() {
+				t.Errorf("%s is at %s, want %s", id, c.Where(id), next.srv.ID())
 				continue
 			}
 			if next.host.RoomOf(id) == "" {

@@ -3,8 +3,6 @@ package matchmaking
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -17,6 +15,7 @@ import (
 	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/fleettest"
 	"github.com/muster-gg/muster/internal/hostenv"
+	"github.com/muster-gg/muster/internal/hosttest"
 	"github.com/muster-gg/muster/room"
 )
 
@@ -24,35 +23,11 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var quiet = slog.New(slog.DiscardHandler)
 
-// game is a test game: rooms of kind "short" (and every room when
-// matchLen is set) end by themselves after matchLen steps.
-type game struct {
-	matchLen uint64 // steps; 0 = rooms run until ended
-
-	mu    sync.Mutex
-	ended map[string]string // room → why (recorded by the game's own end)
-}
-
-type sim struct{}
-
-func newGame(matchLen uint64) *game { return &game{matchLen: matchLen, ended: map[string]string{}} }
-
-func (g *game) NewSim(room.Info) *sim                                  { return &sim{} }
-func (g *game) Join(_ *room.Room[*sim, int, string], id string) string { return id }
-func (g *game) Leave(*room.Room[*sim, int, string], string)            {}
-func (g *game) Input(*room.Room[*sim, int, string], string, int)       {}
-func (g *game) FixedStep(r *room.Room[*sim, int, string]) {
-	if g.matchLen > 0 && r.Step() == g.matchLen {
-		g.mu.Lock()
-		g.ended[r.ID()] = "match over"
-		g.mu.Unlock()
-		r.End("match over")
-	}
-}
-func (g *game) Redirect(r room.Redirect) room.Packet {
-	return map[string]string{"type": "redirect", "node": r.NodeID, "reason": r.Reason}
-}
-func (g *game) ServerDraining() room.Packet { return map[string]string{"type": "server_draining"} }
+// game and sim are the test game: see hosttest.Game.
+type (
+	game = hosttest.Game
+	sim  = hosttest.Sim
+)
 
 // cluster is N servers, each a fleet, a room host and a matchmaking
 // module, in one process on one in-memory store. Players are not
@@ -61,14 +36,12 @@ func (g *game) ServerDraining() room.Packet { return map[string]string{"type": "
 // then delivers the player to the target, which takes it, as a client
 // following the redirect would.
 type cluster struct {
+	*hosttest.Players
 	t     *testing.T
 	fleet *fleettest.Cluster
 	nodes []*node
 
 	mu       sync.Mutex
-	at       map[string]string    // player → server it is connected to
-	arrived  map[string]time.Time // player → when it connected there
-	sent     map[string][]any     // player → packets sent to it
 	moves    []moveRec
 	arrivals []arrival
 }
@@ -111,11 +84,11 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 		o.playlists = []Playlist{{Name: "duel"}}
 	}
 	c := &cluster{
-		t: t, at: map[string]string{}, arrived: map[string]time.Time{}, sent: map[string][]any{},
+		Players: hosttest.NewPlayers(), t: t,
 		fleet: fleettest.Start(t, o.servers, o.fleet),
 	}
 	for _, s := range c.fleet.Servers {
-		n := &node{c: c, srv: s, game: newGame(o.matchLen)}
+		n := &node{c: c, srv: s, game: &game{MatchLen: o.matchLen}}
 		h, err := room.New[*sim, int, string](n.game, room.Config{Secret: "shared"}, quiet)
 		if err != nil {
 			t.Fatal(err)
@@ -134,9 +107,9 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 		}
 		n.host, n.mm = h, mm
 		c.nodes = append(c.nodes, n)
-		goRun(t, h.Run)
+		hosttest.GoRun(t, h.Run)
 		if o.run {
-			goRun(t, mm.Run)
+			hosttest.GoRun(t, mm.Run)
 		}
 	}
 	time.Sleep(fleettest.Heartbeat) // every server has beaten after all started
@@ -147,19 +120,6 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 		}
 	}
 	return c
-}
-
-// goRun runs fn until the test ends.
-func goRun(t *testing.T, fn func(context.Context) error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- fn(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
 }
 
 func (c *cluster) node(id string) *node {
@@ -182,23 +142,13 @@ func (c *cluster) gather(playlist string) []*node {
 }
 
 // connect connects player id to n now.
-func (c *cluster) connect(n *node, id string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.at[id], c.arrived[id] = n.srv.ID(), time.Now()
-}
+func (c *cluster) connect(n *node, id string) { c.Connect(n.srv.ID(), id) }
 
 // queue connects player id to n and enqueues it.
 func (c *cluster) queue(n *node, id, playlist string, rating *float64) {
 	c.connect(n, id)
 	now := time.Now()
 	n.mm.enqueue(id, playlist, rating, now, now)
-}
-
-func (c *cluster) where(id string) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.at[id]
 }
 
 func (c *cluster) movesOf(id string) []moveRec {
@@ -219,55 +169,27 @@ func (c *cluster) allMoves() []moveRec {
 	return slices.Clone(c.moves)
 }
 
-func (c *cluster) packets(id string) []any {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.sent[id])
-}
-
 // testEnv is the env of a node of a cluster.
 type testEnv struct{ n *node }
 
 func (e testEnv) Fleet() room.Fleet { return e.n.srv.Fleet }
 
 func (e testEnv) Move(ctx context.Context, id string, to fleet.Node, reason string, ho *room.Handoff) error {
-	c, from := e.n.c, e.n.srv.ID()
-	c.mu.Lock()
-	at, arrived := c.at[id], c.arrived[id]
-	c.mu.Unlock()
-	if at != from {
-		return hostenv.ErrGone
-	}
-	// What room.Host.Move does: cooldown, handoff, then redirect.
-	if time.Since(arrived) < e.n.host.Config().MoveCooldown {
-		return room.ErrCooldown
-	}
-	data, err := json.Marshal(ho)
+	c, target := e.n.c, e.n.c.node(to.ID)
+	redirect := e.n.game.Redirect(room.Redirect{NodeID: to.ID, Reason: reason})
+	now, err := c.Players.Move(ctx, e.n.srv, target.srv, id, ho, e.n.host.Config().MoveCooldown, redirect)
 	if err != nil {
 		return err
 	}
-	if err := e.n.srv.PutHandoff(ctx, to.ID, id, data); err != nil {
-		return fmt.Errorf("move: %w", err)
-	}
 	var d handoff
 	json.Unmarshal(ho.Data, &d)
-	target := c.node(to.ID)
-	now := time.Now()
 	c.mu.Lock()
-	c.moves = append(c.moves, moveRec{player: id, from: from, to: to.ID, reason: reason, waited: time.Duration(d.Waited)})
-	c.sent[id] = append(c.sent[id], e.n.game.Redirect(room.Redirect{NodeID: to.ID, Reason: reason}))
-	c.at[id], c.arrived[id] = to.ID, now
+	c.moves = append(c.moves, moveRec{player: id, from: e.n.srv.ID(), to: to.ID, reason: reason, waited: time.Duration(d.Waited)})
 	c.mu.Unlock()
 
 	// The client follows the redirect: the target takes the handoff.
-	var got room.Handoff
-	raw, err := target.srv.TakeHandoff(ctx, id)
-	switch {
-	case err == nil:
-		if err := json.Unmarshal(raw, &got); err != nil {
-			return err
-		}
-	case !errors.Is(err, fleet.ErrNotFound):
+	got, err := hosttest.TakeHandoff(ctx, target.srv, id)
+	if err != nil {
 		return err
 	}
 	target.mm.arrive(id, got, now, now)
@@ -286,16 +208,9 @@ func (e testEnv) Open(ctx context.Context, info room.Info) error {
 	return err
 }
 
-func (e testEnv) Send(id string, p room.Packet) {
-	c := e.n.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.at[id] == e.n.srv.ID() {
-		c.sent[id] = append(c.sent[id], p)
-	}
-}
+func (e testEnv) Send(id string, p room.Packet) { e.n.c.Send(e.n.srv.ID(), id, p) }
 
-func (e testEnv) Connected(id string) bool { return e.n.c.where(id) == e.n.srv.ID() }
+func (e testEnv) Connected(id string) bool { return e.n.c.Where(id) == e.n.srv.ID() }
 
 func (e testEnv) Seated(id string) bool { return e.n.host.RoomOf(id) != "" }
 

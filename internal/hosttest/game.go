@@ -1,10 +1,3 @@
-// Package hosttest is test support for the room-host modules (lobby,
-// matchmaking): Game, a test game; Player, a WebSocket client that
-// follows redirects as a real one would; and WaitFor, polling with a
-// deadline for real-socket tests.
-//
-// It is for tests only. Game is safe for concurrent use; a Player
-// belongs to one goroutine at a time.
 package hosttest
 
 import (

@@ -1,0 +1,14 @@
+// Package hosttest is test support for the room-host modules (lobby,
+// matchmaking), for tests only.
+//
+// Game is a test game. Players stands in for the players' connections
+// when a test runs modules on the servers of a fleettest.Cluster without
+// sockets, in a testing/synctest bubble: it keeps where each player is
+// connected and what it was sent, and moves players as room.Host.Move and
+// a client following the redirect would. Player is the real thing for
+// socket tests: a WebSocket client that follows redirects. GoRun and
+// WaitFor run and poll for the length of a test.
+//
+// Game and Players are safe for concurrent use; a Player belongs to one
+// goroutine at a time.
+package hosttest
