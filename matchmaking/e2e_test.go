@@ -5,20 +5,15 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net/http"
-	"net/http/httptest"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/fleettest"
 	"github.com/muster-gg/muster/internal/hosttest"
 	"github.com/muster-gg/muster/lobby"
 	"github.com/muster-gg/muster/matchmaking"
-	"github.com/muster-gg/muster/relay"
 	"github.com/muster-gg/muster/room"
 )
 
@@ -35,11 +30,9 @@ type (
 )
 
 type server struct {
-	*fleettest.Server
-	host *room.Host[*sim, int, string]
-	mm   *matchmaking.Module[*sim, int, string]
-	lm   *lobby.Module[*sim, int, string]
-	url  string
+	*hosttest.Server
+	mm *matchmaking.Module[*sim, int, string]
+	lm *lobby.Module[*sim, int, string]
 }
 
 type setup struct {
@@ -50,46 +43,18 @@ type setup struct {
 	cooldown  time.Duration // room.Config.MoveCooldown; default the const
 }
 
-// heartbeat and cooldown of the socket tests: short, so that the tests
-// are quick; the module-level tests use the defaults.
-// The backplane calls and the relay's dials get generous deadlines: the
-// tests run with -race on shared machines, where a 25 ms backplane
-// deadline is missed now and then (the server then serves alone for a
-// heartbeat) and fifty players reconnecting at once through the relay can
-// take more than its default second to be answered (the relay then serves
-// them locally, without their handoff).
-const (
-	heartbeat   = 300 * time.Millisecond
-	callTimeout = 250 * time.Millisecond
-	cooldown    = 200 * time.Millisecond
-)
+// cooldown is the hosts' move cooldown unless setup sets another.
+const cooldown = hosttest.Cooldown
 
-// startServers runs the servers until the test ends and waits until each
-// sees all.
+// startServers runs the servers, each with a matchmaking and a lobby
+// module, until the test ends and waits until each sees all.
 func startServers(tb testing.TB, o setup) []*server {
 	tb.Helper()
 	if len(o.playlists) == 0 {
 		o.playlists = []matchmaking.Playlist{{Name: "duel"}}
 	}
-	if o.cooldown == 0 {
-		o.cooldown = cooldown
-	}
-	https := make([]*httptest.Server, o.servers)
-	for i := range https {
-		https[i] = httptest.NewUnstartedServer(nil)
-	}
-	c := fleettest.Start(tb, o.servers, func(i int, cfg *fleet.Config) {
-		cfg.Heartbeat, cfg.CallTimeout = heartbeat, callTimeout
-		cfg.InternalAddress = https[i].Listener.Addr().String()
-		cfg.DrainTimeout = 20 * time.Second
-	})
-	var out []*server
-	logger := slog.New(slog.NewTextHandler(tbWriter{tb}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	for i, s := range c.Servers {
-		h, err := room.New[*sim, int, string](&game{MatchLen: o.matchLen}, room.Config{Secret: "shared", MoveCooldown: o.cooldown, Limits: room.Limits{Connects: 1 << 20}}, logger.With("node_id", s.ID()))
-		if err != nil {
-			tb.Fatal(err)
-		}
+	out := make([]*server, o.servers)
+	servers := hosttest.StartServers(tb, hosttest.Sockets{Servers: o.servers, MatchLen: o.matchLen, Cooldown: o.cooldown, Modules: func(i int) []hosttest.Module {
 		mm, err := matchmaking.New[*sim, int, string](matchmaking.Config{Tick: o.tick}, o.playlists...)
 		if err != nil {
 			tb.Fatal(err)
@@ -98,56 +63,13 @@ func startServers(tb testing.TB, o setup) []*server {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		for _, m := range []room.Module[*sim, int, string]{mm, lm} {
-			if err := h.Use(m); err != nil {
-				tb.Fatal(err)
-			}
-		}
-		h.UseServer(s.Fleet)
-		h.UseFleet(s.Fleet)
-		rl, err := relay.New(relay.Config{NodeID: s.ID(), Secret: "shared relay secret, long enough", DialTimeout: 10 * time.Second}, s.Fleet, logger)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("/play", h.Handler())
-		https[i].Config.Handler = rl.Middleware(mux)
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		for _, run := range []func(context.Context) error{h.Run, mm.Run, lm.Run} {
-			wg.Go(func() {
-				if err := run(ctx); err != nil {
-					tb.Error(err)
-				}
-			})
-		}
-		https[i].Start()
-		tb.Cleanup(func() {
-			https[i].Close()
-			rl.Close()
-			cancel()
-			wg.Wait()
-		})
-		out = append(out, &server{Server: s, host: h, mm: mm, lm: lm, url: https[i].URL})
+		out[i] = &server{mm: mm, lm: lm}
+		return []hosttest.Module{mm, lm}
+	}})
+	for i, s := range servers {
+		out[i].Server = s
 	}
-	hosttest.WaitFor(tb, "servers see each other", func() bool {
-		for _, s := range out {
-			if len(s.Nodes()) != o.servers {
-				return false
-			}
-		}
-		return true
-	})
 	return out
-}
-
-// tbWriter writes the servers' warnings to the test's log, shown when it
-// fails.
-type tbWriter struct{ tb testing.TB }
-
-func (w tbWriter) Write(p []byte) (int, error) {
-	w.tb.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
 }
 
 // byID returns the server id.
@@ -173,7 +95,7 @@ func TestSocketQueueAcrossRedirect(t *testing.T) {
 			break
 		}
 	}
-	a := hosttest.Connect(t, x.url, x.url, x.host.Tickets(), "alice")
+	a := hosttest.Connect(t, x.URL, x.URL, x.Host.Tickets(), "alice")
 	a.Send(matchmaking.MsgQueue, map[string]any{"playlist": "duel", "rating": 1200})
 	first := a.Next(matchmaking.TypeWaiting)
 	if first["node"] != x.ID() {
@@ -189,15 +111,15 @@ func TestSocketQueueAcrossRedirect(t *testing.T) {
 		t.Fatalf("alice's redirects %v", a.Moves)
 	}
 
-	b := hosttest.Connect(t, g.url, g.url, g.host.Tickets(), "bob")
+	b := hosttest.Connect(t, g.URL, g.URL, g.Host.Tickets(), "bob")
 	b.Send(matchmaking.MsgQueue, map[string]any{"playlist": "duel"})
 	ra, rb := a.Next("room"), b.Next("room")
-	if ra["room"] != rb["room"] || ra["kind"] != "duel" || g.host.RoomOf("alice") != ra["room"] {
+	if ra["room"] != rb["room"] || ra["kind"] != "duel" || g.Host.RoomOf("alice") != ra["room"] {
 		t.Fatalf("alice in %v, bob in %v; want one duel room on %s", ra, rb, g.ID())
 	}
 
 	// Refusals are packets, not closed connections.
-	c := hosttest.Connect(t, g.url, g.url, g.host.Tickets(), "carol")
+	c := hosttest.Connect(t, g.URL, g.URL, g.Host.Tickets(), "carol")
 	c.Send(matchmaking.MsgQueue, map[string]any{"playlist": "nope"})
 	if e := c.Next(matchmaking.TypeError); e["error"] != matchmaking.ErrUnknownPlaylist.Error() {
 		t.Fatalf("unknown playlist: %v", e)
@@ -234,7 +156,7 @@ func TestSocketDrainLosesNobody(t *testing.T) {
 	}
 	var waiting []queued
 	for i := range 50 {
-		p := hosttest.Connect(t, g.url, lb.url, g.host.Tickets(), fmt.Sprintf("w%02d", i))
+		p := hosttest.Connect(t, g.URL, lb.URL, g.Host.Tickets(), fmt.Sprintf("w%02d", i))
 		p.Send(matchmaking.MsgQueue, map[string]any{"playlist": "royale"})
 		p.Next(matchmaking.TypeWaiting)
 		waiting = append(waiting, queued{p: p})
@@ -248,7 +170,7 @@ func TestSocketDrainLosesNobody(t *testing.T) {
 	for i := range 5 {
 		var members []*hosttest.Player
 		for j := range 3 {
-			p := hosttest.Connect(t, g.url, lb.url, g.host.Tickets(), fmt.Sprintf("l%d-%d", i, j))
+			p := hosttest.Connect(t, g.URL, lb.URL, g.Host.Tickets(), fmt.Sprintf("l%d-%d", i, j))
 			members = append(members, p)
 		}
 		members[0].Send(lobby.MsgCreate, nil)
@@ -264,8 +186,8 @@ func TestSocketDrainLosesNobody(t *testing.T) {
 	for _, p := range lobbies[0].members {
 		p.Next("room")
 	}
-	if g.host.Rooms() != 1 || g.mm.Waiting("royale") != 50 || g.lm.Lobbies() != 5 {
-		t.Fatalf("before the drain: %d rooms, %d waiting, %d lobbies", g.host.Rooms(), g.mm.Waiting("royale"), g.lm.Lobbies())
+	if g.Host.Rooms() != 1 || g.mm.Waiting("royale") != 50 || g.lm.Lobbies() != 5 {
+		t.Fatalf("before the drain: %d rooms, %d waiting, %d lobbies", g.Host.Rooms(), g.mm.Waiting("royale"), g.lm.Lobbies())
 	}
 
 	time.Sleep(cooldown) // everybody may be moved
@@ -318,8 +240,8 @@ func TestSocketDrainLosesNobody(t *testing.T) {
 	if err := <-drained; err != nil {
 		t.Fatal(err)
 	}
-	if g.host.Rooms() != 0 || g.mm.Waiting("royale") != 0 || g.lm.Lobbies() != 0 {
-		t.Fatalf("after the drain: %d rooms, %d waiting, %d lobbies on %s", g.host.Rooms(), g.mm.Waiting("royale"), g.lm.Lobbies(), g.ID())
+	if g.Host.Rooms() != 0 || g.mm.Waiting("royale") != 0 || g.lm.Lobbies() != 0 {
+		t.Fatalf("after the drain: %d rooms, %d waiting, %d lobbies on %s", g.Host.Rooms(), g.mm.Waiting("royale"), g.lm.Lobbies(), g.ID())
 	}
 	total := 0
 	for _, s := range servers {
@@ -371,10 +293,10 @@ func BenchmarkSocketEnqueueToRoom(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				i++
-				partner := hosttest.Connect(b, g.url, g.url, g.host.Tickets(), fmt.Sprintf("b%d", i))
+				partner := hosttest.Connect(b, g.URL, g.URL, g.Host.Tickets(), fmt.Sprintf("b%d", i))
 				partner.Send(matchmaking.MsgQueue, map[string]any{"playlist": "duel"})
 				partner.Next(matchmaking.TypeWaiting)
-				p := hosttest.Connect(b, x.url, x.url, x.host.Tickets(), fmt.Sprintf("a%d", i))
+				p := hosttest.Connect(b, x.URL, x.URL, x.Host.Tickets(), fmt.Sprintf("a%d", i))
 				// Past the move cooldown, at any phase of the servers' ticks.
 				time.Sleep(2*time.Millisecond + rand.N(tick))
 				start := time.Now()

@@ -5,9 +5,10 @@
 // when a test runs modules on the servers of a fleettest.Cluster without
 // sockets, in a testing/synctest bubble: it keeps where each player is
 // connected and what it was sent, and moves players as room.Host.Move and
-// a client following the redirect would. Player is the real thing for
-// socket tests: a WebSocket client that follows redirects. GoRun and
-// WaitFor run and poll for the length of a test.
+// a client following the redirect would. For socket tests, StartServers
+// runs servers with real WebSockets behind their relays, and Player is a
+// WebSocket client that follows redirects. GoRun and WaitFor run and poll
+// for the length of a test.
 //
 // Game and Players are safe for concurrent use; a Player belongs to one
 // goroutine at a time.

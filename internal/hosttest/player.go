@@ -129,16 +129,3 @@ func (p *Player) Next(typ string) map[string]any {
 	}
 	return m
 }
-
-// WaitFor polls cond until it holds, for at most 10 s, and fails the
-// test if it does not.
-func WaitFor(tb testing.TB, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}

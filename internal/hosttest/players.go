@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/muster-gg/muster/fleet"
@@ -114,18 +113,4 @@ func TakeHandoff(ctx context.Context, s *fleettest.Server, id string) (room.Hand
 	}
 	err = json.Unmarshal(raw, &ho)
 	return ho, err
-}
-
-// GoRun runs fn on a goroutine until the test ends: the test's cleanup
-// cancels fn's context, waits for fn to return and reports its error.
-func GoRun(tb testing.TB, fn func(context.Context) error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- fn(ctx) }()
-	tb.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			tb.Error(err)
-		}
-	})
 }

@@ -1,0 +1,141 @@
+package hosttest
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/internal/fleettest"
+	"github.com/muster-gg/muster/relay"
+	"github.com/muster-gg/muster/room"
+)
+
+// The heartbeat and Cooldown of the socket tests are short, so that the
+// tests are quick; the module-level tests use the defaults. The backplane calls
+// and the relay's dials get generous deadlines: the tests run with -race
+// on shared machines, where a 25 ms backplane deadline is missed now and
+// then (the server then serves alone for a heartbeat) and fifty players
+// reconnecting at once through the relay can take more than its default
+// second to be answered (the relay then serves them locally, without
+// their handoff).
+const (
+	// Cooldown is the move cooldown of StartServers' hosts unless
+	// Sockets sets another.
+	Cooldown = 200 * time.Millisecond
+
+	heartbeat   = 300 * time.Millisecond
+	callTimeout = 250 * time.Millisecond
+)
+
+// Module is a room module with a Run loop that runs beside its host, as
+// the lobby and matchmaking modules are.
+type Module interface {
+	room.Module[*Sim, int, string]
+	Run(ctx context.Context) error
+}
+
+// Sockets configures StartServers.
+type Sockets struct {
+	// Servers is the number of servers.
+	Servers int
+	// MatchLen is the Game's MatchLen.
+	MatchLen uint64
+	// Cooldown is the hosts' room.Config.MoveCooldown; default Cooldown.
+	Cooldown time.Duration
+	// Modules returns the modules to add to the host of server i; each
+	// runs beside it.
+	Modules func(i int) []Module
+}
+
+// Server is one server of StartServers: a fleet server with a room host
+// of Game serving /play behind the server's relay on loopback.
+type Server struct {
+	*fleettest.Server
+	// Host is the server's room host.
+	Host *room.Host[*Sim, int, string]
+	// URL is the server's public URL.
+	URL string
+}
+
+// StartServers runs o.Servers servers, with real WebSockets, on one
+// fleet until the test ends, and waits until each sees all. Their
+// warnings go to the test's log, shown when it fails.
+func StartServers(tb testing.TB, o Sockets) []*Server {
+	tb.Helper()
+	if o.Cooldown == 0 {
+		o.Cooldown = Cooldown
+	}
+	https := make([]*httptest.Server, o.Servers)
+	for i := range https {
+		https[i] = httptest.NewUnstartedServer(nil)
+	}
+	c := fleettest.Start(tb, o.Servers, func(i int, cfg *fleet.Config) {
+		cfg.Heartbeat, cfg.CallTimeout = heartbeat, callTimeout
+		cfg.InternalAddress = https[i].Listener.Addr().String()
+		cfg.DrainTimeout = 20 * time.Second
+	})
+	var out []*Server
+	logger := slog.New(slog.NewTextHandler(tbWriter{tb}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	for i, s := range c.Servers {
+		h, err := room.New[*Sim, int, string](&Game{MatchLen: o.MatchLen}, room.Config{Secret: "shared", MoveCooldown: o.Cooldown, Limits: room.Limits{Connects: 1 << 20}}, logger.With("node_id", s.ID()))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		runs := []func(context.Context) error{h.Run}
+		for _, m := range o.Modules(i) {
+			if err := h.Use(m); err != nil {
+				tb.Fatal(err)
+			}
+			runs = append(runs, m.Run)
+		}
+		h.UseServer(s.Fleet)
+		h.UseFleet(s.Fleet)
+		rl, err := relay.New(relay.Config{NodeID: s.ID(), Secret: "shared relay secret, long enough", DialTimeout: 10 * time.Second}, s.Fleet, logger)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/play", h.Handler())
+		https[i].Config.Handler = rl.Middleware(mux)
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		for _, run := range runs {
+			wg.Go(func() {
+				if err := run(ctx); err != nil {
+					tb.Error(err)
+				}
+			})
+		}
+		https[i].Start()
+		tb.Cleanup(func() {
+			https[i].Close()
+			rl.Close()
+			cancel()
+			wg.Wait()
+		})
+		out = append(out, &Server{Server: s, Host: h, URL: https[i].URL})
+	}
+	WaitFor(tb, "servers see each other", func() bool {
+		for _, s := range out {
+			if len(s.Nodes()) != o.Servers {
+				return false
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// tbWriter writes to the test's log.
+type tbWriter struct{ tb testing.TB }
+
+func (w tbWriter) Write(p []byte) (int, error) {
+	w.tb.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
