@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/internal/hosttest"
 	"github.com/muster-gg/muster/room"
 )
 
@@ -19,7 +19,7 @@ func FuzzArrive(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m.env, m.logger = nopEnv{}, quiet
+		m.env, m.logger = hosttest.NopEnv{}, quiet
 		now := time.Unix(1_000_000, 0)
 		ctx := context.Background()
 		for _, id := range []string{"p1", "p2", "p3"} {
@@ -58,16 +58,3 @@ func FuzzNormalizeCode(f *testing.F) {
 		}
 	})
 }
-
-// nopEnv is a host with no fleet whose players are all connected.
-type nopEnv struct{}
-
-func (nopEnv) Fleet() room.Fleet { return nil }
-func (nopEnv) Move(context.Context, string, fleet.Node, string, *room.Handoff) error {
-	return room.ErrNoRedirect
-}
-func (nopEnv) Open(context.Context, room.Info) error { return nil }
-func (nopEnv) Send(string, room.Packet)              {}
-func (nopEnv) Connected(string) bool                 { return true }
-func (nopEnv) DrainPacket() room.Packet              { return nil }
-func (nopEnv) Cooldown() time.Duration               { return 0 }

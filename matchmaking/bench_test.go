@@ -8,8 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/room"
+	"github.com/muster-gg/muster/internal/hosttest"
 )
 
 // benchBatch is the number of players that enqueue between two rounds.
@@ -108,18 +107,9 @@ func BenchmarkStep(b *testing.B) {
 	}
 }
 
-// nopEnv is a host with no fleet that opens rooms instantly and sends
-// nothing.
-type nopEnv struct{}
+// nopEnv is a host with no fleet that opens rooms instantly, sends
+// nothing and seats nobody.
+type nopEnv struct{ hosttest.NopEnv }
 
-func (nopEnv) Fleet() room.Fleet { return nil }
-func (nopEnv) Move(context.Context, string, fleet.Node, string, *room.Handoff) error {
-	return room.ErrNoRedirect
-}
-func (nopEnv) Open(context.Context, room.Info) error { return nil }
-func (nopEnv) Send(string, room.Packet)              {}
-func (nopEnv) Connected(string) bool                 { return true }
-func (nopEnv) Seated(string) bool                    { return false }
-func (nopEnv) DrainPacket() room.Packet              { return nil }
-func (nopEnv) Cooldown() time.Duration               { return 0 }
-func (nopEnv) FreeSeats() int                        { return math.MaxInt }
+func (nopEnv) Seated(string) bool { return false }
+func (nopEnv) FreeSeats() int     { return math.MaxInt }

@@ -5,7 +5,8 @@
 // when a test runs modules on the servers of a fleettest.Cluster without
 // sockets, in a testing/synctest bubble: it keeps where each player is
 // connected and what it was sent, and moves players as room.Host.Move and
-// a client following the redirect would. For socket tests, StartServers
+// a client following the redirect would; NopEnv is a host that does
+// nothing, for a module's own logic. For socket tests, StartServers
 // runs servers with real WebSockets behind their relays, and Player is a
 // WebSocket client that follows redirects. GoRun and WaitFor run and poll
 // for the length of a test.

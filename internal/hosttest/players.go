@@ -114,3 +114,32 @@ func TakeHandoff(ctx context.Context, s *fleettest.Server, id string) (room.Hand
 	err = json.Unmarshal(raw, &ho)
 	return ho, err
 }
+
+// NopEnv is a hostenv.Env with no fleet whose players are all connected:
+// it opens rooms instantly, sends nothing and moves nobody
+// (room.ErrNoRedirect). It suits fuzz tests and benchmarks of a module's
+// own logic.
+type NopEnv struct{}
+
+// Fleet implements hostenv.Env.
+func (NopEnv) Fleet() room.Fleet { return nil }
+
+// Move implements hostenv.Env.
+func (NopEnv) Move(context.Context, string, fleet.Node, string, *room.Handoff) error {
+	return room.ErrNoRedirect
+}
+
+// Open implements hostenv.Env.
+func (NopEnv) Open(context.Context, room.Info) error { return nil }
+
+// Send implements hostenv.Env.
+func (NopEnv) Send(string, room.Packet) {}
+
+// Connected implements hostenv.Env.
+func (NopEnv) Connected(string) bool { return true }
+
+// DrainPacket implements hostenv.Env.
+func (NopEnv) DrainPacket() room.Packet { return nil }
+
+// Cooldown implements hostenv.Env.
+func (NopEnv) Cooldown() time.Duration { return 0 }
