@@ -12,7 +12,11 @@ import (
 
 	"github.com/muster-gg/muster/examples/duel/bot"
 	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/matchmaking"
 )
+
+// duelPlaylist is the duel example's playlist of one-on-one matches.
+var duelPlaylist = matchmaking.Playlist{Name: "duel"}
 
 // TestFleet runs the acceptance scenarios of the duel fleet, one subtest
 // each, against one cluster: redis-server, three servers on 127.0.0.2-4
@@ -77,7 +81,7 @@ func quantiles(ds []time.Duration) string {
 // on the server where duel gathers, and no bot is ever without a working
 // connection.
 func testQueue(t *testing.T, c *cluster) {
-	g := c.Gather(t, "duel")
+	g := c.Gather(t, duelPlaylist)
 	const n = 40
 	bots := make([]*bot.Bot, n)
 	for i := range bots {
@@ -217,7 +221,7 @@ func testRejoin(t *testing.T, c *cluster) {
 // waited and matched elsewhere, the matches play to their end, and the
 // process exits 0 before the drain timeout.
 func testDrain(t *testing.T, c *cluster) {
-	g := c.Gather(t, "duel")
+	g := c.Gather(t, duelPlaylist)
 	var players []*bot.Bot
 	for i := range 4 {
 		players = append(players, c.player(t, fmt.Sprintf("drain-player-%d", i), bot.Config{Matches: 1}))
@@ -333,7 +337,7 @@ func testDrain(t *testing.T, c *cluster) {
 // of its lost match, who reconnect through nginx, are matched on the
 // server where duel gathers now.
 func testKill(t *testing.T, c *cluster) {
-	k := c.Gather(t, "duel")
+	k := c.Gather(t, duelPlaylist)
 	var victims []*bot.Bot
 	for i := range 2 {
 		victims = append(victims, c.player(t, fmt.Sprintf("kill-victim-%d", i), bot.Config{Style: bot.StyleRandom}))
@@ -366,7 +370,7 @@ func testKill(t *testing.T, c *cluster) {
 	}
 	all := append(slices.Clone(newcomers), victims...)
 	waitAll(t, 20*time.Second, "matched after the kill", all, seatedSince(after))
-	g := c.Gather(t, "duel")
+	g := c.Gather(t, duelPlaylist)
 
 	// A redirect decided just before the 3 heartbeats were up may reach
 	// its bot just after: allow it 100 ms in flight.

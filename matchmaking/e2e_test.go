@@ -87,7 +87,7 @@ func byID(servers []*server, id string) *server {
 // a player of the gather server.
 func TestSocketQueueAcrossRedirect(t *testing.T) {
 	servers := startServers(t, setup{servers: 3})
-	g := byID(servers, matchmaking.GatherOrder("duel", servers[0].Nodes())[0].ID)
+	g := byID(servers, matchmaking.GatherOrder(matchmaking.Playlist{Name: "duel"}, servers[0].Nodes())[0].ID)
 	var x *server
 	for _, s := range servers {
 		if s != g {
@@ -141,7 +141,7 @@ func TestSocketDrainLosesNobody(t *testing.T) {
 		playlists: []matchmaking.Playlist{{Name: "royale", Teams: 2, TeamSize: 32}},
 		matchLen:  60, // one second
 	})
-	g := byID(servers, matchmaking.GatherOrder("royale", servers[0].Nodes())[0].ID)
+	g := byID(servers, matchmaking.GatherOrder(matchmaking.Playlist{Name: "royale", Teams: 2, TeamSize: 32}, servers[0].Nodes())[0].ID)
 	var lb *server // where the load balancer sends reconnections
 	for _, s := range servers {
 		if s != g {
@@ -284,7 +284,7 @@ func BenchmarkSocketEnqueueToRoom(b *testing.B) {
 	for _, tick := range []time.Duration{100 * time.Millisecond, 10 * time.Millisecond} {
 		b.Run("tick="+tick.String(), func(b *testing.B) {
 			servers := startServers(b, setup{servers: 2, tick: tick, matchLen: 1, cooldown: time.Millisecond})
-			g := byID(servers, matchmaking.GatherOrder("duel", servers[0].Nodes())[0].ID)
+			g := byID(servers, matchmaking.GatherOrder(matchmaking.Playlist{Name: "duel"}, servers[0].Nodes())[0].ID)
 			x := servers[0]
 			if x == g {
 				x = servers[1]

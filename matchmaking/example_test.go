@@ -96,7 +96,7 @@ func ExampleGatherOrder() {
 		{ID: "game-c", State: fleet.StateReady, MaxLoad: 200},
 	}
 	order := func() (ids []string) {
-		for _, n := range matchmaking.GatherOrder("duel", nodes) {
+		for _, n := range matchmaking.GatherOrder(matchmaking.Playlist{Name: "duel"}, nodes) {
 			ids = append(ids, n.ID)
 		}
 		return ids

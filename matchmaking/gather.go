@@ -4,22 +4,19 @@ import (
 	"github.com/muster-gg/muster/fleet"
 )
 
-// GatherOrder returns the servers of nodes that may gather playlist, best
+// GatherOrder returns the servers of nodes that may gather pl, best
 // first: the first is where its players wait, the next ones take the
-// overflow when it fills, leaves or drains. Only servers that are ready
-// and below their max-load (fleet.Node.HasRoom) are listed.
+// overflow when it fills, leaves or drains. Only servers that are ready,
+// and whose published load leaves room for one match of pl (Teams ×
+// TeamSize players, with the defaults New applies), are listed: the same
+// order the module itself uses.
 //
 // The order is rendezvous hashing of the playlist name with each server's
 // id, so every server computes the same order from the same registry, and
 // a server joining or leaving moves only the playlists it wins or held.
-//
-// GatherOrder does not know how many players a match of the playlist
-// takes: the module itself also leaves out the servers whose published
-// load leaves room for fewer players than one match, so for a playlist of
-// n players per match it gathers on the first server listed with
-// MaxLoad - Load >= n.
-func GatherOrder(playlist string, nodes []fleet.Node) []fleet.Node {
-	return gatherOrder(playlist, 1, nodes, "")
+func GatherOrder(pl Playlist, nodes []fleet.Node) []fleet.Node {
+	pl, _ = pl.withDefaults() // fills Teams and TeamSize before it checks
+	return gatherOrder(pl.Name, max(1, pl.size()), nodes, "")
 }
 
 // gatherOrder is the gather order of playlist among the servers of nodes,

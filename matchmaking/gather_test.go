@@ -116,7 +116,7 @@ func TestOverflow(t *testing.T) {
 		time.Sleep(2 * fleettest.Heartbeat) // published, then read by all
 		synctest.Wait()
 		for _, n := range c.nodes {
-			if got := GatherOrder("squad", n.srv.Nodes()); len(got) != 2 || got[0].ID != next.srv.ID() {
+			if got := GatherOrder(c.playlist("squad"), n.srv.Nodes()); len(got) != 2 || got[0].ID != next.srv.ID() {
 				t.Fatalf("%s's order with %s full: %v, want %s first", n.srv.ID(), g.srv.ID(), got, next.srv.ID())
 			}
 		}

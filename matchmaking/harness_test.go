@@ -37,9 +37,10 @@ type (
 // following the redirect would.
 type cluster struct {
 	*hosttest.Players
-	t     *testing.T
-	fleet *fleettest.Cluster
-	nodes []*node
+	t         *testing.T
+	fleet     *fleettest.Cluster
+	nodes     []*node
+	playlists []Playlist
 
 	mu       sync.Mutex
 	moves    []moveRec
@@ -85,7 +86,8 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 	}
 	c := &cluster{
 		Players: hosttest.NewPlayers(), t: t,
-		fleet: fleettest.Start(t, o.servers, o.fleet),
+		fleet:     fleettest.Start(t, o.servers, o.fleet),
+		playlists: o.playlists,
 	}
 	for _, s := range c.fleet.Servers {
 		n := &node{c: c, srv: s, game: &game{MatchLen: o.matchLen}}
@@ -135,10 +137,21 @@ func (c *cluster) node(id string) *node {
 // first server sees them.
 func (c *cluster) gather(playlist string) []*node {
 	var out []*node
-	for _, n := range GatherOrder(playlist, c.nodes[0].srv.Nodes()) {
+	for _, n := range GatherOrder(c.playlist(playlist), c.nodes[0].srv.Nodes()) {
 		out = append(out, c.node(n.ID))
 	}
 	return out
+}
+
+// playlist returns the cluster's playlist called name.
+func (c *cluster) playlist(name string) Playlist {
+	for _, pl := range c.playlists {
+		if pl.Name == name {
+			return pl
+		}
+	}
+	c.t.Fatalf("no playlist %s", name)
+	return Playlist{}
 }
 
 // connect connects player id to n now.

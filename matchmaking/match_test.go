@@ -229,16 +229,16 @@ func TestGatherOrderAgreesAndSpreads(t *testing.T) {
 	first := map[string]int{}
 	for i := range 1000 {
 		pl := fmt.Sprintf("playlist-%d", i)
-		a := GatherOrder(pl, nodes)
+		a := GatherOrder(Playlist{Name: pl}, nodes)
 		// Another server's view lists the same servers in another order.
 		shuffled := append(slices.Clone(nodes[5:]), nodes[:5]...)
-		if b := GatherOrder(pl, shuffled); !reflect.DeepEqual(a, b) {
+		if b := GatherOrder(Playlist{Name: pl}, shuffled); !reflect.DeepEqual(a, b) {
 			t.Fatalf("%s: orders differ with the input order", pl)
 		}
 		first[a[0].ID]++
 		// Removing a server that is not first leaves the first in place.
 		var without []string
-		for _, n := range GatherOrder(pl, slices.Delete(slices.Clone(nodes), 3, 4)) {
+		for _, n := range GatherOrder(Playlist{Name: pl}, slices.Delete(slices.Clone(nodes), 3, 4)) {
 			without = append(without, n.ID)
 		}
 		if nodes[3].ID != a[0].ID && without[0] != a[0].ID {
@@ -293,8 +293,13 @@ func TestGatherOrderRoomForAMatch(t *testing.T) {
 				}
 				return out
 			}
-			got := ids(gatherOrder(pl.Name, pl.size(), nodes, ""))
-			slices.Sort(got)
+			module := ids(gatherOrder(pl.Name, pl.size(), nodes, ""))
+			// The exported order, given the playlist as configured, is the
+			// module's.
+			if exported := ids(GatherOrder(tc.pl, nodes)); !slices.Equal(exported, module) {
+				t.Errorf("GatherOrder %v, the module's order %v", exported, module)
+			}
+			got := slices.Sorted(slices.Values(module))
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("gather order %v, want %v (in any order)", got, tc.want)
 			}
@@ -322,7 +327,7 @@ func TestGatherOrderOnlyServersWithRoom(t *testing.T) {
 	nodes[0].Load = 10
 	nodes[1].State = fleet.StateDraining
 	nodes[2].State = fleet.StateStarting
-	got := GatherOrder("duel", nodes)
+	got := GatherOrder(Playlist{Name: "duel"}, nodes)
 	if len(got) != 2 {
 		t.Fatalf("order %v, want only game-3 and game-4", got)
 	}

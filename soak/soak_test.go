@@ -12,7 +12,11 @@ import (
 	"time"
 
 	"github.com/muster-gg/muster/examples/duel/bot"
+	"github.com/muster-gg/muster/matchmaking"
 )
+
+// duelPlaylist is the duel example's playlist of one-on-one matches.
+var duelPlaylist = matchmaking.Playlist{Name: "duel"}
 
 // figures are printed at the end, one line per scenario, for
 // RELIABILITY.md.
@@ -263,7 +267,7 @@ func testSigterm(t *testing.T, c *cluster, inv *invariants, fig *figures) {
 // the gather server. SPEC E: its rooms are lost (only those), its players
 // get a working connection elsewhere and play again.
 func testSigkill(t *testing.T, c *cluster, inv *invariants, fig *figures) {
-	g := c.Gather(t, "duel")
+	g := c.Gather(t, duelPlaylist)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, per, err := c.sumMetric(ctx, "muster_players_seated")

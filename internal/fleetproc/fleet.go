@@ -359,10 +359,10 @@ func (f *Fleet) WaitView(t testing.TB, n int) {
 	}
 }
 
-// Gather returns the server where playlist gathers now, as every running
-// server computes it from its view of the registry; it waits up to 10 s
-// until they agree.
-func (f *Fleet) Gather(t testing.TB, playlist string) *Server {
+// Gather returns the server where pl gathers now, as every running server
+// computes it from its view of the registry; it waits up to 10 s until
+// they agree.
+func (f *Fleet) Gather(t testing.TB, pl matchmaking.Playlist) *Server {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -373,7 +373,7 @@ func (f *Fleet) Gather(t testing.TB, playlist string) *Server {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if order := matchmaking.GatherOrder(playlist, nodes); len(order) > 0 {
+			if order := matchmaking.GatherOrder(pl, nodes); len(order) > 0 {
 				ids = append(ids, order[0].ID)
 			} else {
 				ids = append(ids, "")
@@ -383,7 +383,7 @@ func (f *Fleet) Gather(t testing.TB, playlist string) *Server {
 			return f.ByID(ids[0])
 		}
 		if ctx.Err() != nil {
-			t.Fatalf("the servers do not agree where %s gathers: %v", playlist, ids)
+			t.Fatalf("the servers do not agree where %s gathers: %v", pl.Name, ids)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
