@@ -343,7 +343,9 @@ func (b *Backplane) Heartbeat(ctx context.Context, node backplane.Node, ttl time
 // reckons it (est, ms), and reads what the script would return. It is
 // done when the key and the view's copy both held the record, Redis's
 // clock is not behind est, and no node in the index is past its time;
-// otherwise the script is to run.
+// otherwise the script is to run. Its writes do not depend on what it
+// reads: whatever must be decided from Redis's state (dropping a node,
+// changing the view) the script decides, in one step (SPEC B3).
 func (b *Backplane) plain(ctx context.Context, id, rec string, ttl, est, since int64) (m viewReply, done bool, err error) {
 	keys := b.viewKeys(id)
 	var (
