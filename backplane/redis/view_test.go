@@ -305,3 +305,32 @@ func TestViewLostReplyAfterExpiry(t *testing.T) {
 		t.Error("the view lists a, whose key is gone")
 	}
 }
+
+// TestViewPlainHeartbeatRepairs checks that an unchanged heartbeat puts
+// back its node's entry in the expiry index when it is missing, and its
+// record in the view when the view's copy differs from the key's.
+func TestViewPlainHeartbeatRepairs(t *testing.T) {
+	testbin.Need(t, "redis-server")
+	srv := testbin.StartRedis(t)
+	rdb := goredis.NewClient(&goredis.Options{Addr: srv.Addr, DisableIdentity: true})
+	defer rdb.Close()
+	a := openTestView(t, srv.Addr)
+	beat(t, a, "a", "a1")
+	const exp, data = "muster:{delta}:v:exp", "muster:{delta}:v:data"
+
+	if err := rdb.ZRem(t.Context(), exp, "a").Err(); err != nil {
+		t.Fatal(err)
+	}
+	beat(t, a, "a", "a1")
+	if err := rdb.ZScore(t.Context(), exp, "a").Err(); err != nil {
+		t.Errorf("a's entry in the expiry index, removed, is not back: %v", err)
+	}
+
+	if err := rdb.HSet(t.Context(), data, "a", "stale").Err(); err != nil {
+		t.Fatal(err)
+	}
+	beat(t, a, "a", "a1")
+	if v, err := rdb.HGet(t.Context(), data, "a").Result(); err != nil || v != "a1" {
+		t.Errorf("the view's copy of a is %q, %v; want a1", v, err)
+	}
+}
