@@ -10,24 +10,32 @@ import (
 	"github.com/muster-gg/muster/internal/testbin"
 )
 
-// TestPlainHeartbeatNeedsClock checks that a heartbeat whose client has
-// written its record but holds no reading of Redis's clock (the whole-log
-// read after its script failed) does not reckon an expiry from nothing:
-// the index must not keep the node past its key.
-func TestPlainHeartbeatNeedsClock(t *testing.T) {
-	testbin.Need(t, "redis-server")
+// beatOnce starts a redis-server and makes node a's first heartbeat with
+// ttl through a new Backplane, which it returns with a client of the
+// server and the node.
+func beatOnce(t *testing.T, ttl time.Duration) (*Backplane, *goredis.Client, backplane.Node) {
+	t.Helper()
 	srv := testbin.StartRedis(t)
 	rdb := goredis.NewClient(&goredis.Options{Addr: srv.Addr, DisableIdentity: true})
-	defer rdb.Close()
+	t.Cleanup(func() { rdb.Close() })
 	b, err := New(rdb, "clock")
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := backplane.Node{ID: "a", Data: []byte("a1")}
-	const ttl = time.Minute
 	if _, _, err := b.Heartbeat(t.Context(), n, ttl); err != nil {
 		t.Fatal(err)
 	}
+	return b, rdb, n
+}
+
+// TestPlainHeartbeatNeedsClock checks that a heartbeat whose client has
+// written its record but holds no reading of Redis's clock (the whole-log
+// read after its script failed) does not reckon an expiry from nothing:
+// the index must not keep the node past its key.
+func TestPlainHeartbeatNeedsClock(t *testing.T) {
+	const ttl = time.Minute
+	b, rdb, n := beatOnce(t, ttl)
 	b.view.mu.Lock()
 	b.view.storeMs, b.view.at = 0, time.Time{}
 	b.view.mu.Unlock()
@@ -52,18 +60,7 @@ func TestPlainHeartbeatNeedsClock(t *testing.T) {
 // clock is ahead of it (Redis's clock stepped back, or a failover moved
 // to a host whose clock is behind).
 func TestPlainHeartbeatClockBack(t *testing.T) {
-	testbin.Need(t, "redis-server")
-	srv := testbin.StartRedis(t)
-	rdb := goredis.NewClient(&goredis.Options{Addr: srv.Addr, DisableIdentity: true})
-	defer rdb.Close()
-	b, err := New(rdb, "clock")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := backplane.Node{ID: "a", Data: []byte("a1")}
-	if _, _, err := b.Heartbeat(t.Context(), n, time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	b, rdb, n := beatOnce(t, time.Minute)
 	b.view.mu.Lock()
 	b.view.storeMs += (10 * time.Minute).Milliseconds()
 	b.view.mu.Unlock()

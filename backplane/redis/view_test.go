@@ -18,11 +18,18 @@ import (
 	"github.com/muster-gg/muster/internal/testbin"
 )
 
-func openTestView(t *testing.T, addr string) *redis.Backplane {
+// testClient returns a client of the Redis at addr, closed when the test
+// ends.
+func testClient(t *testing.T, addr string) *goredis.Client {
 	t.Helper()
 	rdb := goredis.NewClient(&goredis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1, DisableIdentity: true})
 	t.Cleanup(func() { rdb.Close() })
-	v, err := redis.New(rdb, "delta")
+	return rdb
+}
+
+func openTestView(t *testing.T, addr string) *redis.Backplane {
+	t.Helper()
+	v, err := redis.New(testClient(t, addr), "delta")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,10 +166,8 @@ func scriptRuns(t *testing.T, rdb *goredis.Client) int64 {
 // TestViewPlainHeartbeat checks that a heartbeat whose record has not
 // changed runs no script, and that one whose record changed does.
 func TestViewPlainHeartbeat(t *testing.T) {
-	testbin.Need(t, "redis-server")
 	srv := testbin.StartRedis(t)
-	rdb := goredis.NewClient(&goredis.Options{Addr: srv.Addr, DisableIdentity: true})
-	defer rdb.Close()
+	rdb := testClient(t, srv.Addr)
 	a, b := openTestView(t, srv.Addr), openTestView(t, srv.Addr)
 	beat(t, a, "a", "a1")
 	beat(t, b, "b", "b1")
@@ -193,10 +198,8 @@ func TestViewPlainHeartbeat(t *testing.T) {
 // and reports it created, and one whose key and view hold another record
 // (written by a heartbeat whose reply was lost) puts its own in both.
 func TestViewPlainHeartbeatKeyLost(t *testing.T) {
-	testbin.Need(t, "redis-server")
 	srv := testbin.StartRedis(t)
-	rdb := goredis.NewClient(&goredis.Options{Addr: srv.Addr, DisableIdentity: true})
-	defer rdb.Close()
+	rdb := testClient(t, srv.Addr)
 	a, b := openTestView(t, srv.Addr), openTestView(t, srv.Addr)
 	beat(t, a, "a", "a1")
 	beat(t, b, "b", "b1")
@@ -229,10 +232,8 @@ func TestViewPlainHeartbeatKeyLost(t *testing.T) {
 // TestViewPlainHeartbeatDropsExpired checks that a reader making plain
 // heartbeats drops a node whose key expired: the script runs for it.
 func TestViewPlainHeartbeatDropsExpired(t *testing.T) {
-	testbin.Need(t, "redis-server")
 	srv := testbin.StartRedis(t)
-	rdb := goredis.NewClient(&goredis.Options{Addr: srv.Addr, DisableIdentity: true})
-	defer rdb.Close()
+	rdb := testClient(t, srv.Addr)
 	a, b := openTestView(t, srv.Addr), openTestView(t, srv.Addr)
 	const ttl = 300 * time.Millisecond
 	if _, _, err := a.Heartbeat(t.Context(), backplane.Node{ID: "a", Data: []byte("a1")}, ttl); err != nil {
@@ -269,10 +270,8 @@ func (h loseReplies) ProcessPipelineHook(next goredis.ProcessPipelineHook) gored
 // node's key expired, whose reply is lost, does not leave the view
 // keeping the node without its key.
 func TestViewLostReplyAfterExpiry(t *testing.T) {
-	testbin.Need(t, "redis-server")
 	srv := testbin.StartRedis(t)
-	rdb := goredis.NewClient(&goredis.Options{Addr: srv.Addr, DisableIdentity: true, MaxRetries: -1})
-	defer rdb.Close()
+	rdb := testClient(t, srv.Addr)
 	var lost atomic.Bool
 	rdb.AddHook(loseReplies{&lost})
 	a, err := redis.New(rdb, "delta")
@@ -310,10 +309,8 @@ func TestViewLostReplyAfterExpiry(t *testing.T) {
 // back its node's entry in the expiry index when it is missing, and its
 // record in the view when the view's copy differs from the key's.
 func TestViewPlainHeartbeatRepairs(t *testing.T) {
-	testbin.Need(t, "redis-server")
 	srv := testbin.StartRedis(t)
-	rdb := goredis.NewClient(&goredis.Options{Addr: srv.Addr, DisableIdentity: true})
-	defer rdb.Close()
+	rdb := testClient(t, srv.Addr)
 	a := openTestView(t, srv.Addr)
 	beat(t, a, "a", "a1")
 	const exp, data = "muster:{delta}:v:exp", "muster:{delta}:v:data"
