@@ -30,6 +30,7 @@ func (f *Fleet) Claim(ctx context.Context, kind string, ids ...string) error {
 	for _, k := range keys {
 		f.held[k] = true
 	}
+	f.cancelPendingLocked(keys)
 	f.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.CallTimeout)
 	defer cancel()
@@ -72,6 +73,7 @@ func (f *Fleet) ClaimUnique(ctx context.Context, kind, id string) error {
 	}
 	f.mu.Lock()
 	f.held[key] = true
+	delete(f.pending, key)
 	f.mu.Unlock()
 	return nil
 }
@@ -87,6 +89,7 @@ func (f *Fleet) Release(ctx context.Context, kind string, ids ...string) error {
 	for _, k := range keys {
 		delete(f.held, k)
 	}
+	f.cancelPendingLocked(keys) // written now
 	f.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.CallTimeout)
 	defer cancel()
@@ -172,7 +175,11 @@ func (f *Fleet) reassert(ctx context.Context, held map[backplane.Key]bool) {
 			lostTo++
 			f.mu.Lock()
 			delete(f.held, key)
+			fn := f.onLost
 			f.mu.Unlock()
+			if fn != nil {
+				fn(key.Kind, key.ID)
+			}
 		}
 	}
 	if lostTo > 0 {

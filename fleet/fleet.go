@@ -20,8 +20,9 @@ type Fleet struct {
 	bp     backplane.Backplane
 	logger *slog.Logger
 
-	kick chan struct{} // asks Run for a heartbeat now
-	left chan struct{} // closed when the server has left the fleet
+	kick      chan struct{} // asks Run for a heartbeat now
+	flushKick chan struct{} // asks the flusher to write queued releases
+	left      chan struct{} // closed when the server has left the fleet
 
 	// beatMu orders heartbeats and leaving, so that no heartbeat in flight
 	// writes the record back after the server has left.
@@ -41,6 +42,8 @@ type Fleet struct {
 	attached bool                 // the last heartbeat reached the backplane
 	beaten   bool                 // at least one heartbeat reached it
 	held     map[backplane.Key]bool
+	pending  map[backplane.Key]bool // released by ReleaseLater, not yet written
+	onLost   func(kind, id string)
 	drainers []Drainer
 	local    localCounters // Increment's fallback
 	drain    *drainRun
@@ -60,13 +63,15 @@ func New(cfg Config, bp backplane.Backplane, logger *slog.Logger) (*Fleet, error
 		logger = slog.Default()
 	}
 	f := &Fleet{
-		cfg:    cfg,
-		bp:     bp,
-		logger: logger.With("component", "fleet", "node_id", cfg.NodeID),
-		kick:   make(chan struct{}, 1),
-		left:   make(chan struct{}),
-		stats:  make(map[string]int64),
-		held:   make(map[backplane.Key]bool),
+		cfg:       cfg,
+		bp:        bp,
+		logger:    logger.With("component", "fleet", "node_id", cfg.NodeID),
+		kick:      make(chan struct{}, 1),
+		flushKick: make(chan struct{}, 1),
+		left:      make(chan struct{}),
+		stats:     make(map[string]int64),
+		held:      make(map[backplane.Key]bool),
+		pending:   make(map[backplane.Key]bool),
 	}
 	f.view = map[string]Node{cfg.NodeID: f.selfLocked()}
 	return f, nil
@@ -85,6 +90,13 @@ func (f *Fleet) Config() Config { return f.cfg }
 // has ended.
 func (f *Fleet) Run(ctx context.Context) error {
 	defer f.wg.Wait()
+	stop := make(chan struct{})
+	var flusher sync.WaitGroup
+	flusher.Go(func() { f.flushLoop(ctx, stop) })
+	defer func() {
+		close(stop)
+		flusher.Wait()
+	}()
 	t := time.NewTicker(f.cfg.Heartbeat)
 	defer t.Stop()
 	for {
@@ -369,7 +381,13 @@ func (f *Fleet) leave(ctx context.Context) error {
 	f.view = map[string]Node{f.cfg.NodeID: f.selfLocked()}
 	f.expires = nil
 	held := slices.Collect(maps.Keys(f.held))
+	for k := range f.pending {
+		if !f.held[k] {
+			held = append(held, k)
+		}
+	}
 	clear(f.held)
+	clear(f.pending)
 	f.mu.Unlock()
 
 	if len(held) > 0 {

@@ -1,0 +1,171 @@
+package fleet_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/internal/fleettest"
+)
+
+// ReleaseLater gives a claim up at once and writes the release from the
+// fleet's own goroutine, every queued release in one round trip.
+func TestReleaseLaterIsOneRoundTrip(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startSeen(t, 2)
+		a, b := c.Servers[0], c.Servers[1]
+		ctx := t.Context()
+		if err := a.Claim(ctx, fleet.KindPlayer, "p1", "p2", "p3"); err != nil {
+			t.Fatal(err)
+		}
+		before := a.Backplane.Calls("Release")
+		a.ReleaseLater(fleet.KindPlayer, "p1")
+		a.ReleaseLater(fleet.KindPlayer, "p2", "p3")
+		if a.Holds(fleet.KindPlayer, "p1") || a.Holds(fleet.KindPlayer, "p3") {
+			t.Fatal("a claim given up with ReleaseLater is still held")
+		}
+		synctest.Wait()
+		if n := a.Backplane.Calls("Release") - before; n > 2 || n < 1 {
+			t.Fatalf("three releases took %d round trips", n)
+		}
+		if a.Pending() != 0 {
+			t.Fatalf("%d releases still queued", a.Pending())
+		}
+		for _, id := range []string{"p1", "p2", "p3"} {
+			if _, err := b.Locate(ctx, fleet.KindPlayer, id); !errors.Is(err, fleet.ErrNotFound) {
+				t.Errorf("Locate(%s) after ReleaseLater: %v", id, err)
+			}
+		}
+	})
+}
+
+// A release that fails stays queued and is written when the backplane
+// answers again; re-assertion does not bring the claim back.
+func TestReleaseLaterRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startSeen(t, 2)
+		a, b := c.Servers[0], c.Servers[1]
+		ctx := t.Context()
+		if err := a.Claim(ctx, fleet.KindPlayer, "p1", "p2"); err != nil {
+			t.Fatal(err)
+		}
+		a.Backplane.Cut(true)
+		a.ReleaseLater(fleet.KindPlayer, "p1")
+		time.Sleep(hb)
+		synctest.Wait()
+		if a.Pending() != 1 {
+			t.Fatalf("after a failed flush %d releases are queued, want 1", a.Pending())
+		}
+		a.Backplane.Cut(false)
+		time.Sleep(hb)
+		synctest.Wait()
+		if a.Pending() != 0 {
+			t.Fatalf("after the backplane returned %d releases are queued", a.Pending())
+		}
+		if _, err := b.Locate(ctx, fleet.KindPlayer, "p1"); !errors.Is(err, fleet.ErrNotFound) {
+			t.Errorf("Locate(p1) after the retried release: %v", err)
+		}
+		if n, err := b.Locate(ctx, fleet.KindPlayer, "p2"); err != nil || n.ID != "s0" {
+			t.Errorf("Locate(p2), still held: %+v, %v", n, err)
+		}
+		if a.Holds(fleet.KindPlayer, "p1") {
+			t.Error("re-assertion restored a released claim")
+		}
+	})
+}
+
+// Claiming an id again cancels its queued release.
+func TestClaimCancelsReleaseLater(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startSeen(t, 2)
+		a, b := c.Servers[0], c.Servers[1]
+		ctx := t.Context()
+		if err := a.Claim(ctx, fleet.KindPlayer, "p1"); err != nil {
+			t.Fatal(err)
+		}
+		a.Backplane.Fail("Release", fleettest.ErrInjected)
+		a.ReleaseLater(fleet.KindPlayer, "p1")
+		synctest.Wait()
+		if err := a.Claim(ctx, fleet.KindPlayer, "p1"); err != nil {
+			t.Fatal(err)
+		}
+		a.Backplane.Fail("Release", nil)
+		time.Sleep(2 * hb)
+		synctest.Wait()
+		if n, err := b.Locate(ctx, fleet.KindPlayer, "p1"); err != nil || n.ID != "s0" {
+			t.Fatalf("Locate(p1) claimed again after ReleaseLater: %+v, %v", n, err)
+		}
+		if !a.Holds(fleet.KindPlayer, "p1") || a.Pending() != 0 {
+			t.Fatalf("holds %v, %d pending", a.Holds(fleet.KindPlayer, "p1"), a.Pending())
+		}
+	})
+}
+
+// Leaving writes the queued releases with the others.
+func TestLeaveReleasesQueued(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startSeen(t, 2)
+		a, b := c.Servers[0], c.Servers[1]
+		ctx := t.Context()
+		if err := a.Claim(ctx, fleet.KindPlayer, "p1", "p2"); err != nil {
+			t.Fatal(err)
+		}
+		a.Backplane.Fail("Release", fleettest.ErrInjected)
+		a.ReleaseLater(fleet.KindPlayer, "p1")
+		synctest.Wait()
+		a.Backplane.Fail("Release", nil)
+		before := a.Backplane.Calls("Release")
+		a.Stop()
+		if n := a.Backplane.Calls("Release") - before; n != 1 {
+			t.Errorf("leaving took %d release round trips", n)
+		}
+		for _, id := range []string{"p1", "p2"} {
+			if _, err := b.Locate(ctx, fleet.KindPlayer, id); !errors.Is(err, fleet.ErrNotFound) {
+				t.Errorf("Locate(%s) after s0 left: %v", id, err)
+			}
+		}
+	})
+}
+
+// A server that finds at re-assertion that another took its claim over
+// says so through OnClaimLost, and no longer holds it.
+func TestOnClaimLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startSeen(t, 2)
+		a, b := c.Servers[0], c.Servers[1]
+		var mu sync.Mutex
+		var lost []string
+		a.OnClaimLost(func(kind, id string) {
+			mu.Lock()
+			lost = append(lost, kind+"/"+id)
+			mu.Unlock()
+		})
+		ctx := t.Context()
+		if err := a.Claim(ctx, fleet.KindPlayer, "x", "y"); err != nil {
+			t.Fatal(err)
+		}
+		a.Backplane.Cut(true)
+		time.Sleep(hb)
+		synctest.Wait()
+		if err := b.Claim(ctx, fleet.KindPlayer, "x"); err != nil {
+			t.Fatal(err)
+		}
+		a.Backplane.Cut(false)
+		time.Sleep(hb)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(lost) != 1 || lost[0] != "player/x" {
+			t.Fatalf("OnClaimLost saw %v, want [player/x]", lost)
+		}
+		if a.Holds(fleet.KindPlayer, "x") || !a.Holds(fleet.KindPlayer, "y") {
+			t.Fatal("after re-assertion s0 should hold y and not x")
+		}
+		if n, err := b.Locate(ctx, fleet.KindPlayer, "x"); err != nil || n.ID != "s1" {
+			t.Fatalf("Locate(x) = %+v, %v; want s1", n, err)
+		}
+	})
+}
