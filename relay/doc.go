@@ -21,6 +21,12 @@
 // silently vanished is reported to the node as 1001 instead of being kept
 // alive by the relay's answers.
 //
+// The node is dialled at its internal address with the path and query of
+// the client's request, put together from parts: an upgrade naming another
+// node whose request line is not a plain path (an absolute URL, user info,
+// an opaque form such as x:@host/play) is refused with 400 and nothing is
+// dialled, so no request can steer the relay to another host.
+//
 // Every other request, and every upgrade for this server, an unknown or
 // dead server, or one that does not answer within Config.DialTimeout, is
 // served by the wrapped handler: the client always gets a connection.

@@ -3,10 +3,12 @@ package relay
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -63,6 +65,10 @@ type Relay struct {
 	dialer net.Dialer
 	now    func() time.Time
 
+	// dialNet opens the network connection to a node's internal address;
+	// tests replace it to see every address the relay dials.
+	dialNet func(ctx context.Context, network, addr string) (net.Conn, error)
+
 	// probeTimeout bounds a client's answer to the ping the relay sends
 	// when the node pings (see session.probeClient).
 	probeTimeout time.Duration
@@ -106,6 +112,7 @@ func New(cfg Config, dir Directory, logger *slog.Logger) (*Relay, error) {
 		rl.key = deriveKey(cfg.Secret)
 	}
 	rl.dialer = net.Dialer{Timeout: cfg.DialTimeout}
+	rl.dialNet = rl.dialer.DialContext
 	return rl, nil
 }
 
@@ -194,6 +201,13 @@ func (rl *Relay) tryRelay(w http.ResponseWriter, r *http.Request) bool {
 	if target == "" || target == rl.cfg.NodeID {
 		return false
 	}
+	if !originForm(r) {
+		// Only a path may follow the node's address: anything else in the
+		// request line (a scheme, an authority, user info, an opaque
+		// part) could name another host, so nothing is dialled.
+		http.Error(w, "relay: the request target must be a path", http.StatusBadRequest)
+		return true
+	}
 	addr, ok := rl.dir.InternalAddress(target)
 	if !ok || addr == "" {
 		return false
@@ -277,7 +291,7 @@ func (rl *Relay) dial(r *http.Request, target, addr string, client netip.AddrPor
 	tr := &http.Transport{
 		Proxy: nil, // internal traffic never goes through a proxy from the environment
 		DialContext: func(ctx context.Context, network, address string) (net.Conn, error) {
-			c, err := rl.dialer.DialContext(ctx, network, address)
+			c, err := rl.dialNet(ctx, network, address)
 			if err != nil {
 				return nil, err
 			}
@@ -294,10 +308,14 @@ func (rl *Relay) dial(r *http.Request, target, addr string, client netip.AddrPor
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 
+	u, err := upstreamURL(addr, r.URL)
+	if err != nil {
+		return upstream{}, err
+	}
 	sess := new(atomic.Pointer[session])
 	ctx, cancel := context.WithTimeout(r.Context(), rl.cfg.DialTimeout)
 	defer cancel()
-	conn, resp, err := websocket.Dial(ctx, "ws://"+addr+r.URL.RequestURI(), &websocket.DialOptions{
+	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{
 		HTTPClient:   hc,
 		HTTPHeader:   h,
 		Host:         r.Host,
@@ -315,6 +333,28 @@ func (rl *Relay) dial(r *http.Request, target, addr string, client netip.AddrPor
 	}
 	conn.SetReadLimit(rl.cfg.ReadLimit)
 	return upstream{conn: conn, net: watched.Load(), header: resp.Header, session: sess}, nil
+}
+
+// originForm reports whether r's request line names only a path and a
+// query (RFC 9112 section 3.2.1), the one form the relay forwards.
+func originForm(r *http.Request) bool {
+	u := r.URL
+	return strings.HasPrefix(r.RequestURI, "/") && u.Scheme == "" && u.Opaque == "" &&
+		u.User == nil && u.Host == "" && strings.HasPrefix(u.Path, "/")
+}
+
+// upstreamURL returns the URL of the relayed request: the node's internal
+// address with the path and query of the client's request, built from
+// parts, so that nothing in the request can change the host. It checks
+// the result as the WebSocket library will read it.
+func upstreamURL(addr string, in *url.URL) (string, error) {
+	u := url.URL{Scheme: "ws", Host: addr, Path: in.Path, RawPath: in.RawPath, RawQuery: in.RawQuery}
+	s := u.String()
+	back, err := url.Parse(s)
+	if err != nil || back.Host != addr || back.User != nil || back.Opaque != "" {
+		return "", fmt.Errorf("relay: request path would change the node address %q", addr)
+	}
+	return s, nil
 }
 
 // track registers s unless the relay is closing.

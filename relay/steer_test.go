@@ -1,0 +1,154 @@
+package relay
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// upgradeRequest is a WebSocket upgrade with request target target, as a
+// client would write it on the wire.
+func upgradeRequest(target, host string) string {
+	return "GET " + target + " HTTP/1.1\r\n" +
+		"Host: " + host + "\r\n" +
+		"Upgrade: websocket\r\n" +
+		"Connection: Upgrade\r\n" +
+		"Sec-WebSocket-Version: 13\r\n" +
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n" +
+		"Cookie: session=s3cret\r\n" +
+		"\r\n"
+}
+
+// TestRelayRefusesNonOriginForm sends request lines that name another host
+// in their target straight to a server, over a raw TCP connection, and
+// checks that each is refused with 400 and that nothing reaches the host
+// they name: only a live node's internal address may ever be dialled.
+func TestRelayRefusesNonOriginForm(t *testing.T) {
+	dir := &dirMap{}
+	a := startNode(t, "a", dir)
+	startNode(t, "b", dir)
+
+	var hits atomic.Int64
+	trap := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		t.Errorf("the relay reached another host: %s %s, Cookie %q, Authorization %q",
+			r.Method, r.RequestURI, r.Header.Get("Cookie"), r.Header.Get("Authorization"))
+		http.NotFound(w, r)
+	}))
+	defer trap.Close()
+	evil := trap.Listener.Addr().String()
+
+	cases := []struct {
+		name, target string
+		want         int
+	}{
+		{"origin form is relayed", "/ws?node=b", http.StatusSwitchingProtocols},
+		{"opaque", "x:@" + evil + "/ws?node=b", http.StatusBadRequest},
+		{"opaque ws", "ws:@" + evil + "/ws?node=b", http.StatusBadRequest},
+		{"opaque with user info", "x:u:p@" + evil + "/ws?node=b", http.StatusBadRequest},
+		{"absolute form", "http://" + evil + "/ws?node=b", http.StatusBadRequest},
+		{"absolute form with user info", "ws://u@" + evil + "/ws?node=b", http.StatusBadRequest},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", a.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(waitFor)) // a failure deadline
+			if _, err := c.Write([]byte(upgradeRequest(tc.target, a.addr))); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Errorf("GET %s: status %d, want %d", tc.target, resp.StatusCode, tc.want)
+			}
+			// Any dial happens before the response: by now the trap has
+			// been reached, or never will be.
+			if n := hits.Swap(0); n != 0 {
+				t.Fatalf("GET %s: %d requests reached %s", tc.target, n, evil)
+			}
+		})
+	}
+}
+
+// FuzzRelayTarget feeds request targets and Host headers through the
+// relay's request handling and checks that the only addresses it ever
+// dials are live nodes' internal addresses.
+func FuzzRelayTarget(f *testing.F) {
+	for _, s := range []struct{ target, host string }{
+		{"/ws?node=b", "play.example.com"},
+		{"/ws?node=c", "play.example.com"},
+		{"x:@127.0.0.1:19999/ws?node=b&ticket=t", "play.example.com"},
+		{"ws:@127.0.0.1:19999/ws?node=b", "127.0.0.1:19999"},
+		{"x:u:p@127.0.0.1:19999/ws?node=b", "play.example.com"},
+		{"http://127.0.0.1:19999/ws?node=b", "127.0.0.1:19999"},
+		{"ws://u:p@127.0.0.1:19999/ws?node=b", "play.example.com"},
+		{"//127.0.0.1:19999/ws?node=b", "play.example.com"},
+		{"/@127.0.0.1:19999/ws?node=b", "play.example.com"},
+		{"/%2F%2F127.0.0.1:19999/ws?node=b", "play.example.com"},
+		{"/ws?node=b#@127.0.0.1:19999", "play.example.com"},
+		{"/ws?x=@127.0.0.1:19999&node=c", "u@127.0.0.1:19999"},
+	} {
+		f.Add(s.target, s.host)
+	}
+	live := map[string]string{"b": "10.77.0.1:7000", "c": "[fd00::7]:7000"}
+	rl, err := New(Config{NodeID: "a", Secret: testSecret, DialTimeout: time.Second},
+		DirectoryFunc(func(id string) (string, bool) { a, ok := live[id]; return a, ok }),
+		slog.New(slog.DiscardHandler))
+	if err != nil {
+		f.Fatal(err)
+	}
+	var (
+		mu     sync.Mutex
+		dialed []string
+	)
+	rl.dialNet = func(_ context.Context, network, addr string) (net.Conn, error) {
+		mu.Lock()
+		dialed = append(dialed, network+" "+addr)
+		mu.Unlock()
+		return nil, errors.New("test: not dialling")
+	}
+	h := rl.Middleware(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+
+	f.Fuzz(func(t *testing.T, target, host string) {
+		r, err := http.ReadRequest(bufio.NewReader(strings.NewReader(upgradeRequest(target, host))))
+		if err != nil {
+			return // the server would refuse it before any handler
+		}
+		r.RemoteAddr = "192.0.2.1:1234"
+		mu.Lock()
+		dialed = dialed[:0]
+		mu.Unlock()
+		h.ServeHTTP(httptest.NewRecorder(), r)
+		mu.Lock()
+		defer mu.Unlock()
+		for _, d := range dialed {
+			ok := false
+			for _, addr := range live {
+				ok = ok || d == "tcp "+addr
+			}
+			if !ok {
+				t.Fatalf("GET %q (Host %q) dialled %s", target, host, d)
+			}
+		}
+		if len(dialed) > 0 && !strings.HasPrefix(r.RequestURI, "/") {
+			t.Fatalf("GET %q (Host %q) relayed a target that is not a path: %s", target, host, fmt.Sprint(dialed))
+		}
+	})
+}
