@@ -19,7 +19,17 @@ type Config struct {
 	Server Server `yaml:"server"`
 	// Security holds the server's secrets.
 	Security Security `yaml:"security"`
+
+	// warnings are what Load noticed but let pass; see Warnings.
+	warnings []string
 }
+
+// Warnings returns what Load, Parse or ApplyEnv noticed but let pass, one
+// line each, fit to log at start: a MUSTER_ variable with single
+// underscores that looks like a setting ("MUSTER_SERVER_HTTP_PORT is
+// ignored: did you mean MUSTER__SERVER__HTTP__PORT …"). Nothing secret is
+// in them.
+func (c Config) Warnings() []string { return c.warnings }
 
 // Server is muster.server.
 type Server struct {
@@ -185,7 +195,7 @@ func parseDuration(s string) (Duration, error) {
 }
 
 func errDuration(s string) error {
-	return fmt.Errorf(`want seconds (2, 0.5) or a duration ("1500ms"), got %q`, s)
+	return fmt.Errorf(`want seconds (2, 0.5) or a duration ("1500ms"), got %s`, quote(s))
 }
 
 // Proxies returns muster.server.http.trusted-proxies as prefixes. Validate

@@ -29,7 +29,7 @@ func TestDefaultIsConfigYML(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := config.Default(); got != want {
+	if want := config.Default(); !reflect.DeepEqual(got, want) {
 		t.Errorf("config.yml = %+v, Default() = %+v", got, want)
 	}
 
@@ -41,7 +41,7 @@ func TestDefaultIsConfigYML(t *testing.T) {
 	if err := dec.Decode(&f); err != nil {
 		t.Fatal(err)
 	}
-	if want := config.Default(); f.Muster != want {
+	if want := config.Default(); !reflect.DeepEqual(f.Muster, want) {
 		t.Errorf("config.yml over a zero Config = %+v, want %+v", f.Muster, want)
 	}
 }
@@ -67,8 +67,11 @@ func TestOverrides(t *testing.T) {
 		},
 		{
 			name:    "nested key",
-			environ: []string{"MUSTER__SERVER__FLEET__REDIS=redis:6379"},
-			want:    func(c *config.Config) { c.Server.Fleet.Redis = "redis:6379" },
+			environ: []string{"MUSTER__SERVER__FLEET__REDIS=redis:6379", "MUSTER__SECURITY__KEY=0123456789abcdef"},
+			want: func(c *config.Config) {
+				c.Server.Fleet.Redis = "redis:6379"
+				c.Security.Key = "0123456789abcdef"
+			},
 		},
 		{
 			name:    "dash as underscore",
@@ -80,10 +83,10 @@ func TestOverrides(t *testing.T) {
 		},
 		{
 			name:    "any case",
-			environ: []string{"muster__server__http__port=9000", "Muster__Security__Key=k"},
+			environ: []string{"muster__server__http__port=9000", "Muster__Security__Key=kkkkkkkkkkkkkkkk"},
 			want: func(c *config.Config) {
 				c.Server.HTTP.Port = 9000
-				c.Security.Key = "k"
+				c.Security.Key = "kkkkkkkkkkkkkkkk"
 			},
 		},
 		{
@@ -145,7 +148,7 @@ func TestOverrides(t *testing.T) {
 			}
 			want := config.Default()
 			tt.want(&want)
-			if got != want {
+			if !reflect.DeepEqual(got, want) {
 				t.Errorf("got  %+v\nwant %+v", got, want)
 			}
 		})
@@ -174,6 +177,9 @@ func TestEveryKeyFromEnv(t *testing.T) {
 	walk = func(typ reflect.Type, index []int, env string) {
 		for i := range typ.NumField() {
 			f := typ.Field(i)
+			if !f.IsExported() {
+				continue
+			}
 			name := env + "__" + strings.ToUpper(strings.ReplaceAll(f.Tag.Get("yaml"), "-", "_"))
 			index := append(index[:len(index):len(index)], i)
 			if f.Type.Kind() == reflect.Struct {
@@ -196,7 +202,7 @@ func TestEveryKeyFromEnv(t *testing.T) {
 			default:
 				t.Fatalf("%s: unexpected type %T", name, p)
 			}
-			if got != want {
+			if !reflect.DeepEqual(got, want) {
 				t.Errorf("%s=7: got %+v, want %+v", name, got, want)
 			}
 		}
@@ -231,7 +237,7 @@ func TestBadConfig(t *testing.T) {
 		{
 			name: "duplicate key",
 			file: "muster:\n  server:\n    http:\n      port: 1\n      port: 2\n",
-			want: "config: muster.server.http.port: key written twice (line 5)",
+			want: "config: muster.server.http.port / MUSTER__SERVER__HTTP__PORT: key written twice (line 5)",
 			err:  config.ErrSyntax,
 		},
 		{
@@ -242,7 +248,7 @@ func TestBadConfig(t *testing.T) {
 		{
 			name: "no root key",
 			file: "Muster:\n  server: {}\n",
-			want: "config: missing root key muster",
+			want: `config: missing root key muster; did you mean muster, not "Muster"? (line 1)`,
 			err:  config.ErrNoRoot,
 		},
 		{
@@ -254,169 +260,169 @@ func TestBadConfig(t *testing.T) {
 		{
 			name: "unknown key",
 			file: "muster:\n  server:\n    fleet:\n      redis: \"\"\n      hearbeat: 5\n",
-			want: "config: muster.server.fleet.hearbeat: unknown key (line 5)",
+			want: "config: muster.server.fleet.hearbeat / MUSTER__SERVER__FLEET__HEARBEAT: unknown key; did you mean muster.server.fleet.heartbeat? (line 5)",
 			err:  config.ErrUnknownKey,
 		},
 		{
 			name: "unknown top key",
 			file: "muster:\n  servr: {}\n",
-			want: "config: muster.servr: unknown key (line 2)",
+			want: "config: muster.servr / MUSTER__SERVR: unknown key; did you mean muster.server? (line 2)",
 			err:  config.ErrUnknownKey,
 		},
 		{
 			name: "wrong type",
 			file: "muster:\n  server:\n    capacity:\n      max-load: abc\n",
-			want: `config: muster.server.capacity.max-load: want an integer, got "abc" (line 4)`,
+			want: `config: muster.server.capacity.max-load / MUSTER__SERVER__CAPACITY__MAX_LOAD: want an integer, got "abc" (line 4)`,
 			err:  config.ErrInvalid,
 		},
 		{
 			name: "list for a value",
 			file: "muster:\n  server:\n    fleet:\n      redis: [a, b]\n",
-			want: "config: muster.server.fleet.redis: want a value, got a list (line 4)",
+			want: "config: muster.server.fleet.redis / MUSTER__SERVER__FLEET__REDIS: want a value, got a list (line 4)",
 			err:  config.ErrInvalid,
 		},
 		{
 			name: "value for a section",
 			file: "muster:\n  server:\n    http: 8080\n",
-			want: `config: muster.server.http: want a mapping, got "8080" (line 3)`,
+			want: `config: muster.server.http / MUSTER__SERVER__HTTP: want a mapping, got "8080" (line 3)`,
 			err:  config.ErrInvalid,
 		},
 		{
 			name: "newline in a value",
 			file: "muster:\n  server:\n    http:\n      port: \"80\\n80\"\n",
-			want: `config: muster.server.http.port: want an integer, got "80\n80" (line 4)`,
+			want: `config: muster.server.http.port / MUSTER__SERVER__HTTP__PORT: want an integer, got "80\n80" (line 4)`,
 			err:  config.ErrInvalid,
 		},
 		{
 			name: "port out of range",
 			file: "muster:\n  server:\n    http:\n      port: 70000\n",
-			want: "config: muster.server.http.port: want a port number 1-65535, got 70000 (line 4)",
+			want: "config: muster.server.http.port / MUSTER__SERVER__HTTP__PORT: want a port number 1-65535, got 70000 (line 4)",
 			err:  config.ErrInvalid,
 		},
 		{
 			name:    "port out of range from environment",
 			environ: []string{"MUSTER__SERVER__HTTP__PORT=0"},
-			want:    "config: MUSTER__SERVER__HTTP__PORT: want a port number 1-65535, got 0",
+			want:    "config: muster.server.http.port / MUSTER__SERVER__HTTP__PORT: want a port number 1-65535, got 0 (from the environment)",
 			err:     config.ErrInvalid,
 		},
 		{
 			name: "bad host",
 			file: "muster:\n  server:\n    http:\n      host: \"a b\"\n",
-			want: `config: muster.server.http.host: want a host name or IP address, got "a b" (line 4)`,
+			want: `config: muster.server.http.host / MUSTER__SERVER__HTTP__HOST: want a host name or IP address, got "a b" (line 4)`,
 			err:  config.ErrInvalid,
 		},
 		{
 			name: "zero max-load",
 			file: "muster:\n  server:\n    capacity:\n      max-load: 0\n",
-			want: "config: muster.server.capacity.max-load: want a positive integer, got 0 (line 4)",
+			want: "config: muster.server.capacity.max-load / MUSTER__SERVER__CAPACITY__MAX_LOAD: want a positive integer, got 0 (line 4)",
 			err:  config.ErrInvalid,
 		},
 		{
 			name:    "negative drain timeout",
 			environ: []string{"MUSTER__SERVER__DRAIN__TIMEOUT=-1"},
-			want:    "config: MUSTER__SERVER__DRAIN__TIMEOUT: want a positive duration, got -1s",
+			want:    "config: muster.server.drain.timeout / MUSTER__SERVER__DRAIN__TIMEOUT: want a positive duration, got -1s (from the environment)",
 			err:     config.ErrInvalid,
 		},
 		{
 			name: "bad duration",
 			file: "muster:\n  server:\n    drain:\n      timeout: soon\n",
-			want: `config: muster.server.drain.timeout: want seconds (2, 0.5) or a duration ("1500ms"), got "soon" (line 4)`,
+			want: `config: muster.server.drain.timeout / MUSTER__SERVER__DRAIN__TIMEOUT: want seconds (2, 0.5) or a duration ("1500ms"), got "soon" (line 4)`,
 			err:  config.ErrInvalid,
 		},
 		{
 			name: "infinite duration",
 			file: "muster:\n  server:\n    drain:\n      timeout: .inf\n",
-			want: `config: muster.server.drain.timeout: want seconds (2, 0.5) or a duration ("1500ms"), got ".inf" (line 4)`,
+			want: `config: muster.server.drain.timeout / MUSTER__SERVER__DRAIN__TIMEOUT: want seconds (2, 0.5) or a duration ("1500ms"), got ".inf" (line 4)`,
 			err:  config.ErrInvalid,
 		},
 		{
 			name: "heartbeat too short",
 			file: "muster:\n  server:\n    fleet:\n      heartbeat: 0.05\n",
-			want: "config: muster.server.fleet.heartbeat: want at least 100ms, got 50ms (line 4)",
+			want: "config: muster.server.fleet.heartbeat / MUSTER__SERVER__FLEET__HEARTBEAT: want at least 100ms, got 50ms (line 4)",
 			err:  config.ErrInvalid,
 		},
 		{
 			name:    "bad redis",
 			environ: []string{"MUSTER__SERVER__FLEET__REDIS=http://redis:6379"},
-			want:    `config: MUSTER__SERVER__FLEET__REDIS: want "", host:port, a comma-separated list of them, or a redis://, rediss:// or unix:// URL, got "http://redis:6379"`,
+			want:    `config: muster.server.fleet.redis / MUSTER__SERVER__FLEET__REDIS: want "", host:port, a comma-separated list of them, or a redis://, rediss:// or unix:// URL, got "http://redis:6379" (from the environment)`,
 			err:     config.ErrInvalid,
 		},
 		{
 			name:    "redis without port",
 			environ: []string{"MUSTER__SERVER__FLEET__REDIS=redis"},
-			want:    `config: MUSTER__SERVER__FLEET__REDIS: want "", host:port, a comma-separated list of them, or a redis://, rediss:// or unix:// URL, got "redis"`,
+			want:    `config: muster.server.fleet.redis / MUSTER__SERVER__FLEET__REDIS: want "", host:port, a comma-separated list of them, or a redis://, rediss:// or unix:// URL, got "redis" (from the environment)`,
 			err:     config.ErrInvalid,
 		},
 		{
 			name: "empty cluster",
 			file: "muster:\n  server:\n    fleet:\n      cluster: \"\"\n",
-			want: `config: muster.server.fleet.cluster: want a name of 1-256 bytes without { } : or NUL, got "" (line 4)`,
+			want: `config: muster.server.fleet.cluster / MUSTER__SERVER__FLEET__CLUSTER: want a name of 1-256 bytes without { } : or NUL, got "" (line 4)`,
 			err:  config.ErrInvalid,
 		},
 		{
 			name:    "cluster with a brace",
 			environ: []string{"MUSTER__SERVER__FLEET__CLUSTER=a{b}"},
-			want:    `config: MUSTER__SERVER__FLEET__CLUSTER: want a name of 1-256 bytes without { } : or NUL, got "a{b}"`,
+			want:    `config: muster.server.fleet.cluster / MUSTER__SERVER__FLEET__CLUSTER: want a name of 1-256 bytes without { } : or NUL, got "a{b}" (from the environment)`,
 			err:     config.ErrInvalid,
 		},
 		{
 			name: "internal address without port",
 			file: "muster:\n  server:\n    fleet:\n      internal-address: \"{ip}\"\n",
-			want: `config: muster.server.fleet.internal-address: want host:port or {ip}:port, got "{ip}" (line 4)`,
+			want: `config: muster.server.fleet.internal-address / MUSTER__SERVER__FLEET__INTERNAL_ADDRESS: want host:port or {ip}:port, got "{ip}" (line 4)`,
 			err:  config.ErrInvalid,
 		},
 		{
 			name: "internal address with another placeholder",
 			file: "muster:\n  server:\n    fleet:\n      internal-address: \"{node-id}:8000\"\n",
-			want: `config: muster.server.fleet.internal-address: want host:port or {ip}:port, got "{node-id}:8000" (line 4)`,
+			want: `config: muster.server.fleet.internal-address / MUSTER__SERVER__FLEET__INTERNAL_ADDRESS: want host:port or {ip}:port, got "{node-id}:8000" (line 4)`,
 			err:  config.ErrInvalid,
 		},
 		{
 			name: "public address with another placeholder",
 			file: "muster:\n  server:\n    fleet:\n      public-address: \"wss://{ip}.example.com\"\n",
-			want: `config: muster.server.fleet.public-address: want an address or URL, which may hold {node-id}, got "wss://{ip}.example.com" (line 4)`,
+			want: `config: muster.server.fleet.public-address / MUSTER__SERVER__FLEET__PUBLIC_ADDRESS: want an address or URL, which may hold {node-id}, got "wss://{ip}.example.com" (line 4)`,
 			err:  config.ErrInvalid,
 		},
 		{
 			name:    "bad node-param",
 			environ: []string{"MUSTER__SERVER__FLEET__NODE_PARAM=a&b"},
-			want:    `config: MUSTER__SERVER__FLEET__NODE_PARAM: want a query parameter name of letters, digits and - . _ ~, got "a&b"`,
+			want:    `config: muster.server.fleet.node-param / MUSTER__SERVER__FLEET__NODE_PARAM: want a query parameter name of letters, digits and - . _ ~, got "a&b" (from the environment)`,
 			err:     config.ErrInvalid,
 		},
 		{
 			name: "bad node-id",
 			file: "muster:\n  server:\n    fleet:\n      node-id: \"a:b\"\n",
-			want: `config: muster.server.fleet.node-id: want a name of at most 256 bytes without { } : or NUL, got "a:b" (line 4)`,
+			want: `config: muster.server.fleet.node-id / MUSTER__SERVER__FLEET__NODE_ID: want a name of at most 256 bytes without { } : or NUL, got "a:b" (line 4)`,
 			err:  config.ErrInvalid,
 		},
 		{
 			name:    "unknown variable",
 			environ: []string{"MUSTER__SERVER__FLEET__REDIS_URL=x"},
-			want:    "config: MUSTER__SERVER__FLEET__REDIS_URL: unknown key",
+			want:    "config: muster.server.fleet.redis-url / MUSTER__SERVER__FLEET__REDIS_URL: unknown key; did you mean MUSTER__SERVER__FLEET__REDIS? (from the environment)",
 			err:     config.ErrUnknownKey,
 		},
 		{
 			name:    "variable for a section",
 			environ: []string{"MUSTER__SERVER__HTTP=x"},
-			want:    "config: MUSTER__SERVER__HTTP: names a section, not a setting",
+			want:    "config: muster.server.http / MUSTER__SERVER__HTTP: names a section, not a setting (from the environment)",
 			err:     config.ErrUnknownKey,
 		},
 		{
 			name:    "variable with a newline",
 			environ: []string{"MUSTER__SERVER\n=x"},
-			want:    `config: "MUSTER__SERVER\n": unknown key`,
+			want:    `config: "muster.server\n" / "MUSTER__SERVER\n": unknown key; did you mean MUSTER__SERVER? (from the environment)`,
 			err:     config.ErrUnknownKey,
 		},
 		{
 			name:    "wrong type from environment",
 			environ: []string{"MUSTER__SERVER__CAPACITY__MAX_LOAD=abc"},
-			want:    `config: MUSTER__SERVER__CAPACITY__MAX_LOAD: want an integer, got "abc"`,
+			want:    `config: muster.server.capacity.max-load / MUSTER__SERVER__CAPACITY__MAX_LOAD: want an integer, got "abc" (from the environment)`,
 			err:     config.ErrInvalid,
 		},
 		{
 			name:    "set twice",
 			environ: []string{"MUSTER__SERVER__HTTP__PORT=1", "muster__server__http__port=2"},
-			want:    "config: muster__server__http__port: also set by MUSTER__SERVER__HTTP__PORT",
+			want:    "config: muster.server.http.port / muster__server__http__port: also set by MUSTER__SERVER__HTTP__PORT (from the environment)",
 			err:     config.ErrInvalid,
 		},
 	}
@@ -448,14 +454,14 @@ func TestLoadNamesFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := config.Load(path, nil)
-	want := "config: muster.server.capacity.max-load: want a positive integer, got -3 (" + path + " line 4)"
+	want := "config: muster.server.capacity.max-load / MUSTER__SERVER__CAPACITY__MAX_LOAD: want a positive integer, got -3 (" + path + " line 4)"
 	if err == nil || err.Error() != want {
 		t.Errorf("Load = %v, want %s", err, want)
 	}
 
 	// The environment's value is the one to blame.
 	_, err = config.Load(path, []string{"MUSTER__SERVER__CAPACITY__MAX_LOAD=-4"})
-	want = "config: MUSTER__SERVER__CAPACITY__MAX_LOAD: want a positive integer, got -4"
+	want = "config: muster.server.capacity.max-load / MUSTER__SERVER__CAPACITY__MAX_LOAD: want a positive integer, got -4 (from the environment)"
 	if err == nil || err.Error() != want {
 		t.Errorf("Load = %v, want %s", err, want)
 	}
@@ -473,7 +479,7 @@ func TestApplyEnvKeepsConfigOnError(t *testing.T) {
 	if !errors.As(err, &e) || e.Var != "MUSTER__NOPE" || e.Key != "muster.nope" {
 		t.Fatalf("ApplyEnv = %#v, want an *Error for MUSTER__NOPE", err)
 	}
-	if c != config.Default() {
+	if !reflect.DeepEqual(c, config.Default()) {
 		t.Errorf("config changed to %+v", c)
 	}
 }
@@ -509,6 +515,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 	want := config.Default()
 	want.Server.Drain.Timeout = config.Duration(1500 * time.Millisecond)
 	want.Server.Fleet.Redis = "redis://:pw@redis:6379/1"
+	want.Security.Key = "0123456789abcdef"
 	want.Server.Fleet.PublicAddress = "wss://{node-id}.example.com"
 	data, err := yaml.Marshal(file{want})
 	if err != nil {
@@ -518,7 +525,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 		t.Errorf("timeout not marshalled as seconds:\n%s", data)
 	}
 	got, err := config.Parse(data, nil)
-	if err != nil || got != want {
+	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("Parse(Marshal(c)) = %+v, %v; want %+v", got, err, want)
 	}
 }

@@ -17,8 +17,17 @@
 //
 // Any bad setting (malformed YAML, an unknown key under muster, a value of the
 // wrong type or out of range) is an *Error whose message is one line naming
-// the key, the problem and where the value came from, fit to stop start-up
-// with. Keys of the file outside muster are left to the game.
+// the key both as config.yml and as the environment write it, the problem
+// (with "did you mean" for a near miss) and where the value came from, fit
+// to stop start-up with. Keys of the file outside muster are left to the
+// game. A fleet (muster.server.fleet.redis set) needs muster.security.key,
+// at least MinKeyLen bytes. Validate holds every rule; muster config check
+// and start-up both run it. No message shows a key, and a Redis URL's
+// password is hidden (RedactURL).
+//
+// What loading lets pass but a server should log at start, such as a
+// MUSTER_SERVER_HTTP_PORT variable with single underscores (ignored), is in
+// Config.Warnings.
 //
 // Loading has no side effects beyond reading the file; a Config is a plain
 // value, safe to copy and to read from many goroutines.

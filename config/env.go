@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 )
@@ -20,13 +21,35 @@ func ApplyEnv(c *Config, environ []string) error {
 		return err
 	}
 	*c = l.cfg
+	c.warnings = append(c.warnings[:len(c.warnings):len(c.warnings)], l.warnings...)
 	return nil
+}
+
+// ownVars are MUSTER_ variables that are not settings: the muster
+// command's own.
+var ownVars = map[string]bool{"MUSTER_DRAIN_TOKEN": true}
+
+// singleUnderscore warns of a MUSTER_ variable that looks like a setting
+// written with single underscores, which is ignored.
+func (l *loader) singleUnderscore(name string) {
+	const single = "MUSTER_"
+	if len(name) <= len(single) || !strings.EqualFold(name[:len(single)], single) || ownVars[strings.ToUpper(name)] {
+		return
+	}
+	if k := nearestVar(name); k != "" {
+		l.warnings = append(l.warnings, fmt.Sprintf("config: %s is ignored: did you mean %s (%s)? A setting's variable has a double underscore between levels",
+			oneLine(name), EnvName(k), k))
+	}
 }
 
 func (l *loader) env(environ []string) error {
 	for _, kv := range environ {
 		name, value, ok := strings.Cut(kv, "=")
-		if !ok || len(name) < len(envPrefix) || !strings.EqualFold(name[:len(envPrefix)], envPrefix) {
+		if !ok {
+			continue
+		}
+		if len(name) < len(envPrefix) || !strings.EqualFold(name[:len(envPrefix)], envPrefix) {
+			l.singleUnderscore(name)
 			continue
 		}
 		keys := strings.Split(strings.ToLower(name[len(envPrefix):]), "__")
@@ -39,7 +62,7 @@ func (l *loader) env(environ []string) error {
 		for _, k := range keys {
 			f, ok := field(v, k)
 			if !ok {
-				return at.errorf(ErrUnknownKey, path, "unknown key")
+				return at.errorf(ErrUnknownKey, path, "unknown key%s", didYouMean(path, true))
 			}
 			v = f
 		}

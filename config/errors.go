@@ -26,13 +26,15 @@ var (
 	ErrInvalid = errors.New("config: invalid setting")
 )
 
-// Error is a bad setting. Its message is one line, such as
+// Error is a bad setting. Its message is one line that names the key both
+// as config.yml writes it and as the environment does, the problem, and
+// where the value came from, such as
 //
-//	config: muster.server.http.port: want a port number 1-65535, got 0 (config.yml line 4)
-//	config: MUSTER__SERVER__HTTP__PORT: want an integer, got "abc"
+//	config: muster.server.http.port / MUSTER__SERVER__HTTP__PORT: want a port number 1-65535, got 0 (config.yml line 4)
+//	config: muster.server.http.port / MUSTER__SERVER__HTTP__PORT: want an integer, got "abc" (from the environment)
 //
 // It wraps one of the sentinels ErrSyntax, ErrNoRoot, ErrUnknownKey or
-// ErrInvalid.
+// ErrInvalid. A Redis URL in it has its password hidden.
 type Error struct {
 	Key     string // dotted key path, e.g. "muster.server.http.port"; "" for bad YAML syntax
 	Var     string // the environment variable that set the value, if any
@@ -47,11 +49,16 @@ type Error struct {
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("config: ")
-	if name := cmp.Or(e.Var, e.Key); name != "" {
-		b.WriteString(oneLine(name) + ": ")
+	switch {
+	case e.Key != "":
+		b.WriteString(oneLine(e.Key) + " / " + oneLine(cmp.Or(e.Var, EnvName(e.Key))) + ": ")
+	case e.Var != "":
+		b.WriteString(oneLine(e.Var) + ": ")
 	}
 	b.WriteString(oneLine(e.Problem))
 	switch {
+	case e.Var != "":
+		b.WriteString(" (from the environment)")
 	case e.File != "" && e.Line > 0:
 		fmt.Fprintf(&b, " (%s line %d)", oneLine(e.File), e.Line)
 	case e.Line > 0:
@@ -60,6 +67,12 @@ func (e *Error) Error() string {
 		fmt.Fprintf(&b, " (%s)", oneLine(e.File))
 	}
 	return b.String()
+}
+
+// EnvName returns the environment variable that sets the dotted key path
+// key: "muster.server.http.port" gives MUSTER__SERVER__HTTP__PORT.
+func EnvName(key string) string {
+	return strings.ToUpper(strings.ReplaceAll(strings.ReplaceAll(key, "-", "_"), ".", "__"))
 }
 
 // Unwrap returns the sentinel.

@@ -16,7 +16,7 @@ muster:
       internal-address: "{ip}:8000"
       public-address: "wss://{node-id}.example.com"
   security:
-    key: s3cret
+    key: 0123456789abcdef0123
 `)
 	// In a server: config.Load("config.yml", os.Environ()).
 	cfg, err := config.Parse(file, []string{
@@ -31,7 +31,7 @@ muster:
 	fmt.Println(cfg.InternalAddress("10.0.0.7"), cfg.PublicAddress("eu-1"), cfg.Secret())
 	// Output:
 	// redis:6379 300 6m0s
-	// 10.0.0.7:8000 wss://eu-1.example.com s3cret
+	// 10.0.0.7:8000 wss://eu-1.example.com 0123456789abcdef0123
 }
 
 func ExampleParse_error() {
@@ -43,5 +43,5 @@ muster:
 `)
 	_, err := config.Parse(file, nil)
 	fmt.Println(err)
-	// Output: config: muster.server.fleet.hearbeat: unknown key (line 5)
+	// Output: config: muster.server.fleet.hearbeat / MUSTER__SERVER__FLEET__HEARBEAT: unknown key; did you mean muster.server.fleet.heartbeat? (line 5)
 }

@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -30,7 +31,7 @@ func FuzzApplyEnv(f *testing.F) {
 		err := config.ApplyEnv(&c, environ)
 		checkError(t, err)
 		if err != nil {
-			if c != config.Default() {
+			if !reflect.DeepEqual(c, config.Default()) {
 				t.Fatalf("ApplyEnv failed but changed the config to %+v", c)
 			}
 			return

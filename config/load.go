@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -43,9 +44,10 @@ func Parse(data []byte, environ []string) (Config, error) {
 // A loader builds a Config and remembers where each key's value came from,
 // so that Validate's errors can point there.
 type loader struct {
-	cfg     Config
-	path    string
-	origins map[string]origin // by dotted key path
+	cfg      Config
+	path     string
+	origins  map[string]origin // by dotted key path
+	warnings []string
 }
 
 func newLoader(path string) *loader {
@@ -64,6 +66,7 @@ func (l *loader) finish(environ []string) (Config, error) {
 		}
 		return Config{}, err
 	}
+	l.cfg.warnings = l.warnings
 	return l.cfg, nil
 }
 
@@ -71,7 +74,7 @@ func (l *loader) finish(environ []string) (Config, error) {
 func (l *loader) file(data []byte) error {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return l.syntaxError(err)
+		return l.syntaxError(data, err)
 	}
 	root := struct {
 		Muster Config `yaml:"muster"`
@@ -82,7 +85,11 @@ func (l *loader) file(data []byte) error {
 		}
 	}
 	if _, ok := l.origins["muster"]; !ok {
-		return &Error{File: l.path, Problem: "missing root key muster", Err: ErrNoRoot}
+		e := &Error{File: l.path, Problem: "missing root key muster", Err: ErrNoRoot}
+		if k := nearRoot(&doc); k != nil {
+			e.Line, e.Problem = k.Line, fmt.Sprintf("missing root key muster; did you mean muster, not %s?", quote(k.Value))
+		}
+		return e
 	}
 	l.cfg = root.Muster
 	return nil
@@ -121,7 +128,7 @@ func (l *loader) decode(v reflect.Value, n *yaml.Node, path string) error {
 			if path == "" {
 				continue
 			}
-			return keyAt.errorf(ErrUnknownKey, key, "unknown key")
+			return keyAt.errorf(ErrUnknownKey, key, "unknown key%s", didYouMean(key, false))
 		case seen[k.Value]:
 			return keyAt.errorf(ErrSyntax, key, "key written twice")
 		}
@@ -134,16 +141,43 @@ func (l *loader) decode(v reflect.Value, n *yaml.Node, path string) error {
 }
 
 // syntaxError turns a yaml.v3 error ("yaml: line 3: could not find
-// expected ':'") into an *Error.
-func (l *loader) syntaxError(err error) error {
+// expected ':'") into an *Error. yaml.v3 often names the line where the
+// enclosing mapping began rather than the bad one, so the line is found
+// again: it is the one after the longest run of leading lines that still
+// parses.
+func (l *loader) syntaxError(data []byte, err error) error {
 	e := &Error{File: l.path, Problem: strings.TrimPrefix(err.Error(), "yaml: "), Err: ErrSyntax}
 	if rest, ok := strings.CutPrefix(e.Problem, "line "); ok {
 		num, problem, _ := strings.Cut(rest, ": ")
 		if line, err := strconv.Atoi(num); err == nil && problem != "" {
 			e.Line, e.Problem = line, problem
+			if bad := badLine(data); bad > 0 {
+				e.Line = bad
+			}
 		}
 	}
 	return e
+}
+
+// maxSearchLines bounds badLine's work, which is quadratic in the lines.
+const maxSearchLines = 2000
+
+// badLine returns the first line of data after its longest prefix of whole
+// lines that parses as YAML, or 0 when it cannot tell.
+func badLine(data []byte) int {
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	if len(lines) > maxSearchLines {
+		return 0
+	}
+	end := len(data)
+	for n := len(lines) - 1; n >= 0; n-- {
+		end -= len(lines[n])
+		var doc yaml.Node
+		if yaml.Unmarshal(data[:end], &doc) == nil {
+			return n + 1
+		}
+	}
+	return 0
 }
 
 // field returns the field of v whose yaml tag is name, if v is a struct.
@@ -153,7 +187,7 @@ func field(v reflect.Value, name string) (reflect.Value, bool) {
 	}
 	t := v.Type()
 	for i := range t.NumField() {
-		if t.Field(i).Tag.Get("yaml") == name {
+		if f := t.Field(i); f.IsExported() && name != "" && f.Tag.Get("yaml") == name {
 			return v.Field(i), true
 		}
 	}
@@ -168,7 +202,7 @@ func set(v reflect.Value, s string) error {
 	case *int:
 		n, err := strconv.Atoi(s)
 		if err != nil {
-			return fmt.Errorf("want an integer, got %q", s)
+			return fmt.Errorf("want an integer, got %s", quote(s))
 		}
 		*p = n
 	case *Duration:
@@ -188,5 +222,20 @@ func describe(n *yaml.Node) string {
 	case yaml.SequenceNode:
 		return "a list"
 	}
-	return strconv.Quote(n.Value)
+	return quote(n.Value)
+}
+
+// nearRoot returns a top-level key that looks like a misspelt muster, or
+// nil.
+func nearRoot(doc *yaml.Node) *yaml.Node {
+	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil
+	}
+	m := doc.Content[0]
+	for i := 0; i < len(m.Content); i += 2 {
+		if k := m.Content[i]; k.Kind == yaml.ScalarNode && len(k.Value) < 20 && editDistance(strings.ToLower(k.Value), "muster") <= 2 {
+			return k
+		}
+	}
+	return nil
 }

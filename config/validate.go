@@ -19,32 +19,58 @@ func (c Config) Validate() error {
 	}
 	switch {
 	case h.Host != "" && !validHost(h.Host):
-		return bad("server.http.host", "want a host name or IP address, got %q", h.Host)
+		return bad("server.http.host", "want a host name or IP address, got %s", quote(h.Host))
 	case h.Port < 1 || h.Port > 65535:
 		return bad("server.http.port", "want a port number 1-65535, got %d", h.Port)
 	case !validProxies(h.TrustedProxies):
-		return bad("server.http.trusted-proxies", "want comma-separated IP addresses or CIDR ranges, got %q", h.TrustedProxies)
+		return bad("server.http.trusted-proxies", "want comma-separated IP addresses or CIDR ranges, got %s", quote(h.TrustedProxies))
 	case c.Server.Capacity.MaxLoad < 1:
 		return bad("server.capacity.max-load", "want a positive integer, got %d", c.Server.Capacity.MaxLoad)
 	case c.Server.Drain.Timeout <= 0:
 		return bad("server.drain.timeout", "want a positive duration, got %s", c.Server.Drain.Timeout)
 	case !validRedis(f.Redis):
-		return bad("server.fleet.redis", `want "", host:port, a comma-separated list of them, or a redis://, rediss:// or unix:// URL, got %q`, f.Redis)
+		return bad("server.fleet.redis", `want "", host:port, a comma-separated list of them, or a redis://, rediss:// or unix:// URL, got %s`, quote(f.Redis))
 	case backplane.ValidateName("cluster", f.Cluster) != nil:
-		return bad("server.fleet.cluster", "want a name of 1-256 bytes without { } : or NUL, got %q", f.Cluster)
+		return bad("server.fleet.cluster", "want a name of 1-256 bytes without { } : or NUL, got %s", quote(f.Cluster))
 	case f.Heartbeat < Duration(100*time.Millisecond):
 		return bad("server.fleet.heartbeat", "want at least 100ms, got %s", f.Heartbeat)
 	case f.InternalAddress != "" && !validInternal(f.InternalAddress):
-		return bad("server.fleet.internal-address", "want host:port or {ip}:port, got %q", f.InternalAddress)
+		return bad("server.fleet.internal-address", "want host:port or {ip}:port, got %s", quote(f.InternalAddress))
 	case !validPublic(f.PublicAddress):
-		return bad("server.fleet.public-address", "want an address or URL, which may hold {node-id}, got %q", f.PublicAddress)
+		return bad("server.fleet.public-address", "want an address or URL, which may hold {node-id}, got %s", quote(f.PublicAddress))
 	case f.NodeParam == "" || strings.ContainsFunc(f.NodeParam, notUnreserved):
-		return bad("server.fleet.node-param", "want a query parameter name of letters, digits and - . _ ~, got %q", f.NodeParam)
+		return bad("server.fleet.node-param", "want a query parameter name of letters, digits and - . _ ~, got %s", quote(f.NodeParam))
 	case f.NodeID != "" && backplane.ValidateName("node id", f.NodeID) != nil:
-		return bad("server.fleet.node-id", "want a name of at most 256 bytes without { } : or NUL, got %q", f.NodeID)
+		return bad("server.fleet.node-id", "want a name of at most 256 bytes without { } : or NUL, got %s", quote(f.NodeID))
+	}
+	return c.validateKeys()
+}
+
+// MinKeyLen is the shortest security key (and relay secret) a server
+// accepts, in bytes: the relay's own minimum.
+const MinKeyLen = 16
+
+// validateKeys checks the secrets. A fleet needs the security key: without
+// it each server would sign tickets and relayed requests with a key of its
+// own, and no server could check another's. A key is never echoed.
+func (c Config) validateKeys() error {
+	bad := func(key, format string, args ...any) error {
+		return origin{}.errorf(ErrInvalid, "muster."+key, format, args...)
+	}
+	k, s := c.Security.Key, c.Server.Fleet.Secret
+	switch {
+	case k == "" && c.Server.Fleet.Redis != "":
+		return bad("security.key", "a fleet (muster.server.fleet.redis is set) needs a security key of at least %d bytes, the same on every server", MinKeyLen)
+	case k != "" && len(k) < MinKeyLen:
+		return bad("security.key", "want at least %d bytes, got %d", MinKeyLen, len(k))
+	case s != "" && len(s) < MinKeyLen:
+		return bad("server.fleet.secret", "want at least %d bytes, got %d", MinKeyLen, len(s))
 	}
 	return nil
 }
+
+// quote quotes a value for a message, with any URL password hidden.
+func quote(s string) string { return strconv.Quote(RedactURL(s)) }
 
 // validHost reports whether h is an IP address or a host name.
 func validHost(h string) bool {

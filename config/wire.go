@@ -2,6 +2,7 @@ package config
 
 import (
 	"crypto/rand"
+	"fmt"
 	"net"
 	"os"
 	"strings"
@@ -77,5 +78,11 @@ func (c Config) OpenBackplane() (backplane.Backplane, error) {
 		}
 		return b, nil
 	}
-	return redis.Open(redis.Config{URL: c.Server.Fleet.Redis, Cluster: c.Server.Fleet.Cluster})
+	b, err := redis.Open(redis.Config{URL: c.Server.Fleet.Redis, Cluster: c.Server.Fleet.Cluster})
+	if err != nil {
+		// The client's own errors may quote the URL, password and all.
+		msg := strings.ReplaceAll(err.Error(), c.Server.Fleet.Redis, RedactURL(c.Server.Fleet.Redis))
+		return nil, fmt.Errorf("config: muster.server.fleet.redis / MUSTER__SERVER__FLEET__REDIS: %s", msg)
+	}
+	return b, nil
 }
