@@ -31,6 +31,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/muster-gg/muster/clients/js"
 	"github.com/muster-gg/muster/config"
 	"github.com/muster-gg/muster/dashboard"
 	"github.com/muster-gg/muster/fleet"
@@ -104,6 +105,7 @@ func run(path string, logger *slog.Logger) error {
 	r.Handle("/play", host.Handler())
 	r.Post("/ticket", ticketHandler(host))
 	web, _ := fs.Sub(static, "static")
+	r.Handle("/client/*", http.StripPrefix("/client/", js.Handler())) // the Muster client the page loads
 	r.Handle("/*", http.FileServerFS(web))
 
 	addr := net.JoinHostPort(cfg.Server.HTTP.Host, strconv.Itoa(cfg.Server.HTTP.Port))

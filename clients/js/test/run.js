@@ -1,0 +1,12 @@
+// Runs the tests with Node's test runner. Node.js 20 has its WebSocket
+// behind a flag; later versions have it on.
+import { spawnSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const dir = dirname(fileURLToPath(import.meta.url));
+const files = readdirSync(dir).filter((f) => f.endsWith('.test.js')).sort().map((f) => join(dir, f));
+const flags = typeof globalThis.WebSocket === 'function' ? [] : ['--experimental-websocket'];
+const res = spawnSync(process.execPath, [...flags, '--test', ...files], { stdio: 'inherit' });
+process.exit(res.status ?? 1);
