@@ -25,7 +25,7 @@ type (
 
 type server struct {
 	*hosttest.Server
-	lm *lobby.Module[*sim, int, string]
+	lm *lobby.Module
 }
 
 type setup struct {
@@ -41,13 +41,13 @@ const cooldown = hosttest.Cooldown
 func startServers(tb testing.TB, o setup) []*server {
 	tb.Helper()
 	out := make([]*server, o.servers)
-	servers := hosttest.StartServers(tb, hosttest.Sockets{Servers: o.servers, MatchLen: o.matchLen, Modules: func(i int) []hosttest.Module {
-		lm, err := lobby.New[*sim, int, string](lobby.Config{Tick: 20 * time.Millisecond})
+	servers := hosttest.StartServers(tb, hosttest.Sockets{Servers: o.servers, MatchLen: o.matchLen, Modules: func(i int) []room.Module {
+		lm, err := lobby.New(lobby.Config{Tick: 20 * time.Millisecond})
 		if err != nil {
 			tb.Fatal(err)
 		}
 		out[i] = &server{lm: lm}
-		return []hosttest.Module{lm}
+		return []room.Module{lm}
 	}})
 	for i, s := range servers {
 		out[i].Server = s

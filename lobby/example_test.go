@@ -22,7 +22,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	lobbies, err := lobby.New[*sim, int, string](lobby.Config{CodeLength: 4})
+	lobbies, err := lobby.New(lobby.Config{CodeLength: 4})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -15,7 +15,7 @@ import (
 func FuzzArrive(f *testing.F) {
 	f.Add([]byte(`{"code":"K7QXM","role":"host","host":"p1","members":["p1","p2"],"from":"s1"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := New[*sim, int, string](Config{})
+		m, err := New(Config{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -50,7 +50,7 @@ type node struct {
 	srv  *fleettest.Server
 	game *game
 	host *room.Host[*sim, int, string]
-	lm   *Module[*sim, int, string]
+	lm   *Module
 }
 
 type moveRec struct {
@@ -77,24 +77,22 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lm, err := New[*sim, int, string](Config{})
+		lm, err := New(Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := h.Use(lm); err != nil {
 			t.Fatal(err)
 		}
-		lm.env = testEnv{n}
+		lm.env = testEnv{h, n}
 		h.UseFleet(s.Fleet)
 		if o.server {
 			h.UseServer(s.Fleet)
 		}
 		n.host, n.lm = h, lm
 		c.nodes = append(c.nodes, n)
-		hosttest.GoRun(t, h.Run)
-		if o.run {
-			hosttest.GoRun(t, lm.Run)
-		}
+		lm.manual = !o.run       // the test steps it by hand
+		hosttest.GoRun(t, h.Run) // runs lm.Run too
 	}
 	time.Sleep(fleettest.Heartbeat)
 	synctest.Wait()
@@ -161,11 +159,14 @@ func (c *cluster) create(n *node, id string) string {
 	return code
 }
 
-type testEnv struct{ n *node }
+type testEnv struct {
+	*room.Host[*sim, int, string] // the rest of room.ModuleHost
+	n                             *node
+}
 
 func (e testEnv) Fleet() room.Fleet { return e.n.srv.Fleet }
 
-func (e testEnv) Move(ctx context.Context, id string, to fleet.Node, reason string, ho *room.Handoff) error {
+func (e testEnv) MovePlayer(ctx context.Context, id string, to fleet.Node, reason string, ho *room.Handoff) error {
 	c, target := e.n.c, e.n.c.node(to.ID)
 	redirect := e.n.game.Redirect(room.Redirect{NodeID: to.ID, Reason: reason})
 	now, err := c.Players.Move(ctx, e.n.srv, target.srv, id, ho, e.n.host.Config().MoveCooldown, redirect)
@@ -193,4 +194,3 @@ func (e testEnv) Open(ctx context.Context, info room.Info) error {
 func (e testEnv) Send(id string, p room.Packet) { e.n.c.Send(e.n.srv.ID(), id, p) }
 func (e testEnv) Connected(id string) bool      { return e.n.c.Where(id) == e.n.srv.ID() }
 func (e testEnv) DrainPacket() room.Packet      { return e.n.game.ServerDraining() }
-func (e testEnv) Cooldown() time.Duration       { return e.n.host.Config().MoveCooldown }

@@ -12,18 +12,19 @@ import (
 	"time"
 
 	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/hostenv"
+	"github.com/muster-gg/muster/internal/drainloop"
 	"github.com/muster-gg/muster/room"
 )
 
 // Module is the lobby module of a room host: players create lobbies with
 // short codes that work on every server of the fleet, join them, and the
 // host starts a match for the members. Create it with New, add it with
-// room.Host.Use, and run Run beside the host's Run. It is safe for
+// room.Host.Use, and the host's Run runs Run. It is safe for
 // concurrent use.
-type Module[Sim, Input, Player any] struct {
+type Module struct {
 	cfg      Config
-	env      hostenv.Env
+	manual   bool // tests: Run does nothing, the test calls step
+	env      room.ModuleHost
 	codec    room.Codec
 	logger   *slog.Logger
 	gen      func() string // makes a candidate code
@@ -69,12 +70,12 @@ type wait struct {
 }
 
 // New returns a lobby module. It checks cfg and starts nothing.
-func New[Sim, Input, Player any](cfg Config) (*Module[Sim, Input, Player], error) {
+func New(cfg Config) (*Module, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	return &Module[Sim, Input, Player]{
+	return &Module{
 		cfg:      cfg,
 		gen:      func() string { return newCode(cfg.CodeLength) },
 		attempts: 16,
@@ -87,27 +88,27 @@ func New[Sim, Input, Player any](cfg Config) (*Module[Sim, Input, Player], error
 }
 
 // Attach implements room.Module. Host.Use calls it.
-func (m *Module[Sim, Input, Player]) Attach(h *room.Host[Sim, Input, Player]) error {
+func (m *Module) Attach(h room.ModuleHost) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.env != nil {
 		return errors.New("lobby: module attached twice")
 	}
-	m.env = hostenv.Host[Sim, Input, Player]{H: h}
+	m.env = h
 	m.codec = h.Codec()
 	m.logger = h.Logger().With("module", "lobby")
 	return nil
 }
 
 // MessageTypes implements room.MessageHandler.
-func (m *Module[Sim, Input, Player]) MessageTypes() []string {
+func (m *Module) MessageTypes() []string {
 	return []string{MsgCreate, MsgJoin, MsgLeave, MsgStart}
 }
 
 // HandleMessage implements room.MessageHandler. A refused request is
 // answered with an ErrorPacket; only an undecodable one closes the
 // connection.
-func (m *Module[Sim, Input, Player]) HandleMessage(ctx context.Context, c *room.Client, typ string, body []byte) error {
+func (m *Module) HandleMessage(ctx context.Context, c *room.Client, typ string, body []byte) error {
 	switch typ {
 	case MsgCreate:
 		m.create(ctx, c.ID(), c.CooldownFrom())
@@ -130,21 +131,21 @@ func (m *Module[Sim, Input, Player]) HandleMessage(ctx context.Context, c *room.
 // Arrived implements room.ArrivalHandler: a player who brings a lobby
 // handoff joins its lobby here, re-creating it under the same code when
 // the whole lobby moved, or creates one.
-func (m *Module[Sim, Input, Player]) Arrived(ctx context.Context, c *room.Client, ho room.Handoff) {
+func (m *Module) Arrived(ctx context.Context, c *room.Client, ho room.Handoff) {
 	m.arrive(ctx, c.ID(), ho, c.CooldownFrom(), time.Now())
 }
 
 // Disconnected implements room.DisconnectHandler: a member whose
 // connection ends leaves its lobby, unless the lobby's match is running
 // (it may come back to its seat) or it is being moved.
-func (m *Module[Sim, Input, Player]) Disconnected(c *room.Client) {
+func (m *Module) Disconnected(c *room.Client) {
 	if m.env.Connected(c.ID()) {
 		return // replaced by a newer connection
 	}
 	m.disconnected(c.ID())
 }
 
-func (m *Module[Sim, Input, Player]) disconnected(id string) {
+func (m *Module) disconnected(id string) {
 	m.mu.Lock()
 	delete(m.waits, id)
 	l := m.players[id]
@@ -171,7 +172,7 @@ func (m *Module[Sim, Input, Player]) disconnected(id string) {
 // RoomEnded implements room.RoomEndHandler: a lobby whose match ended is
 // open again; members who left during the match are dropped. On a
 // draining server the lobby then moves.
-func (m *Module[Sim, Input, Player]) RoomEnded(info room.Info, _ string) {
+func (m *Module) RoomEnded(info room.Info, _ string) {
 	m.mu.Lock()
 	l := m.rooms[info.ID]
 	delete(m.rooms, info.ID)
@@ -192,14 +193,17 @@ func (m *Module[Sim, Input, Player]) RoomEnded(info room.Info, _ string) {
 
 // Run does the module's housekeeping every Config.Tick until ctx ends:
 // joins waiting for the move cooldown, members moved with a lobby who
-// never arrived. Run it beside the host's Run; it returns nil when ctx
-// ends.
-func (m *Module[Sim, Input, Player]) Run(ctx context.Context) error {
+// never arrived. The host's Run runs it; it returns nil when ctx ends.
+func (m *Module) Run(ctx context.Context) error {
 	m.mu.Lock()
 	attached := m.env != nil
 	m.mu.Unlock()
 	if !attached {
 		return ErrNotAttached
+	}
+	if m.manual {
+		<-ctx.Done()
+		return nil
 	}
 	t := time.NewTicker(m.cfg.Tick)
 	defer t.Stop()
@@ -218,16 +222,16 @@ func (m *Module[Sim, Input, Player]) Run(ctx context.Context) error {
 // is running moves when the match ends. With nowhere to go, the members
 // are told (the game's ServerDraining packet). Drain returns when no
 // lobby is left here, or when ctx ends.
-func (m *Module[Sim, Input, Player]) Drain(ctx context.Context) error {
+func (m *Module) Drain(ctx context.Context) error {
 	m.mu.Lock()
 	m.draining = true
 	m.mu.Unlock()
-	hostenv.Drain(ctx, m.cfg.Tick, m.step, m.tellRest)
+	drainloop.Run(ctx, m.cfg.Tick, m.step, m.tellRest)
 	return nil
 }
 
 // Lobby returns a snapshot of the lobby code on this server.
-func (m *Module[Sim, Input, Player]) Lobby(code string) (StatePacket, bool) {
+func (m *Module) Lobby(code string) (StatePacket, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	l := m.lobbies[code]
@@ -238,7 +242,7 @@ func (m *Module[Sim, Input, Player]) Lobby(code string) (StatePacket, bool) {
 }
 
 // LobbyOf returns the code of player id's lobby on this server, or "".
-func (m *Module[Sim, Input, Player]) LobbyOf(id string) string {
+func (m *Module) LobbyOf(id string) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if l := m.players[id]; l != nil {
@@ -248,20 +252,20 @@ func (m *Module[Sim, Input, Player]) LobbyOf(id string) string {
 }
 
 // Lobbies returns the number of lobbies on this server.
-func (m *Module[Sim, Input, Player]) Lobbies() int {
+func (m *Module) Lobbies() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.lobbies)
 }
 
-func (m *Module[Sim, Input, Player]) fail(id string, err error) {
+func (m *Module) fail(id string, err error) {
 	m.env.Send(id, ErrorPacket{Type: TypeError, Error: err.Error()})
 }
 
 // create makes a lobby with player id as its host, under a code claimed
 // for this server in the whole fleet. A draining server sends the player
 // to another server to create it there.
-func (m *Module[Sim, Input, Player]) create(ctx context.Context, id string, arrived time.Time) {
+func (m *Module) create(ctx context.Context, id string, arrived time.Time) {
 	m.mu.Lock()
 	switch {
 	case m.players[id] != nil:
@@ -303,7 +307,7 @@ type uniqueClaimer interface {
 
 // claim finds a free code and claims it, reserved locally until the
 // caller drops the reservation.
-func (m *Module[Sim, Input, Player]) claim(ctx context.Context) (string, error) {
+func (m *Module) claim(ctx context.Context) (string, error) {
 	f := m.env.Fleet()
 	uc, _ := f.(uniqueClaimer)
 	for range m.attempts {
@@ -340,13 +344,13 @@ func (m *Module[Sim, Input, Player]) claim(ctx context.Context) (string, error) 
 	return "", fmt.Errorf("claim lobby code: %d codes taken", m.attempts)
 }
 
-func (m *Module[Sim, Input, Player]) unreserve(code string) {
+func (m *Module) unreserve(code string) {
 	m.mu.Lock()
 	delete(m.reserved, code)
 	m.mu.Unlock()
 }
 
-func (m *Module[Sim, Input, Player]) release(ctx context.Context, code string) {
+func (m *Module) release(ctx context.Context, code string) {
 	f := m.env.Fleet()
 	if f == nil {
 		return
@@ -358,7 +362,7 @@ func (m *Module[Sim, Input, Player]) release(ctx context.Context, code string) {
 
 // join adds player id to the lobby of code: here if it is here, or on the
 // server that holds the code, where the player is sent with a handoff.
-func (m *Module[Sim, Input, Player]) join(ctx context.Context, id, raw string, arrived time.Time) {
+func (m *Module) join(ctx context.Context, id, raw string, arrived time.Time) {
 	code, ok := NormalizeCode(raw)
 	if !ok {
 		m.fail(id, ErrBadCode)
@@ -397,7 +401,7 @@ func (m *Module[Sim, Input, Player]) join(ctx context.Context, id, raw string, a
 // locateAndMove sends player w.id to the server holding lobby w.code. A
 // lobby on a draining server is on its way elsewhere: the join waits and
 // locates it again.
-func (m *Module[Sim, Input, Player]) locateAndMove(ctx context.Context, w *wait) {
+func (m *Module) locateAndMove(ctx context.Context, w *wait) {
 	f := m.env.Fleet()
 	n, err := f.Locate(ctx, fleet.KindLobby, w.code)
 	switch {
@@ -422,7 +426,7 @@ func (m *Module[Sim, Input, Player]) locateAndMove(ctx context.Context, w *wait)
 
 // moveWait tries a join or creation move; within the cooldown it waits
 // for the next step.
-func (m *Module[Sim, Input, Player]) moveWait(ctx context.Context, w *wait) {
+func (m *Module) moveWait(ctx context.Context, w *wait) {
 	d := handoff{Code: w.code, Role: RoleMember, Create: w.create, From: m.self()}
 	reason := room.ReasonLobby
 	if w.create {
@@ -430,7 +434,7 @@ func (m *Module[Sim, Input, Player]) moveWait(ctx context.Context, w *wait) {
 	}
 	err := m.move(ctx, w.id, w.to, reason, d)
 	switch {
-	case err == nil, errors.Is(err, hostenv.ErrGone):
+	case err == nil, errors.Is(err, room.ErrGone):
 	case errors.Is(err, room.ErrCooldown):
 		m.mu.Lock()
 		if m.players[w.id] == nil {
@@ -443,15 +447,15 @@ func (m *Module[Sim, Input, Player]) moveWait(ctx context.Context, w *wait) {
 	}
 }
 
-func (m *Module[Sim, Input, Player]) move(ctx context.Context, id string, to fleet.Node, reason string, d handoff) error {
+func (m *Module) move(ctx context.Context, id string, to fleet.Node, reason string, d handoff) error {
 	data, err := json.Marshal(d)
 	if err != nil {
 		return err
 	}
-	return m.env.Move(ctx, id, to, reason, &room.Handoff{Kind: HandoffKind, Data: data})
+	return m.env.MovePlayer(ctx, id, to, reason, &room.Handoff{Kind: HandoffKind, Data: data})
 }
 
-func (m *Module[Sim, Input, Player]) leave(ctx context.Context, id string) {
+func (m *Module) leave(ctx context.Context, id string) {
 	m.mu.Lock()
 	delete(m.waits, id)
 	l := m.players[id]
@@ -468,7 +472,7 @@ func (m *Module[Sim, Input, Player]) leave(ctx context.Context, id string) {
 
 // start opens a room for the present members of player id's lobby, if id
 // is its host.
-func (m *Module[Sim, Input, Player]) start(ctx context.Context, id string) {
+func (m *Module) start(ctx context.Context, id string) {
 	m.mu.Lock()
 	l := m.players[id]
 	var err error
@@ -511,7 +515,7 @@ func (m *Module[Sim, Input, Player]) start(ctx context.Context, id string) {
 }
 
 // arrive takes a lobby handoff.
-func (m *Module[Sim, Input, Player]) arrive(ctx context.Context, id string, ho room.Handoff, arrived, now time.Time) {
+func (m *Module) arrive(ctx context.Context, id string, ho room.Handoff, arrived, now time.Time) {
 	if ho.Kind != HandoffKind {
 		return
 	}
@@ -587,7 +591,7 @@ func (m *Module[Sim, Input, Player]) arrive(ctx context.Context, id string, ho r
 }
 
 // addLocked adds player id to l as a present member. m.mu must be held.
-func (m *Module[Sim, Input, Player]) addLocked(l *lobby, id string, arrived time.Time) error {
+func (m *Module) addLocked(l *lobby, id string, arrived time.Time) error {
 	if mem := l.member(id); mem != nil {
 		mem.present, mem.arrived, mem.expect = true, arrived, time.Time{}
 		m.players[id] = l
@@ -605,7 +609,7 @@ func (m *Module[Sim, Input, Player]) addLocked(l *lobby, id string, arrived time
 // the host: the first present member in join order, or else the first
 // member. It reports whether the lobby closed (no member left). m.mu must
 // be held.
-func (m *Module[Sim, Input, Player]) removeLocked(l *lobby, id string) (closed bool) {
+func (m *Module) removeLocked(l *lobby, id string) (closed bool) {
 	l.members = slices.DeleteFunc(l.members, func(mem *member) bool { return mem.id == id })
 	if m.players[id] == l {
 		delete(m.players, id)
@@ -633,7 +637,7 @@ func (m *Module[Sim, Input, Player]) removeLocked(l *lobby, id string) (closed b
 
 // closedOrChanged releases the code of a closed lobby, or sends the new
 // state of a changed one.
-func (m *Module[Sim, Input, Player]) closedOrChanged(ctx context.Context, l *lobby, closed bool) {
+func (m *Module) closedOrChanged(ctx context.Context, l *lobby, closed bool) {
 	if closed {
 		m.release(ctx, l.code)
 		return
@@ -650,7 +654,7 @@ func (l *lobby) member(id string) *member {
 	return nil
 }
 
-func (m *Module[Sim, Input, Player]) self() string {
+func (m *Module) self() string {
 	if f := m.env.Fleet(); f != nil {
 		return f.ID()
 	}
@@ -658,7 +662,7 @@ func (m *Module[Sim, Input, Player]) self() string {
 }
 
 // stateLocked is l's snapshot. m.mu must be held.
-func (m *Module[Sim, Input, Player]) stateLocked(l *lobby) StatePacket {
+func (m *Module) stateLocked(l *lobby) StatePacket {
 	p := StatePacket{Type: TypeState, Code: l.code, Host: l.host, Playing: l.room != "", Room: l.room, Node: m.self()}
 	p.Members = make([]string, len(l.members))
 	for i, mem := range l.members {
@@ -668,7 +672,7 @@ func (m *Module[Sim, Input, Player]) stateLocked(l *lobby) StatePacket {
 }
 
 // broadcast sends l's state to its members connected here.
-func (m *Module[Sim, Input, Player]) broadcast(l *lobby) {
+func (m *Module) broadcast(l *lobby) {
 	m.mu.Lock()
 	if m.lobbies[l.code] != l {
 		m.mu.Unlock()
@@ -699,7 +703,7 @@ type lobbyMove struct {
 // cooldown, members who never arrived, and, while draining, lobbies handed
 // to other servers. It returns the number of lobbies and waiting moves
 // still here.
-func (m *Module[Sim, Input, Player]) step(ctx context.Context, now time.Time) int {
+func (m *Module) step(ctx context.Context, now time.Time) int {
 	f := m.env.Fleet()
 	var (
 		self  string
@@ -708,7 +712,7 @@ func (m *Module[Sim, Input, Player]) step(ctx context.Context, now time.Time) in
 	if f != nil {
 		self, nodes = f.ID(), f.Nodes()
 	}
-	cool := m.env.Cooldown()
+	cool := m.env.Config().MoveCooldown
 	cooled := func(arrived time.Time) bool { return !now.Before(arrived.Add(cool)) }
 
 	m.mu.Lock()
@@ -820,7 +824,7 @@ func (m *Module[Sim, Input, Player]) step(ctx context.Context, now time.Time) in
 		err := m.move(ctx, mv.mem.id, mv.to, room.ReasonDrain, mv.d)
 		m.mu.Lock()
 		switch {
-		case err == nil || errors.Is(err, hostenv.ErrGone) || !m.env.Connected(mv.mem.id):
+		case err == nil || errors.Is(err, room.ErrGone) || !m.env.Connected(mv.mem.id):
 			// Moved (or gone): its place is on the target now. The lobby
 			// is closed here once nobody is left to move.
 			mv.mem.moving, mv.mem.present, mv.mem.handed = false, false, true
@@ -835,14 +839,14 @@ func (m *Module[Sim, Input, Player]) step(ctx context.Context, now time.Time) in
 		}
 		m.mu.Unlock()
 	}
-	hostenv.TellDraining(m.env, tell...)
+	drainloop.Tell(m.env, tell...)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.lobbies) + len(m.waits)
 }
 
 // retry tries again a move that waited for the cooldown.
-func (m *Module[Sim, Input, Player]) retry(ctx context.Context, w *wait, draining bool, nodes []fleet.Node, self string) {
+func (m *Module) retry(ctx context.Context, w *wait, draining bool, nodes []fleet.Node, self string) {
 	if !w.create {
 		m.join(ctx, w.id, w.code, w.arrived) // the lobby may be here by now
 		return
@@ -854,7 +858,7 @@ func (m *Module[Sim, Input, Player]) retry(ctx context.Context, w *wait, drainin
 	to, ok := drainTarget("create:"+w.id, nodes, self, "")
 	if !ok {
 		m.fail(w.id, ErrUnavailable)
-		hostenv.TellDraining(m.env, w.id)
+		drainloop.Tell(m.env, w.id)
 		return
 	}
 	w.to = to
@@ -863,7 +867,7 @@ func (m *Module[Sim, Input, Player]) retry(ctx context.Context, w *wait, drainin
 
 // tellRest tells the members of the lobbies still here at the drain
 // timeout, who were not told yet, that the server drains.
-func (m *Module[Sim, Input, Player]) tellRest() {
+func (m *Module) tellRest() {
 	m.mu.Lock()
 	var tell []string
 	for _, l := range m.lobbies {
@@ -878,7 +882,7 @@ func (m *Module[Sim, Input, Player]) tellRest() {
 		}
 	}
 	m.mu.Unlock()
-	hostenv.TellDraining(m.env, tell...)
+	drainloop.Tell(m.env, tell...)
 }
 
 // drainTarget picks the server a draining server sends key to: the one it

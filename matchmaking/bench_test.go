@@ -71,7 +71,7 @@ func BenchmarkMatch(b *testing.B) {
 func BenchmarkStep(b *testing.B) {
 	for _, bc := range benchPlaylists {
 		b.Run(bc.name, func(b *testing.B) {
-			m, err := New[*sim, int, string](Config{}, bc.pl)
+			m, err := New(Config{}, bc.pl)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -31,8 +31,8 @@ type (
 
 type server struct {
 	*hosttest.Server
-	mm *matchmaking.Module[*sim, int, string]
-	lm *lobby.Module[*sim, int, string]
+	mm *matchmaking.Module
+	lm *lobby.Module
 }
 
 type setup struct {
@@ -54,17 +54,17 @@ func startServers(tb testing.TB, o setup) []*server {
 		o.playlists = []matchmaking.Playlist{{Name: "duel"}}
 	}
 	out := make([]*server, o.servers)
-	servers := hosttest.StartServers(tb, hosttest.Sockets{Servers: o.servers, MatchLen: o.matchLen, Cooldown: o.cooldown, Modules: func(i int) []hosttest.Module {
-		mm, err := matchmaking.New[*sim, int, string](matchmaking.Config{Tick: o.tick}, o.playlists...)
+	servers := hosttest.StartServers(tb, hosttest.Sockets{Servers: o.servers, MatchLen: o.matchLen, Cooldown: o.cooldown, Modules: func(i int) []room.Module {
+		mm, err := matchmaking.New(matchmaking.Config{Tick: o.tick}, o.playlists...)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		lm, err := lobby.New[*sim, int, string](lobby.Config{Tick: 20 * time.Millisecond})
+		lm, err := lobby.New(lobby.Config{Tick: 20 * time.Millisecond})
 		if err != nil {
 			tb.Fatal(err)
 		}
 		out[i] = &server{mm: mm, lm: lm}
-		return []hosttest.Module{mm, lm}
+		return []room.Module{mm, lm}
 	}})
 	for i, s := range servers {
 		out[i].Server = s

@@ -24,7 +24,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	mm, err := matchmaking.New[*sim, int, string](matchmaking.Config{},
+	mm, err := matchmaking.New(matchmaking.Config{},
 		matchmaking.Playlist{Name: "duel"},
 		matchmaking.Playlist{Name: "ranked", Teams: 2, TeamSize: 2,
 			Rating: matchmaking.RatingRule{Window: 50, Widen: 25, Max: 400, Default: 1500}},

@@ -13,7 +13,7 @@ import (
 func FuzzArrive(f *testing.F) {
 	f.Add([]byte(`{"playlist":"duel","waited_ns":4200000000,"rating":1500,"from":"s1"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := New[*sim, int, string](Config{}, Playlist{Name: "duel", Rating: RatingRule{Window: 10, Widen: 10}})
+		m, err := New(Config{}, Playlist{Name: "duel", Rating: RatingRule{Window: 10, Widen: 10}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/fleettest"
-	"github.com/muster-gg/muster/internal/hostenv"
 	"github.com/muster-gg/muster/internal/hosttest"
 	"github.com/muster-gg/muster/room"
 )
@@ -52,7 +51,7 @@ type node struct {
 	srv  *fleettest.Server
 	game *game
 	host *room.Host[*sim, int, string]
-	mm   *Module[*sim, int, string]
+	mm   *Module
 
 	// openHook, when set, runs before each room is opened.
 	openHook func(info room.Info)
@@ -95,24 +94,22 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 		if err != nil {
 			t.Fatal(err)
 		}
-		mm, err := New[*sim, int, string](Config{}, o.playlists...)
+		mm, err := New(Config{}, o.playlists...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := h.Use(mm); err != nil {
 			t.Fatal(err)
 		}
-		mm.env = testEnv{n}
+		mm.env = testEnv{h, n}
 		h.UseFleet(s.Fleet)
 		if o.server {
 			h.UseServer(s.Fleet)
 		}
 		n.host, n.mm = h, mm
 		c.nodes = append(c.nodes, n)
-		hosttest.GoRun(t, h.Run)
-		if o.run {
-			hosttest.GoRun(t, mm.Run)
-		}
+		mm.manual = !o.run       // the test steps it by hand
+		hosttest.GoRun(t, h.Run) // runs mm.Run too
 	}
 	time.Sleep(fleettest.Heartbeat) // every server has beaten after all started
 	synctest.Wait()
@@ -183,11 +180,14 @@ func (c *cluster) allMoves() []moveRec {
 }
 
 // testEnv is the env of a node of a cluster.
-type testEnv struct{ n *node }
+type testEnv struct {
+	*room.Host[*sim, int, string] // the rest of room.ModuleHost
+	n                             *node
+}
 
 func (e testEnv) Fleet() room.Fleet { return e.n.srv.Fleet }
 
-func (e testEnv) Move(ctx context.Context, id string, to fleet.Node, reason string, ho *room.Handoff) error {
+func (e testEnv) MovePlayer(ctx context.Context, id string, to fleet.Node, reason string, ho *room.Handoff) error {
 	c, target := e.n.c, e.n.c.node(to.ID)
 	redirect := e.n.game.Redirect(room.Redirect{NodeID: to.ID, Reason: reason})
 	now, err := c.Players.Move(ctx, e.n.srv, target.srv, id, ho, e.n.host.Config().MoveCooldown, redirect)
@@ -225,15 +225,6 @@ func (e testEnv) Send(id string, p room.Packet) { e.n.c.Send(e.n.srv.ID(), id, p
 
 func (e testEnv) Connected(id string) bool { return e.n.c.Where(id) == e.n.srv.ID() }
 
-func (e testEnv) Seated(id string) bool { return e.n.host.RoomOf(id) != "" }
-
 func (e testEnv) DrainPacket() room.Packet { return e.n.game.ServerDraining() }
-
-func (e testEnv) Cooldown() time.Duration { return e.n.host.Config().MoveCooldown }
-
-// freeSeats is the real one: the host is bound to the node's fleet.
-func (e testEnv) FreeSeats() int {
-	return hostEnv[*sim, int, string]{hostenv.Host[*sim, int, string]{H: e.n.host}}.FreeSeats()
-}
 
 func ptr[T any](v T) *T { return &v }

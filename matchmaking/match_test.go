@@ -216,7 +216,7 @@ func TestConfigErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if _, err := New[*sim, int, string](tc.cfg, tc.playlists...); err == nil {
+			if _, err := New(tc.cfg, tc.playlists...); err == nil {
 				t.Fatal("no error")
 			}
 		})

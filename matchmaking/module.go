@@ -11,19 +11,20 @@ import (
 	"time"
 
 	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/hostenv"
+	"github.com/muster-gg/muster/internal/drainloop"
 	"github.com/muster-gg/muster/room"
 )
 
 // Module is the matchmaking module of a room host: players enqueue on
 // playlists, wait on the server where the fleet gathers each playlist,
 // and are matched into rooms. Create it with New, add it with
-// room.Host.Use, and run Run beside the host's Run. It is safe for
+// room.Host.Use, and the host's Run runs Run. It is safe for
 // concurrent use.
-type Module[Sim, Input, Player any] struct {
+type Module struct {
 	cfg       Config
+	manual    bool // tests: Run steps nothing, the test calls step
 	playlists []Playlist
-	env       env
+	env       room.ModuleHost
 	codec     room.Codec
 	logger    *slog.Logger
 	kick      chan struct{} // asks Run for a round now: a player enqueued or arrived
@@ -39,7 +40,7 @@ type Module[Sim, Input, Player any] struct {
 
 // New returns a matchmaking module for playlists. It checks cfg and the
 // playlists and starts nothing.
-func New[Sim, Input, Player any](cfg Config, playlists ...Playlist) (*Module[Sim, Input, Player], error) {
+func New(cfg Config, playlists ...Playlist) (*Module, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -47,7 +48,7 @@ func New[Sim, Input, Player any](cfg Config, playlists ...Playlist) (*Module[Sim
 	if len(playlists) == 0 {
 		return nil, errors.New("matchmaking: New: no playlist")
 	}
-	m := &Module[Sim, Input, Player]{
+	m := &Module{
 		cfg:     cfg,
 		kick:    make(chan struct{}, 1),
 		queues:  make(map[string]*queue, len(playlists)),
@@ -70,30 +71,30 @@ func New[Sim, Input, Player any](cfg Config, playlists ...Playlist) (*Module[Sim
 }
 
 // Playlists returns the playlists, defaults filled in.
-func (m *Module[Sim, Input, Player]) Playlists() []Playlist {
+func (m *Module) Playlists() []Playlist {
 	return append([]Playlist(nil), m.playlists...)
 }
 
 // Attach implements room.Module. Host.Use calls it.
-func (m *Module[Sim, Input, Player]) Attach(h *room.Host[Sim, Input, Player]) error {
+func (m *Module) Attach(h room.ModuleHost) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.env != nil {
 		return errors.New("matchmaking: module attached twice")
 	}
-	m.env = hostEnv[Sim, Input, Player]{hostenv.Host[Sim, Input, Player]{H: h}}
+	m.env = h
 	m.codec = h.Codec()
 	m.logger = h.Logger().With("module", "matchmaking")
 	return nil
 }
 
 // MessageTypes implements room.MessageHandler.
-func (m *Module[Sim, Input, Player]) MessageTypes() []string { return []string{MsgQueue, MsgUnqueue} }
+func (m *Module) MessageTypes() []string { return []string{MsgQueue, MsgUnqueue} }
 
 // HandleMessage implements room.MessageHandler. A refused request is
 // answered with an ErrorPacket; only an undecodable one closes the
 // connection.
-func (m *Module[Sim, Input, Player]) HandleMessage(ctx context.Context, c *room.Client, typ string, body []byte) error {
+func (m *Module) HandleMessage(ctx context.Context, c *room.Client, typ string, body []byte) error {
 	switch typ {
 	case MsgQueue:
 		var req struct {
@@ -112,14 +113,14 @@ func (m *Module[Sim, Input, Player]) HandleMessage(ctx context.Context, c *room.
 
 // Arrived implements room.ArrivalHandler: a player who brings a queue
 // handoff waits on here, with the time it already waited.
-func (m *Module[Sim, Input, Player]) Arrived(_ context.Context, c *room.Client, ho room.Handoff) {
+func (m *Module) Arrived(_ context.Context, c *room.Client, ho room.Handoff) {
 	m.arrive(c.ID(), ho, c.CooldownFrom(), time.Now())
 }
 
 // Disconnected implements room.DisconnectHandler: a player whose
 // connection ends leaves the queue, unless it is being matched or moved,
 // or has already connected again.
-func (m *Module[Sim, Input, Player]) Disconnected(c *room.Client) {
+func (m *Module) Disconnected(c *room.Client) {
 	if m.env.Connected(c.ID()) {
 		return // replaced by a newer connection that keeps the place
 	}
@@ -132,14 +133,18 @@ func (m *Module[Sim, Input, Player]) Disconnected(c *room.Client) {
 }
 
 // Run forms matches and moves players to where their playlist gathers,
-// every Config.Tick, until ctx ends. Run it beside the host's Run; it
-// returns nil when ctx ends.
-func (m *Module[Sim, Input, Player]) Run(ctx context.Context) error {
+// every Config.Tick, until ctx ends. The host's Run runs it; it returns
+// nil when ctx ends.
+func (m *Module) Run(ctx context.Context) error {
 	m.mu.Lock()
 	attached := m.env != nil
 	m.mu.Unlock()
 	if !attached {
 		return ErrNotAttached
+	}
+	if m.manual {
+		<-ctx.Done()
+		return nil
 	}
 	t := time.NewTicker(m.cfg.Tick)
 	defer t.Stop()
@@ -167,7 +172,7 @@ func (m *Module[Sim, Input, Player]) Run(ctx context.Context) error {
 }
 
 // kickRun asks Run for a round without waiting for the tick.
-func (m *Module[Sim, Input, Player]) kickRun() {
+func (m *Module) kickRun() {
 	select {
 	case m.kick <- struct{}{}:
 	default:
@@ -180,16 +185,16 @@ func (m *Module[Sim, Input, Player]) kickRun() {
 // told (the game's ServerDraining packet) and wait on; they are still
 // moved if a server with room appears before ctx ends. Drain returns when
 // nobody waits here any more, or when ctx ends.
-func (m *Module[Sim, Input, Player]) Drain(ctx context.Context) error {
+func (m *Module) Drain(ctx context.Context) error {
 	m.mu.Lock()
 	m.draining = true
 	m.mu.Unlock()
-	hostenv.Drain(ctx, m.cfg.Tick, m.step, m.tellRest)
+	drainloop.Run(ctx, m.cfg.Tick, m.step, m.tellRest)
 	return nil
 }
 
 // Waiting returns the number of players waiting in playlist's queue here.
-func (m *Module[Sim, Input, Player]) Waiting(playlist string) int {
+func (m *Module) Waiting(playlist string) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if q := m.queues[playlist]; q != nil {
@@ -200,7 +205,7 @@ func (m *Module[Sim, Input, Player]) Waiting(playlist string) int {
 
 // Waited returns how long player id has waited, and whether it waits
 // here.
-func (m *Module[Sim, Input, Player]) Waited(id string) (time.Duration, bool) {
+func (m *Module) Waited(id string) (time.Duration, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e := m.players[id]
@@ -211,7 +216,7 @@ func (m *Module[Sim, Input, Player]) Waited(id string) (time.Duration, bool) {
 }
 
 // enqueue puts player id in playlist's queue; a refusal is sent to it.
-func (m *Module[Sim, Input, Player]) enqueue(id, playlist string, rating *float64, arrived, now time.Time) {
+func (m *Module) enqueue(id, playlist string, rating *float64, arrived, now time.Time) {
 	if err := m.tryEnqueue(id, playlist, rating, arrived, now); err != nil {
 		m.env.Send(id, ErrorPacket{Type: TypeError, Error: err.Error()})
 		return
@@ -220,8 +225,8 @@ func (m *Module[Sim, Input, Player]) enqueue(id, playlist string, rating *float6
 	m.kickRun()
 }
 
-func (m *Module[Sim, Input, Player]) tryEnqueue(id, playlist string, rating *float64, arrived, now time.Time) error {
-	if m.env.Seated(id) {
+func (m *Module) tryEnqueue(id, playlist string, rating *float64, arrived, now time.Time) error {
+	if m.env.RoomOf(id) != "" {
 		return ErrSeated
 	}
 	m.mu.Lock()
@@ -246,7 +251,7 @@ func (m *Module[Sim, Input, Player]) tryEnqueue(id, playlist string, rating *flo
 	return nil
 }
 
-func (m *Module[Sim, Input, Player]) unqueue(id string) {
+func (m *Module) unqueue(id string) {
 	m.mu.Lock()
 	e := m.players[id]
 	var err error
@@ -271,7 +276,7 @@ func (m *Module[Sim, Input, Player]) unqueue(id string) {
 // arrive takes a queue handoff: the player waits on here, its start
 // back-dated by the time it waited elsewhere, and this server gathers the
 // playlist for a while, since another server thinks it should.
-func (m *Module[Sim, Input, Player]) arrive(id string, ho room.Handoff, arrived, now time.Time) {
+func (m *Module) arrive(id string, ho room.Handoff, arrived, now time.Time) {
 	if ho.Kind != HandoffKind {
 		return
 	}
@@ -309,7 +314,7 @@ func (m *Module[Sim, Input, Player]) arrive(id string, ho room.Handoff, arrived,
 	m.kickRun()
 }
 
-func (m *Module[Sim, Input, Player]) self() string {
+func (m *Module) self() string {
 	if f := m.env.Fleet(); f != nil {
 		return f.ID()
 	}
@@ -317,7 +322,7 @@ func (m *Module[Sim, Input, Player]) self() string {
 }
 
 // hold is Config.Hold, or two fleet heartbeats.
-func (m *Module[Sim, Input, Player]) hold() time.Duration {
+func (m *Module) hold() time.Duration {
 	if m.cfg.Hold > 0 {
 		return m.cfg.Hold
 	}
@@ -335,7 +340,7 @@ const maxWaited = 24 * time.Hour
 // view after it stopped answering (fleet.MissedHeartbeats heartbeats), so
 // that a view that still shows the sender as the gather server, after
 // Hold, cannot bounce the player back.
-func (m *Module[Sim, Input, Player]) backGuard() time.Duration {
+func (m *Module) backGuard() time.Duration {
 	if f := m.env.Fleet(); f != nil {
 		return max(m.hold(), fleet.MissedHeartbeats*f.Config().Heartbeat)
 	}
@@ -364,7 +369,7 @@ type plannedMove struct {
 // the playlist's gather order (F9, Q4), or, with none, lets them wait. A
 // draining server hands everyone over. step returns the number of players
 // still on this server's queues (waiting, being matched or moved).
-func (m *Module[Sim, Input, Player]) step(ctx context.Context, now time.Time) int {
+func (m *Module) step(ctx context.Context, now time.Time) int {
 	f := m.env.Fleet()
 	var (
 		self     string
@@ -389,8 +394,8 @@ func (m *Module[Sim, Input, Player]) step(ctx context.Context, now time.Time) in
 	// Rounds that form matches do not overlap (Run runs them one after
 	// another; Drain's rounds match nobody), so the rooms of the earlier
 	// rounds are all in the host's load.
-	seats := max(m.env.FreeSeats(), 0)
-	cool := m.env.Cooldown()
+	seats := max(m.env.FreeLoad(), 0)
+	cool := m.env.Config().MoveCooldown
 	movable := func(e *entry, draining bool) bool {
 		if now.Before(e.arrived.Add(cool)) {
 			return false // the host refuses it (F7); try again later
@@ -483,7 +488,7 @@ func (m *Module[Sim, Input, Player]) step(ctx context.Context, now time.Time) in
 		m.open(ctx, mt)
 	}
 	m.moveAll(ctx, moves)
-	hostenv.TellDraining(m.env, tell...)
+	drainloop.Tell(m.env, tell...)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -497,7 +502,7 @@ func (m *Module[Sim, Input, Player]) step(ctx context.Context, now time.Time) in
 
 // open opens the room of a match. If the host refuses, the players who
 // are still connected and not seated elsewhere wait on, in their place.
-func (m *Module[Sim, Input, Player]) open(ctx context.Context, mt match) {
+func (m *Module) open(ctx context.Context, mt match) {
 	ids := make([]string, 0, len(mt.players))
 	for _, t := range mt.teams {
 		ids = append(ids, t...)
@@ -509,7 +514,7 @@ func (m *Module[Sim, Input, Player]) open(ctx context.Context, mt match) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, e := range mt.players {
-		if err == nil || !m.env.Connected(e.id) || m.env.Seated(e.id) || m.players[e.id] != e {
+		if err == nil || !m.env.Connected(e.id) || (m.env.RoomOf(e.id) != "") || m.players[e.id] != e {
 			m.forget(e)
 			continue
 		}
@@ -519,11 +524,11 @@ func (m *Module[Sim, Input, Player]) open(ctx context.Context, mt match) {
 
 // moveAll hands each player to its target: handoff first, then redirect.
 // A player whose move fails keeps its place.
-func (m *Module[Sim, Input, Player]) moveAll(ctx context.Context, moves []plannedMove) {
+func (m *Module) moveAll(ctx context.Context, moves []plannedMove) {
 	var failed int
 	var firstErr error
 	for _, mv := range moves {
-		if m.env.Seated(mv.e.id) { // seated meanwhile (a lobby's match): not ours to move
+		if m.env.RoomOf(mv.e.id) != "" { // seated meanwhile (a lobby's match): not ours to move
 			m.mu.Lock()
 			m.forget(mv.e)
 			m.mu.Unlock()
@@ -531,11 +536,11 @@ func (m *Module[Sim, Input, Player]) moveAll(ctx context.Context, moves []planne
 		}
 		data, err := json.Marshal(mv.ho)
 		if err == nil {
-			err = m.env.Move(ctx, mv.e.id, mv.to, mv.reason, &room.Handoff{Kind: HandoffKind, Data: data})
+			err = m.env.MovePlayer(ctx, mv.e.id, mv.to, mv.reason, &room.Handoff{Kind: HandoffKind, Data: data})
 		}
 		m.mu.Lock()
 		switch {
-		case err == nil || errors.Is(err, hostenv.ErrGone) || m.players[mv.e.id] != mv.e:
+		case err == nil || errors.Is(err, room.ErrGone) || m.players[mv.e.id] != mv.e:
 			m.forget(mv.e)
 		default:
 			if errors.Is(err, room.ErrNoRedirect) && !m.noRedirect {
@@ -569,7 +574,7 @@ func (m *Module[Sim, Input, Player]) moveAll(ctx context.Context, moves []planne
 
 // forget drops e from the players, unless a newer entry replaced it.
 // m.mu must be held.
-func (m *Module[Sim, Input, Player]) forget(e *entry) {
+func (m *Module) forget(e *entry) {
 	if m.players[e.id] == e {
 		delete(m.players, e.id)
 	}
@@ -577,7 +582,7 @@ func (m *Module[Sim, Input, Player]) forget(e *entry) {
 
 // tellRest tells the players still waiting at the drain timeout who were
 // not told yet that the server drains.
-func (m *Module[Sim, Input, Player]) tellRest() {
+func (m *Module) tellRest() {
 	m.mu.Lock()
 	var tell []string
 	for _, e := range m.players {
@@ -587,5 +592,5 @@ func (m *Module[Sim, Input, Player]) tellRest() {
 		}
 	}
 	m.mu.Unlock()
-	hostenv.TellDraining(m.env, tell...)
+	drainloop.Tell(m.env, tell...)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -182,7 +183,7 @@ type Host[Sim, Input, Player any] struct {
 
 	server  Server
 	fleet   Fleet
-	modules []Module[Sim, Input, Player]
+	modules []Module
 	routes  map[string]MessageHandler
 
 	redirects sync.Map // reason → *atomic.Uint64
@@ -249,7 +250,7 @@ func (h *Host[Sim, Input, Player]) Game() Game[Sim, Input, Player] { return h.ga
 
 // Use adds a module. Its message types must not clash with another's.
 // Call Use before Run.
-func (h *Host[Sim, Input, Player]) Use(m Module[Sim, Input, Player]) error {
+func (h *Host[Sim, Input, Player]) Use(m Module) error {
 	if mh, ok := m.(MessageHandler); ok {
 		for _, typ := range mh.MessageTypes() {
 			if typ == msgHello || typ == msgInput || h.routes[typ] != nil {
@@ -313,6 +314,15 @@ func (h *Host[Sim, Input, Player]) Run(ctx context.Context) error {
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { h.reportLoad(loadCtx) })
+	for _, m := range h.modules {
+		if r, ok := m.(Runner); ok {
+			wg.Go(func() {
+				if err := r.Run(loadCtx); err != nil && loadCtx.Err() == nil {
+					h.logger.Error("module stopped", "module", fmt.Sprintf("%T", m), "err", err)
+				}
+			})
+		}
+	}
 	h.sched.run(ctx)
 	stopLoad()
 	wg.Wait()
@@ -468,7 +478,7 @@ func (h *Host[Sim, Input, Player]) OpenRoom(ctx context.Context, info Info) (*Ro
 	h.sched.add(r)
 	h.claimPlayers(ctx, info.Players)
 	for _, id := range info.Players {
-		h.sendTo(id, roomPacket{Type: "room", Room: info.ID, Kind: info.Kind})
+		h.Send(id, roomPacket{Type: "room", Room: info.ID, Kind: info.Kind})
 	}
 	return r, nil
 }
@@ -503,7 +513,7 @@ func (h *Host[Sim, Input, Player]) Seat(ctx context.Context, roomID, id string) 
 	}
 	h.mu.Unlock()
 	h.claimPlayers(ctx, []string{id})
-	h.sendTo(id, roomPacket{Type: "room", Room: roomID, Kind: r.info.Kind})
+	h.Send(id, roomPacket{Type: "room", Room: roomID, Kind: r.info.Kind})
 	return nil
 }
 
@@ -651,13 +661,56 @@ func (h *Host[Sim, Input, Player]) runningRooms() []*Room[Sim, Input, Player] {
 func (h *Host[Sim, Input, Player]) encode(p Packet) ([]byte, error) { return h.codec.Encode(p) }
 
 // sendTo sends p to player id if it is connected here.
-func (h *Host[Sim, Input, Player]) sendTo(id string, p Packet) {
+func (h *Host[Sim, Input, Player]) Send(id string, p Packet) {
 	h.mu.Lock()
 	c := h.clients[id]
 	h.mu.Unlock()
 	if c != nil {
 		c.Send(p)
 	}
+}
+
+// Connected reports whether player id is connected to this host.
+func (h *Host[Sim, Input, Player]) Connected(id string) bool {
+	_, ok := h.Client(id)
+	return ok
+}
+
+// MovePlayer implements ModuleHost: Move for the connection of player id,
+// or ErrGone.
+func (h *Host[Sim, Input, Player]) MovePlayer(ctx context.Context, id string, to fleet.Node, reason string, ho *Handoff) error {
+	c, ok := h.Client(id)
+	if !ok {
+		return ErrGone
+	}
+	return h.Move(ctx, c, to, reason, ho)
+}
+
+// Open implements ModuleHost: OpenRoom without the room.
+func (h *Host[Sim, Input, Player]) Open(ctx context.Context, info Info) error {
+	_, err := h.OpenRoom(ctx, info)
+	return err
+}
+
+// FreeLoad implements ModuleHost.
+func (h *Host[Sim, Input, Player]) FreeLoad() int {
+	if h.fleet == nil {
+		return math.MaxInt
+	}
+	limit := h.fleet.Config().MaxLoad
+	if limit <= 0 {
+		return math.MaxInt
+	}
+	return limit - h.Load()
+}
+
+// DrainPacket implements ModuleHost: the game's ServerDraining packet, or
+// nil.
+func (h *Host[Sim, Input, Player]) DrainPacket() Packet {
+	if dn, ok := any(h.game).(DrainNotifier); ok {
+		return dn.ServerDraining()
+	}
+	return nil
 }
 
 // Client returns the connection of player id on this host.
@@ -667,3 +720,5 @@ func (h *Host[Sim, Input, Player]) Client(id string) (*Client, bool) {
 	c, ok := h.clients[id]
 	return c, ok
 }
+
+var _ ModuleHost = (*Host[struct{}, struct{}, struct{}])(nil)

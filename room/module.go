@@ -2,15 +2,62 @@ package room
 
 import (
 	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/muster-gg/muster/fleet"
 )
 
 // Module extends a Host: matchmaking, lobbies, the game's own. A module
 // may also implement MessageHandler, ArrivalHandler, DisconnectHandler,
-// RoomEndHandler and fleet.Drainer; the host finds them by type
-// assertion.
-type Module[Sim, Input, Player any] interface {
+// RoomEndHandler, Runner and fleet.Drainer; the host finds them by type
+// assertion. A module is not generic: it sees the host through
+// ModuleHost, whatever the game's types, so a game's own module gets
+// exactly what the built-in ones get.
+type Module interface {
 	// Attach is called once by Host.Use with the host the module extends.
-	Attach(h *Host[Sim, Input, Player]) error
+	Attach(h ModuleHost) error
+}
+
+// Runner is a module with work of its own (a queue's matching loop): the
+// host's Run starts Run and waits for it to return after ctx ends.
+type Runner interface {
+	Run(ctx context.Context) error
+}
+
+// ErrGone is returned by ModuleHost.MovePlayer when the player to move is
+// no longer connected here.
+var ErrGone = errors.New("room: player not connected")
+
+// ModuleHost is what a module uses of its host and fleet. *Host
+// implements it; tests may give a module their own.
+type ModuleHost interface {
+	// Config is the host's configuration, defaults filled in.
+	Config() Config
+	// Logger is the host's logger.
+	Logger() *slog.Logger
+	// Codec is the codec of the host's packets.
+	Codec() Codec
+	// Fleet returns the bound fleet, or nil.
+	Fleet() Fleet
+	// Connected reports whether player id is connected here.
+	Connected(id string) bool
+	// Send sends p to player id if it is connected here.
+	Send(id string, p Packet)
+	// MovePlayer writes ho for to, then redirects player id there (see
+	// Host.Move); ErrGone if id is not connected here.
+	MovePlayer(ctx context.Context, id string, to fleet.Node, reason string, ho *Handoff) error
+	// Open opens a room and seats info.Players in it (see Host.OpenRoom).
+	Open(ctx context.Context, info Info) error
+	// RoomOf returns the id of the room player id has a seat in, or "".
+	RoomOf(id string) string
+	// FreeLoad is the load this server may still take: the fleet's
+	// max-load minus the exact current load (which counts rooms just
+	// opened). math.MaxInt without a limit; may be negative.
+	FreeLoad() int
+	// DrainPacket is the packet that tells a player the server is
+	// draining, or nil when the game sends none.
+	DrainPacket() Packet
 }
 
 // MessageHandler handles the client messages of the types it names, such

@@ -12,7 +12,7 @@ import (
 // and "squad" (2v2), and lobby codes. It returns their Run functions, to be
 // run beside the host.
 func useModules(host *room.Host[*Match, Input, *Fighter]) ([]func(context.Context) error, error) {
-	mm, err := matchmaking.New[*Match, Input, *Fighter](matchmaking.Config{},
+	mm, err := matchmaking.New(matchmaking.Config{},
 		matchmaking.Playlist{Name: "duel"},
 		matchmaking.Playlist{Name: "squad", Teams: 2, TeamSize: 2},
 	)
@@ -22,12 +22,12 @@ func useModules(host *room.Host[*Match, Input, *Fighter]) ([]func(context.Contex
 	if err := host.Use(mm); err != nil {
 		return nil, err
 	}
-	lb, err := lobby.New[*Match, Input, *Fighter](lobby.Config{})
+	lb, err := lobby.New(lobby.Config{})
 	if err != nil {
 		return nil, err
 	}
 	if err := host.Use(lb); err != nil {
 		return nil, err
 	}
-	return []func(context.Context) error{mm.Run, lb.Run}, nil
+	return nil, nil // the host runs them
 }

@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/fleettest"
-	"github.com/muster-gg/muster/internal/hostenv"
 	"github.com/muster-gg/muster/room"
 )
 
@@ -70,7 +71,7 @@ func (p *Players) Sent(id string) []any {
 
 // Move moves player id from server from to server to as room.Host.Move
 // would, for a client that follows the redirect: it refuses a player not
-// connected to from (hostenv.ErrGone) or connected for less than
+// connected to from (room.ErrGone) or connected for less than
 // cooldown (room.ErrCooldown), writes ho for to through from's fleet,
 // records redirect as sent to the player and connects it to to. It
 // returns the time the player arrived there; the test then delivers the
@@ -80,7 +81,7 @@ func (p *Players) Move(ctx context.Context, from, to *fleettest.Server, id strin
 	at, arrived := p.at[id], p.arrived[id]
 	p.mu.Unlock()
 	if at != from.ID() {
-		return time.Time{}, hostenv.ErrGone
+		return time.Time{}, room.ErrGone
 	}
 	if time.Since(arrived) < cooldown {
 		return time.Time{}, room.ErrCooldown
@@ -115,31 +116,43 @@ func TakeHandoff(ctx context.Context, s *fleettest.Server, id string) (room.Hand
 	return ho, err
 }
 
-// NopEnv is a hostenv.Env with no fleet whose players are all connected:
+// NopEnv is a room.ModuleHost with no fleet whose players are all connected:
 // it opens rooms instantly, sends nothing and moves nobody
 // (room.ErrNoRedirect). It suits fuzz tests and benchmarks of a module's
 // own logic.
 type NopEnv struct{}
 
-// Fleet implements hostenv.Env.
+// Fleet implements room.ModuleHost.
 func (NopEnv) Fleet() room.Fleet { return nil }
 
-// Move implements hostenv.Env.
-func (NopEnv) Move(context.Context, string, fleet.Node, string, *room.Handoff) error {
+// MovePlayer implements room.ModuleHost.
+func (NopEnv) MovePlayer(context.Context, string, fleet.Node, string, *room.Handoff) error {
 	return room.ErrNoRedirect
 }
 
-// Open implements hostenv.Env.
+// Open implements room.ModuleHost.
 func (NopEnv) Open(context.Context, room.Info) error { return nil }
 
-// Send implements hostenv.Env.
+// Send implements room.ModuleHost.
 func (NopEnv) Send(string, room.Packet) {}
 
-// Connected implements hostenv.Env.
+// Connected implements room.ModuleHost.
 func (NopEnv) Connected(string) bool { return true }
 
-// DrainPacket implements hostenv.Env.
+// DrainPacket implements room.ModuleHost.
 func (NopEnv) DrainPacket() room.Packet { return nil }
 
-// Cooldown implements hostenv.Env.
-func (NopEnv) Cooldown() time.Duration { return 0 }
+// Config implements room.ModuleHost: the zero Config.
+func (NopEnv) Config() room.Config { return room.Config{} }
+
+// Logger implements room.ModuleHost: a logger that discards.
+func (NopEnv) Logger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// Codec implements room.ModuleHost: JSON.
+func (NopEnv) Codec() room.Codec { return room.JSON{} }
+
+// RoomOf implements room.ModuleHost: nobody is seated.
+func (NopEnv) RoomOf(string) string { return "" }
+
+// FreeLoad implements room.ModuleHost: no limit.
+func (NopEnv) FreeLoad() int { return math.MaxInt }

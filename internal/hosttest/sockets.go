@@ -33,13 +33,6 @@ const (
 	callTimeout = 250 * time.Millisecond
 )
 
-// Module is a room module with a Run loop that runs beside its host, as
-// the lobby and matchmaking modules are.
-type Module interface {
-	room.Module[*Sim, int, string]
-	Run(ctx context.Context) error
-}
-
 // Sockets configures StartServers.
 type Sockets struct {
 	// Servers is the number of servers.
@@ -50,7 +43,7 @@ type Sockets struct {
 	Cooldown time.Duration
 	// Modules returns the modules to add to the host of server i; each
 	// runs beside it.
-	Modules func(i int) []Module
+	Modules func(i int) []room.Module
 }
 
 // Server is one server of StartServers: a fleet server with a room host
@@ -92,7 +85,6 @@ func StartServers(tb testing.TB, o Sockets) []*Server {
 			if err := h.Use(m); err != nil {
 				tb.Fatal(err)
 			}
-			runs = append(runs, m.Run)
 		}
 		h.UseServer(s.Fleet)
 		h.UseFleet(s.Fleet)

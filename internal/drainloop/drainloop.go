@@ -1,0 +1,42 @@
+// Package drainloop is the drain loop the lobby and matchmaking modules
+// share: step until nothing is left here, or tell whoever is left when the
+// drain runs out of time.
+package drainloop
+
+import (
+	"context"
+	"time"
+
+	"github.com/muster-gg/muster/room"
+)
+
+// Tell sends h's drain packet, if the game has one, to the players ids
+// connected here.
+func Tell(h room.ModuleHost, ids ...string) {
+	p := h.DrainPacket()
+	if p == nil {
+		return
+	}
+	for _, id := range ids {
+		h.Send(id, p)
+	}
+}
+
+// Run is the body of a module's fleet.Drainer: it runs step every tick
+// until step reports that nothing is left here (0), or until ctx ends,
+// when it runs tellRest to tell whoever is still here.
+func Run(ctx context.Context, tick time.Duration, step func(context.Context, time.Time) int, tellRest func()) {
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		if step(ctx, time.Now()) == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			tellRest()
+			return
+		case <-t.C:
+		}
+	}
+}
