@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"strings"
+
+	"github.com/muster-gg/muster/relay"
 )
 
 // Probe and control paths served by Handler.
@@ -32,8 +34,9 @@ type Capacity struct {
 // or at "/muster/server/"): GET PathLive (200 while the process works),
 // GET PathReady (200 only while ready; 503 when starting, full, draining or
 // leaving), GET PathCapacity (a Capacity as JSON), and POST PathDrain,
-// which starts a drain when it comes from a loopback address or carries
-// "Authorization: Bearer <DrainToken>".
+// which starts a drain when its TCP peer is a loopback address and no
+// proxy forwarded it, or when it carries "Authorization: Bearer
+// <DrainToken>".
 func (f *Fleet) Handler() http.Handler {
 	r := http.NewServeMux()
 	r.HandleFunc("GET "+PathLive, func(w http.ResponseWriter, _ *http.Request) {
@@ -72,6 +75,11 @@ func (f *Fleet) Handler() http.Handler {
 	return r
 }
 
+// drainAllowed reports whether r may start a drain: it carries the drain
+// token, or it was made on this machine. The latter is decided on the TCP
+// peer (relay.PeerAddr), never on an address a header named, and a request
+// that a proxy forwarded for someone (X-Forwarded-For, X-Real-IP,
+// Forwarded) is not taken to be local even when the proxy is.
 func (f *Fleet) drainAllowed(r *http.Request) bool {
 	if tok := f.cfg.DrainToken; tok != "" {
 		if got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok &&
@@ -79,7 +87,12 @@ func (f *Fleet) drainAllowed(r *http.Request) bool {
 			return true
 		}
 	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	for _, h := range []string{"X-Forwarded-For", "X-Real-Ip", "Forwarded"} {
+		if _, ok := r.Header[h]; ok {
+			return false
+		}
+	}
+	host, _, err := net.SplitHostPort(relay.PeerAddr(r))
 	if err != nil {
 		return false
 	}

@@ -34,8 +34,9 @@
 // # Client identity
 //
 // The relaying server signs what it knows of the client — the address it
-// resolved from r.RemoteAddr (put a trusted proxy middleware such as chi's
-// RealIP in front of the relay when behind a load balancer), the scheme
+// resolved from r.RemoteAddr (put RealIP in front of the relay when behind
+// a load balancer; PeerAddr keeps the TCP peer for rights that belong to
+// the connection, such as loopback-only endpoints), the scheme
 // and the Host — together with the target node id, the request path, a
 // timestamp and a random nonce, with HMAC-SHA256 under a key derived from
 // Config.Secret. The receiving server removes every Muster-Relay-* header

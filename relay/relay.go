@@ -156,7 +156,7 @@ func (rl *Relay) admit(r *http.Request) (_ *http.Request, marked bool) {
 	if !hasRelayHeader(r.Header) {
 		return r, false
 	}
-	r2 := r.WithContext(r.Context())
+	r2 := withPeer(r)
 	r2.Header = r.Header.Clone()
 	s, complete := takeHeaders(r2.Header)
 	if rl.key == nil {
@@ -176,7 +176,7 @@ func (rl *Relay) admit(r *http.Request) (_ *http.Request, marked bool) {
 		return r2, authentic
 	}
 	rl.verified.Add(1)
-	r2 = r2.WithContext(context.WithValue(r.Context(), identityKey{}, &id))
+	r2 = r2.WithContext(context.WithValue(r2.Context(), identityKey{}, &id))
 	r2.RemoteAddr = id.client.String()
 	r2.Host = id.host
 	return r2, true
