@@ -52,10 +52,17 @@ type HTTP struct {
 	Port int `yaml:"port"`
 	// TrustedProxies lists, comma-separated, the addresses or CIDR ranges
 	// of the load balancers in front of the server: a request from one of
-	// them is taken to come from the client its X-Real-IP or
-	// X-Forwarded-For names, so per-client rate limits work behind the
+	// them is taken to come from the right-most address of its
+	// X-Forwarded-For that is not itself a trusted proxy (or from
+	// RealIPHeader, when set), so per-client rate limits work behind the
 	// load balancer. Default "": every peer is the client.
 	TrustedProxies string `yaml:"trusted-proxies"`
+	// RealIPHeader names a header, such as X-Real-IP, that every trusted
+	// proxy sets to the client's address, replacing any the client sent;
+	// when a trusted proxy's request carries it, it names the client.
+	// Set it only for such proxies: many pass a client's own X-Real-IP
+	// through. Default "": only X-Forwarded-For names the client.
+	RealIPHeader string `yaml:"real-ip-header"`
 }
 
 // Capacity is muster.server.capacity.

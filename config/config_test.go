@@ -208,8 +208,8 @@ func TestEveryKeyFromEnv(t *testing.T) {
 		}
 	}
 	walk(reflect.TypeFor[config.Config](), nil, "MUSTER")
-	if n != 16 {
-		t.Errorf("walked %d settings, want 16", n)
+	if n != 17 {
+		t.Errorf("walked %d settings, want 17", n)
 	}
 }
 
@@ -292,6 +292,12 @@ func TestBadConfig(t *testing.T) {
 			file: "muster:\n  server:\n    http:\n      port: \"80\\n80\"\n",
 			want: `config: muster.server.http.port / MUSTER__SERVER__HTTP__PORT: want an integer, got "80\n80" (line 4)`,
 			err:  config.ErrInvalid,
+		},
+		{
+			name:    "real-ip-header not a header name",
+			environ: []string{"MUSTER__SERVER__HTTP__REAL_IP_HEADER=X Real IP"},
+			want:    `config: muster.server.http.real-ip-header / MUSTER__SERVER__HTTP__REAL_IP_HEADER: want a header name such as X-Real-IP, or "", got "X Real IP" (from the environment)`,
+			err:     config.ErrInvalid,
 		},
 		{
 			name: "port out of range",

@@ -24,6 +24,8 @@ func (c Config) Validate() error {
 		return bad("server.http.port", "want a port number 1-65535, got %d", h.Port)
 	case !validProxies(h.TrustedProxies):
 		return bad("server.http.trusted-proxies", "want comma-separated IP addresses or CIDR ranges, got %s", quote(h.TrustedProxies))
+	case !validHeaderName(h.RealIPHeader):
+		return bad("server.http.real-ip-header", "want a header name such as X-Real-IP, or \"\", got %s", quote(h.RealIPHeader))
 	case c.Server.Capacity.MaxLoad < 1:
 		return bad("server.capacity.max-load", "want a positive integer, got %d", c.Server.Capacity.MaxLoad)
 	case c.Server.Drain.Timeout <= 0:
@@ -145,6 +147,17 @@ func validPublic(s string) bool {
 // (RFC 3986 unreserved characters: letters, digits, - . _ ~).
 func notUnreserved(r rune) bool {
 	return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("-._~", r))
+}
+
+// validHeaderName reports whether s is "" or an HTTP header name made of
+// letters, digits and dashes.
+func validHeaderName(s string) bool {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 func validProxies(s string) bool {

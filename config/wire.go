@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -59,6 +60,13 @@ func (c Config) FleetConfig(nodeID, ip string) fleet.Config {
 		DrainTimeout:    time.Duration(c.Server.Drain.Timeout),
 		DrainToken:      c.Server.Drain.Token,
 	}
+}
+
+// RealIP returns the middleware that finds the client behind the load
+// balancers of muster.server.http.trusted-proxies, trusting
+// muster.server.http.real-ip-header when it is set (see relay.RealIPHeader).
+func (c Config) RealIP() func(http.Handler) http.Handler {
+	return relay.RealIPHeader(c.Proxies(), c.Server.HTTP.RealIPHeader)
 }
 
 // RelayConfig returns the relay's configuration for the server nodeID.
