@@ -38,6 +38,7 @@ func TestConcurrentRoomReports(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, HomeConfig{Limits: RateLimits{Rooms: -1, PerIP: -1}})
 	_, sk := e.join(e.createNode("au-sydney", "AU", true))
+	e.announce(sk, nil)
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {

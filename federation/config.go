@@ -18,6 +18,8 @@ const (
 	DefaultMaxBody           = 64 << 10
 	DefaultRegionsCache      = 5 * time.Second
 	DefaultMaxServersPerNode = 64
+	DefaultMaxRoomsPerServer = 1000
+	DefaultMaxReportBytes    = 16 << 10
 	DefaultRequestTimeout    = 2 * time.Second
 	DefaultPollEvery         = time.Minute
 	DefaultMaxStale          = 3 * time.Minute
@@ -88,6 +90,15 @@ type HomeConfig struct {
 	// ones included). Default 64.
 	MaxServersPerNode int `yaml:"max-servers-per-node"`
 
+	// MaxRoomsPerServer bounds the open rooms one server may report; a
+	// report of one more new room is refused (409 too_many_rooms) until
+	// one closes. Default 1000.
+	MaxRoomsPerServer int `yaml:"max-rooms-per-server"`
+
+	// MaxReportBytes bounds the body of one room report; a larger one is
+	// refused (413). Default 16 KiB; at most MaxBody.
+	MaxReportBytes int64 `yaml:"max-report-bytes"`
+
 	// RegionsCache is how long GET /api/v1/regions may serve a computed
 	// list before reading the register again. Admin changes made through
 	// this Home clear it at once. Default 5s; negative disables the cache.
@@ -144,6 +155,12 @@ func (c HomeConfig) withDefaults() (HomeConfig, error) {
 	if c.MaxServersPerNode == 0 {
 		c.MaxServersPerNode = DefaultMaxServersPerNode
 	}
+	if c.MaxRoomsPerServer == 0 {
+		c.MaxRoomsPerServer = DefaultMaxRoomsPerServer
+	}
+	if c.MaxReportBytes == 0 {
+		c.MaxReportBytes = min(DefaultMaxReportBytes, c.MaxBody)
+	}
 	setInt(&c.Limits.Join, 10)
 	setInt(&c.Limits.Announce, 10)
 	setInt(&c.Limits.Rooms, 6000)
@@ -170,6 +187,10 @@ func (c HomeConfig) withDefaults() (HomeConfig, error) {
 		return c, fmt.Errorf("%w: MaxBody must be at least 1024", ErrInvalidConfig)
 	case c.MaxServersPerNode < 0:
 		return c, fmt.Errorf("%w: MaxServersPerNode must not be negative", ErrInvalidConfig)
+	case c.MaxRoomsPerServer < 0:
+		return c, fmt.Errorf("%w: MaxRoomsPerServer (max-rooms-per-server) must not be negative", ErrInvalidConfig)
+	case c.MaxReportBytes < 256 || c.MaxReportBytes > c.MaxBody:
+		return c, fmt.Errorf("%w: MaxReportBytes (max-report-bytes) must be 256 to MaxBody (%d)", ErrInvalidConfig, c.MaxBody)
 	case c.MinBandwidth < 0:
 		return c, fmt.Errorf("%w: MinBandwidth must not be negative", ErrInvalidConfig)
 	}

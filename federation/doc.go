@@ -53,12 +53,29 @@
 // sibling is fresh; placers stop placing rooms there at their next poll,
 // and rooms already there keep going, with their reports still accepted.
 //
-// Rooms: home keeps the latest snapshot per room, ordered by a sequence
-// number the agent stamps; an older snapshot arriving late is ignored. A
-// closed room is kept as a marker for SilentAfter. Rooms of a revoked
-// server are forgotten at once; rooms of a server silent for 10×SilentAfter
-// are forgotten; an agent that restarts announces a new epoch and its
-// earlier rooms are forgotten.
+// Rooms: only a server of an approved node that has announced within
+// SilentAfter may report rooms, at most MaxRoomsPerServer (1000) open
+// rooms each and MaxReportBytes (16 KiB) a report; anything else is
+// refused with a 4xx. Home keeps the latest snapshot per room, ordered by
+// a sequence number the agent stamps; an older snapshot arriving late is
+// ignored. Each server's rooms and players are counted as its reports are
+// stored, so the regions list reads one small record per server, never the
+// reports. A room ends with its server: once the server is revoked or has
+// been silent for SilentAfter, Room no longer returns its rooms, and the
+// next regions list forgets them. A closed room is kept as a marker for
+// SilentAfter to twice that. An agent that restarts announces a new epoch
+// and its earlier rooms are forgotten.
+//
+// # Several homes
+//
+// Any number of Home values on one Redis serve one register: every write
+// is a compare-and-set over the records it depends on
+// (backplane.RecordSwapper, one Lua script on Redis), retried when another
+// home changed one of them meanwhile. So an approve racing a revoke cannot
+// bring a revoked node back, the per-node server limit holds across homes,
+// the newer of two racing room reports wins, and a report racing its
+// server's revocation leaves no room behind. On a backplane without
+// RecordSwapper the same holds within one process only.
 //
 // # Lifecycle and concurrency
 //

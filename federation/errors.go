@@ -38,6 +38,19 @@ var (
 	// reported first (HTTP 409).
 	ErrRoomOwned = errors.New("federation: room belongs to another server")
 
+	// ErrNotApproved reports a room report from a server of a node that
+	// has not been approved (HTTP 403): only an approved node has rooms.
+	ErrNotApproved = errors.New("federation: node not approved")
+
+	// ErrNotAnnounced reports a room report from a server that has not
+	// announced within SilentAfter (HTTP 409): its rooms ended with it; it
+	// may report again after its next announce.
+	ErrNotAnnounced = errors.New("federation: server has not announced recently")
+
+	// ErrTooManyRooms reports a new room from a server that already
+	// reports HomeConfig.MaxRoomsPerServer open rooms (HTTP 409).
+	ErrTooManyRooms = errors.New("federation: server has too many rooms")
+
 	// ErrTooManyServers reports a join on a node that already has
 	// HomeConfig.MaxServersPerNode servers (HTTP 409).
 	ErrTooManyServers = errors.New("federation: node has too many servers")
@@ -131,6 +144,9 @@ var errorCodes = []struct {
 	{ErrExists, http.StatusConflict, "exists"},
 	{ErrRoomOwned, http.StatusConflict, "room_owned"},
 	{ErrTooManyServers, http.StatusConflict, "too_many_servers"},
+	{ErrNotApproved, http.StatusForbidden, "not_approved"},
+	{ErrNotAnnounced, http.StatusConflict, "not_announced"},
+	{ErrTooManyRooms, http.StatusConflict, "too_many_rooms"},
 	{ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large"},
 	{ErrInvalid, http.StatusBadRequest, "invalid"},
 	{ErrRateLimited, http.StatusTooManyRequests, "rate_limited"},

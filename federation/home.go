@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -34,11 +33,11 @@ type Home struct {
 	adminHash string
 	handler   http.Handler
 
-	adminMu sync.Mutex     // serialises admin read-modify-writes
-	roomMu  [64]sync.Mutex // serialises reports of one room, by hash
-	cacheMu sync.Mutex     // guards the regions cache
-	cache   *RegionList    // nil: nothing cached
-	cacheAt time.Time      // when cache was computed
+	swapMu  sync.Mutex  // serialises commits on a backplane without RecordSwapper
+	cacheMu sync.Mutex  // guards the regions cache and sweptAt
+	cache   *RegionList // nil: nothing cached
+	cacheAt time.Time   // when cache was computed
+	sweptAt time.Time   // when this Home last swept every room report
 }
 
 // NewHome returns a Home over bp, which must be durable in production (the
@@ -79,30 +78,22 @@ func (h *Home) CreateNode(ctx context.Context, spec NodeSpec) (NodeInfo, string,
 	if err != nil {
 		return NodeInfo{}, "", err
 	}
-	h.adminMu.Lock()
-	defer h.adminMu.Unlock()
-	var existing nodeRecord
-	found, err := h.get(ctx, collNodes, spec.ID, &existing)
-	if err != nil {
-		return NodeInfo{}, "", err
-	}
-	if found {
-		return NodeInfo{}, "", fmt.Errorf("node %q: %w", spec.ID, ErrExists)
-	}
 	key := newKey(kindNode)
 	hash := keyHash(key)
 	rec := nodeRecord{
 		ID: spec.ID, Name: spec.Name, Country: spec.Country, Region: spec.Region,
 		KeyHash: hash, CreatedAt: h.now(),
 	}
-	// The key record is written first: a node record never exists without
-	// a way in, and a failure in between leaves only an orphan hash that
-	// authenticates nothing.
-	if err := h.put(ctx, collKeys, hash, keyRecord{Hash: hash, Kind: kindNode, NodeID: spec.ID}); err != nil {
+	// The node and its key record are written together, and only if the
+	// id is free.
+	done, err := h.commit(ctx,
+		set(collKeys, hash, nil, keyRecord{Hash: hash, Kind: kindNode, NodeID: spec.ID}),
+		set(collNodes, spec.ID, nil, rec))
+	if err != nil {
 		return NodeInfo{}, "", err
 	}
-	if err := h.put(ctx, collNodes, spec.ID, rec); err != nil {
-		return NodeInfo{}, "", err
+	if !done {
+		return NodeInfo{}, "", fmt.Errorf("node %q: %w", spec.ID, ErrExists)
 	}
 	h.log.Info("federation: node created", "node_id", rec.ID, "country", rec.Country)
 	return nodeInfo(rec), key, nil
@@ -112,24 +103,29 @@ func (h *Home) CreateNode(ctx context.Context, spec NodeSpec) (NodeInfo, string,
 // Approving an approved node does nothing; a revoked node cannot be
 // approved again (ErrRevoked): create a new one.
 func (h *Home) Approve(ctx context.Context, nodeID string) error {
-	h.adminMu.Lock()
-	defer h.adminMu.Unlock()
-	n, err := h.node(ctx, nodeID)
+	approved := false
+	err := h.update(ctx, func() ([]backplane.RecordSwap, error) {
+		n, raw, err := h.nodeRaw(ctx, nodeID)
+		if err != nil {
+			return nil, err
+		}
+		if n.Revoked {
+			return nil, fmt.Errorf("approve node %q: %w", nodeID, ErrRevoked)
+		}
+		if n.Approved {
+			return nil, nil
+		}
+		n.Approved, n.ApprovedAt = true, h.now()
+		approved = true
+		return []backplane.RecordSwap{set(collNodes, n.ID, raw, n)}, nil
+	})
 	if err != nil {
 		return err
 	}
-	if n.Revoked {
-		return fmt.Errorf("approve node %q: %w", nodeID, ErrRevoked)
+	if approved {
+		h.invalidate()
+		h.log.Info("federation: node approved", "node_id", nodeID)
 	}
-	if n.Approved {
-		return nil
-	}
-	n.Approved, n.ApprovedAt = true, h.now()
-	if err := h.put(ctx, collNodes, n.ID, n); err != nil {
-		return err
-	}
-	h.invalidate()
-	h.log.Info("federation: node approved", "node_id", n.ID)
 	return nil
 }
 
@@ -137,28 +133,33 @@ func (h *Home) Approve(ctx context.Context, nodeID string) error {
 // server key it enrolled are refused from now on, and its room reports are
 // forgotten. Revoking a revoked node does nothing.
 func (h *Home) RevokeNode(ctx context.Context, nodeID string) error {
-	h.adminMu.Lock()
-	defer h.adminMu.Unlock()
-	n, err := h.node(ctx, nodeID)
+	now := h.now()
+	revoked := false
+	err := h.update(ctx, func() ([]backplane.RecordSwap, error) {
+		n, raw, err := h.nodeRaw(ctx, nodeID)
+		if err != nil || n.Revoked {
+			return nil, err
+		}
+		n.Revoked, n.Approved, n.RevokedAt = true, false, now
+		revoked = true
+		return []backplane.RecordSwap{set(collNodes, n.ID, raw, n)}, nil
+	})
 	if err != nil {
 		return err
 	}
-	now := h.now()
-	if !n.Revoked {
-		n.Revoked, n.Approved, n.RevokedAt = true, false, now
-		if err := h.put(ctx, collNodes, n.ID, n); err != nil {
-			return err
-		}
+	if revoked {
 		h.invalidate()
-		h.log.Info("federation: node revoked", "node_id", n.ID)
+		h.log.Info("federation: node revoked", "node_id", nodeID)
 	}
+	// A server joining meanwhile checked the node record in its swap, so
+	// every server of the node is in this list.
 	servers, err := all[serverRecord](ctx, h, collServers)
 	if err != nil {
 		return err
 	}
 	for _, sv := range servers {
-		if sv.NodeID == n.ID {
-			if err := h.revokeServer(ctx, sv, now); err != nil {
+		if sv.NodeID == nodeID {
+			if err := h.revokeServer(ctx, sv.ID, now); err != nil {
 				return err
 			}
 		}
@@ -170,61 +171,65 @@ func (h *Home) RevokeNode(ctx context.Context, nodeID string) error {
 // presence and room reports. The node's other servers keep working.
 // Revoking a revoked server does nothing more.
 func (h *Home) RevokeServer(ctx context.Context, serverID string) error {
-	h.adminMu.Lock()
-	defer h.adminMu.Unlock()
-	var sv serverRecord
-	found, err := h.get(ctx, collServers, serverID, &sv)
-	if err != nil {
-		return err
-	}
-	if !found {
-		return fmt.Errorf("server %q: %w", serverID, ErrNotFound)
-	}
-	return h.revokeServer(ctx, sv, h.now())
+	return h.revokeServer(ctx, serverID, h.now())
 }
 
-func (h *Home) revokeServer(ctx context.Context, sv serverRecord, now time.Time) error {
-	if !sv.Revoked {
-		sv.Revoked, sv.RevokedAt = true, now
-		if err := h.put(ctx, collServers, sv.ID, sv); err != nil {
-			return err
+func (h *Home) revokeServer(ctx context.Context, serverID string, now time.Time) error {
+	var revoked serverRecord
+	err := h.update(ctx, func() ([]backplane.RecordSwap, error) {
+		var sv serverRecord
+		raw, err := h.read(ctx, collServers, serverID, &sv)
+		if err != nil {
+			return nil, err
 		}
-		h.invalidate()
-		h.log.Info("federation: server revoked", "node_id", sv.NodeID, "server_id", sv.ID)
-	}
-	if err := h.del(ctx, collPresence, sv.ID); err != nil {
-		return err
-	}
-	rooms, err := all[RoomSnapshot](ctx, h, collRooms)
+		if raw == nil {
+			return nil, fmt.Errorf("server %q: %w", serverID, ErrNotFound)
+		}
+		if sv.Revoked {
+			return nil, nil
+		}
+		sv.Revoked, sv.RevokedAt = true, now
+		revoked = sv
+		return []backplane.RecordSwap{set(collServers, sv.ID, raw, sv)}, nil
+	})
 	if err != nil {
 		return err
 	}
-	for id, r := range rooms {
-		if r.ServerID == sv.ID {
-			if err := h.del(ctx, collRooms, id); err != nil {
-				return err
-			}
-		}
+	if revoked.Revoked {
+		h.invalidate()
+		h.log.Info("federation: server revoked", "node_id", revoked.NodeID, "server_id", revoked.ID)
 	}
-	return nil
+	// Every write of the server's presence and rooms checks the server
+	// record, so none lands after this point: what is there now is all
+	// there will be.
+	if err := h.bp.DeleteRecord(ctx, collPresence, serverID); err != nil {
+		return fmt.Errorf("%w: delete %s: %w", ErrUnavailable, collPresence, err)
+	}
+	return h.endRooms(ctx, func(r RoomSnapshot) bool { return r.ServerID == serverID })
+}
+
+// nodeRaw reads a node record with its raw bytes, or ErrNotFound.
+func (h *Home) nodeRaw(ctx context.Context, id string) (nodeRecord, []byte, error) {
+	var n nodeRecord
+	raw, err := h.read(ctx, collNodes, id, &n)
+	if err != nil {
+		return n, nil, err
+	}
+	if raw == nil {
+		return n, nil, fmt.Errorf("node %q: %w", id, ErrNotFound)
+	}
+	return n, raw, nil
 }
 
 func (h *Home) node(ctx context.Context, id string) (nodeRecord, error) {
-	var n nodeRecord
-	found, err := h.get(ctx, collNodes, id, &n)
-	if err != nil {
-		return n, err
-	}
-	if !found {
-		return n, fmt.Errorf("node %q: %w", id, ErrNotFound)
-	}
-	return n, nil
+	n, _, err := h.nodeRaw(ctx, id)
+	return n, err
 }
 
 // Nodes returns every node in the register, revoked ones included, with
 // their servers, sorted by id.
 func (h *Home) Nodes(ctx context.Context) ([]NodeInfo, error) {
-	s, err := h.load(ctx, false)
+	s, err := h.load(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +244,7 @@ func (h *Home) Nodes(ctx context.Context) ([]NodeInfo, error) {
 
 // Node returns one node with its servers, or ErrNotFound.
 func (h *Home) Node(ctx context.Context, id string) (NodeInfo, error) {
-	s, err := h.load(ctx, false)
+	s, err := h.load(ctx)
 	if err != nil {
 		return NodeInfo{}, err
 	}
@@ -276,35 +281,56 @@ func (h *Home) describe(s snapshot, n nodeRecord, now time.Time) NodeInfo {
 		if st, ok := s.selftests[id]; ok {
 			si.SelfTestDue, si.SelfTest = st.Due, st.Last
 		}
+		if c, ok := s.counts[id]; ok && s.liveServer(h, id, now) {
+			si.Rooms, si.Players = c.Rooms, c.Players
+		}
 		info.Servers = append(info.Servers, si)
 	}
 	slices.SortFunc(info.Servers, func(a, b ServerInfo) int { return cmp.Compare(a.ID, b.ID) })
 	return info
 }
 
-// Room returns the latest report home holds for a room, or ErrNotFound.
+// Room returns the latest report home holds for a room, or ErrNotFound
+// when it has none, the room is closed, or the room's server is dead
+// (revoked, or silent for SilentAfter): a room ends with its server.
 func (h *Home) Room(ctx context.Context, roomID string) (RoomSnapshot, error) {
 	var r RoomSnapshot
-	found, err := h.get(ctx, collRooms, roomID, &r)
+	raw, err := h.read(ctx, collRooms, roomID, &r)
 	if err != nil {
 		return r, err
 	}
-	if !found || r.Closed {
+	if raw == nil || r.Closed {
 		return RoomSnapshot{}, fmt.Errorf("room %q: %w", roomID, ErrNotFound)
+	}
+	var sv serverRecord
+	var p presenceRecord
+	rawSv, err := h.read(ctx, collServers, r.ServerID, &sv)
+	if err != nil {
+		return RoomSnapshot{}, err
+	}
+	rawP, err := h.read(ctx, collPresence, r.ServerID, &p)
+	if err != nil {
+		return RoomSnapshot{}, err
+	}
+	if rawSv == nil || !h.live(sv, p, rawP != nil, h.now()) {
+		return RoomSnapshot{}, fmt.Errorf("room %q (its server is gone): %w", roomID, ErrNotFound)
 	}
 	return r, nil
 }
 
 // Regions returns the nodes in rotation, as GET /api/v1/regions serves
-// them (without the cache). It also forgets room reports that can no
-// longer be true (see the package documentation).
+// them (without the cache). It reads one record per node and per server,
+// never the room reports: rooms and players are counted as reports
+// arrive. It also ends the rooms of servers that died (see the package
+// documentation), and at most once per SilentAfter sweeps old close
+// markers.
 func (h *Home) Regions(ctx context.Context) (RegionList, error) {
-	s, err := h.load(ctx, true)
+	s, err := h.load(ctx)
 	if err != nil {
 		return RegionList{}, err
 	}
 	now := h.now()
-	h.sweepRooms(ctx, s, now)
+	h.sweep(ctx, s, now)
 	list := RegionList{Home: maps.Clone(h.cfg.Services), Regions: []Region{}}
 	byNode := make(map[string]*Region)
 	for _, n := range s.nodes {
@@ -321,7 +347,14 @@ func (h *Home) Regions(ctx context.Context) (RegionList, error) {
 	}
 	for id, sv := range s.servers {
 		r := byNode[sv.NodeID]
-		if r == nil || !s.freshServer(h, id, now) {
+		if r == nil {
+			continue
+		}
+		if c, ok := s.counts[id]; ok && s.liveServer(h, id, now) {
+			r.Rooms += c.Rooms
+			r.Players += c.Players
+		}
+		if !s.freshServer(h, id, now) {
 			continue
 		}
 		r.Servers++
@@ -329,12 +362,6 @@ func (h *Home) Regions(ctx context.Context) (RegionList, error) {
 			if !slices.Contains(r.Services[name], addr) {
 				r.Services[name] = append(r.Services[name], addr)
 			}
-		}
-	}
-	for _, room := range s.rooms {
-		if r := byNode[room.NodeID]; r != nil && !room.Closed {
-			r.Rooms++
-			r.Players += len(room.Members)
 		}
 	}
 	for i := range list.Regions {
@@ -348,37 +375,98 @@ func (h *Home) Regions(ctx context.Context) (RegionList, error) {
 	return list, nil
 }
 
-// roomExpiry is how long the rooms of a server that stopped announcing are
-// kept: long past rotation (they may still be played), short of forever.
-func (h *Home) roomExpiry() time.Duration { return 10 * h.cfg.SilentAfter }
-
-// sweepRooms forgets close markers older than SilentAfter, and rooms whose
-// server is revoked, unknown, or silent for longer than roomExpiry. It is
-// housekeeping: errors are logged, never returned.
-func (h *Home) sweepRooms(ctx context.Context, s snapshot, now time.Time) {
-	for id, r := range s.rooms {
-		sv, known := s.servers[r.ServerID]
-		p, seen := s.presence[r.ServerID]
-		stale := false
-		switch {
-		case r.Closed:
-			stale = now.Sub(r.UpdatedAt) >= h.cfg.SilentAfter
-		case !known || sv.Revoked:
-			stale = true
-		case seen:
-			stale = now.Sub(p.LastSeen) >= h.roomExpiry()
-		default:
-			stale = now.Sub(r.UpdatedAt) >= h.roomExpiry()
+// sweep is housekeeping on the room reports; errors are logged, never
+// returned. The rooms of a server that is dead (revoked, unknown, or
+// silent for SilentAfter) and still counts rooms end at once; and once per
+// SilentAfter every report is read to forget close markers older than
+// SilentAfter and anything else left behind.
+func (h *Home) sweep(ctx context.Context, s snapshot, now time.Time) {
+	dead := map[string]bool{}
+	for id, c := range s.counts {
+		if !s.liveServer(h, id, now) && (c.Rooms > 0 || c.Players > 0) {
+			dead[id] = true
 		}
-		if !stale {
+	}
+	h.cacheMu.Lock()
+	full := h.sweptAt.IsZero() || now.Sub(h.sweptAt) >= h.cfg.SilentAfter || now.Before(h.sweptAt)
+	if full {
+		h.sweptAt = now
+	}
+	h.cacheMu.Unlock()
+	if !full && len(dead) == 0 {
+		return
+	}
+	err := h.endRooms(ctx, func(r RoomSnapshot) bool {
+		if r.Closed {
+			return full && now.Sub(r.UpdatedAt) >= h.cfg.SilentAfter
+		}
+		if dead[r.ServerID] {
+			return true
+		}
+		return full && !s.liveServer(h, r.ServerID, now)
+	})
+	if err != nil {
+		h.log.Warn("federation: sweeping room reports", "err", err)
+		return
+	}
+	for id := range dead {
+		if err := h.settleCounts(ctx, id); err != nil {
+			h.log.Warn("federation: sweeping room reports", "server_id", id, "err", err)
+		}
+	}
+}
+
+// endRooms forgets every room report for which end is true, taking each
+// out of its server's counts in the same compare-and-set.
+func (h *Home) endRooms(ctx context.Context, end func(RoomSnapshot) bool) error {
+	rooms, err := all[RoomSnapshot](ctx, h, collRooms)
+	if err != nil {
+		return err
+	}
+	for id, r := range rooms {
+		if !end(r) {
 			continue
 		}
-		if err := h.del(ctx, collRooms, id); err != nil {
-			h.log.Warn("federation: sweeping room reports", "room_id", id, "err", err)
-			return
+		err := h.update(ctx, func() ([]backplane.RecordSwap, error) {
+			var cur RoomSnapshot
+			raw, err := h.read(ctx, collRooms, id, &cur)
+			if err != nil || raw == nil || cur.ServerID != r.ServerID || cur.Seq != r.Seq {
+				return nil, err // gone, or changed since: judged again next time
+			}
+			var c countRecord
+			rawC, err := h.read(ctx, collCounts, cur.ServerID, &c)
+			if err != nil {
+				return nil, err
+			}
+			swaps := []backplane.RecordSwap{unset(collRooms, id, raw)}
+			if !cur.Closed && rawC != nil {
+				c.Rooms, c.Players = max(0, c.Rooms-1), max(0, c.Players-len(cur.Members))
+				swaps = append(swaps, set(collCounts, cur.ServerID, rawC, c))
+			}
+			return swaps, nil
+		})
+		if err != nil {
+			return err
 		}
-		delete(s.rooms, id)
 	}
+	return nil
+}
+
+// settleCounts deletes a dead server's counts once its rooms are gone.
+func (h *Home) settleCounts(ctx context.Context, serverID string) error {
+	return h.update(ctx, func() ([]backplane.RecordSwap, error) {
+		var c countRecord
+		raw, err := h.read(ctx, collCounts, serverID, &c)
+		if err != nil || raw == nil {
+			return nil, err
+		}
+		if c.Rooms > 0 {
+			// Rooms it reported while being swept; or counts that drifted
+			// (a register written before counts were kept): start again.
+			h.log.Warn("federation: a dead server's room counts reset", "server_id", serverID, "rooms", c.Rooms)
+		}
+		return []backplane.RecordSwap{unset(collCounts, serverID, raw)}, nil
+	})
 }
 
 // regions returns the cached list or computes it.
@@ -420,13 +508,13 @@ func (h *Home) authenticate(ctx context.Context, key string) (principal, error) 
 	}
 	hash := keyHash(key)
 	var kr keyRecord
-	found, err := h.get(ctx, collKeys, hash, &kr)
+	raw, err := h.read(ctx, collKeys, hash, &kr)
 	if err != nil {
 		return principal{}, err
 	}
 	// The lookup is by hash, so its timing tells nothing about the key;
 	// the comparison is constant-time all the same.
-	if !found || !hashesEqual(kr.Hash, hash) || kr.Kind != kind {
+	if raw == nil || !hashesEqual(kr.Hash, hash) || kr.Kind != kind {
 		return principal{}, ErrUnauthorized
 	}
 	p := principal{kind: kind}
@@ -440,11 +528,11 @@ func (h *Home) authenticate(ctx context.Context, key string) (principal, error) 
 		return principal{}, fmt.Errorf("node %q: %w", p.node.ID, ErrRevoked)
 	}
 	if kind == kindServer {
-		found, err := h.get(ctx, collServers, kr.ServerID, &p.server)
+		raw, err := h.read(ctx, collServers, kr.ServerID, &p.server)
 		if err != nil {
 			return principal{}, err
 		}
-		if !found || p.server.NodeID != p.node.ID || !hashesEqual(p.server.KeyHash, hash) {
+		if raw == nil || p.server.NodeID != p.node.ID || !hashesEqual(p.server.KeyHash, hash) {
 			return principal{}, ErrUnauthorized
 		}
 		if p.server.Revoked {
@@ -454,23 +542,32 @@ func (h *Home) authenticate(ctx context.Context, key string) (principal, error) 
 	return p, nil
 }
 
+// current re-reads p's node and server records for a compare-and-set: the
+// raw bytes to check, and ErrRevoked when either was revoked since.
+func (h *Home) current(ctx context.Context, p principal) (n nodeRecord, rawN []byte, sv serverRecord, rawS []byte, err error) {
+	if n, rawN, err = h.nodeRaw(ctx, p.node.ID); err != nil {
+		return
+	}
+	if n.Revoked {
+		err = fmt.Errorf("node %q: %w", n.ID, ErrRevoked)
+		return
+	}
+	if p.kind != kindServer {
+		return
+	}
+	if rawS, err = h.read(ctx, collServers, p.server.ID, &sv); err != nil {
+		return
+	}
+	if rawS == nil {
+		err = ErrUnauthorized
+	} else if sv.Revoked {
+		err = fmt.Errorf("server %q: %w", sv.ID, ErrRevoked)
+	}
+	return
+}
+
 // join enrols a new server of p's node and returns its key.
 func (h *Home) join(ctx context.Context, p principal, req joinRequest) (joinResponse, error) {
-	h.adminMu.Lock()
-	defer h.adminMu.Unlock()
-	servers, err := all[serverRecord](ctx, h, collServers)
-	if err != nil {
-		return joinResponse{}, err
-	}
-	count := 0
-	for _, sv := range servers {
-		if sv.NodeID == p.node.ID {
-			count++
-		}
-	}
-	if count >= h.cfg.MaxServersPerNode {
-		return joinResponse{}, fmt.Errorf("node %q has %d: %w", p.node.ID, count, ErrTooManyServers)
-	}
 	now := h.now()
 	id := newServerID(p.node.ID)
 	key := newKey(kindServer)
@@ -479,15 +576,37 @@ func (h *Home) join(ctx context.Context, p principal, req joinRequest) (joinResp
 	if name == "" {
 		name = cmp.Or(req.Hardware.Hostname, id)
 	}
-	if err := h.put(ctx, collKeys, hash, keyRecord{Hash: hash, Kind: kindServer, NodeID: p.node.ID, ServerID: id}); err != nil {
-		return joinResponse{}, err
-	}
-	sv := serverRecord{ID: id, NodeID: p.node.ID, Name: name, KeyHash: hash, JoinedAt: now}
-	if err := h.put(ctx, collServers, id, sv); err != nil {
-		return joinResponse{}, err
-	}
-	// A new server's first self-test is due at once.
-	if err := h.put(ctx, collSelfTests, id, selfTestRecord{NodeID: p.node.ID, Due: now}); err != nil {
+	err := h.update(ctx, func() ([]backplane.RecordSwap, error) {
+		n, rawN, _, _, err := h.current(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		count := n.Enrolled
+		if count == 0 {
+			// A register written before Enrolled was kept: count them.
+			servers, err := all[serverRecord](ctx, h, collServers)
+			if err != nil {
+				return nil, err
+			}
+			for _, sv := range servers {
+				if sv.NodeID == n.ID {
+					count++
+				}
+			}
+		}
+		if count >= h.cfg.MaxServersPerNode {
+			return nil, fmt.Errorf("node %q has %d (max-servers-per-node): %w", n.ID, count, ErrTooManyServers)
+		}
+		n.Enrolled = count + 1
+		return []backplane.RecordSwap{
+			set(collNodes, n.ID, rawN, n),
+			set(collKeys, hash, nil, keyRecord{Hash: hash, Kind: kindServer, NodeID: n.ID, ServerID: id}),
+			set(collServers, id, nil, serverRecord{ID: id, NodeID: n.ID, Name: name, KeyHash: hash, JoinedAt: now}),
+			// A new server's first self-test is due at once.
+			set(collSelfTests, id, nil, selfTestRecord{NodeID: n.ID, Due: now}),
+		}, nil
+	})
+	if err != nil {
 		return joinResponse{}, err
 	}
 	h.log.Info("federation: server joined", "node_id", p.node.ID, "server_id", id, "name", name)
@@ -515,16 +634,30 @@ func (h *Home) announce(ctx context.Context, p principal, req announceRequest) (
 	now := h.now()
 	id := p.server.ID
 	var prev presenceRecord
-	had, err := h.get(ctx, collPresence, id, &prev)
+	var had, approved bool
+	err := h.update(ctx, func() ([]backplane.RecordSwap, error) {
+		n, _, _, rawS, err := h.current(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		approved = n.Approved
+		prev = presenceRecord{}
+		rawP, err := h.read(ctx, collPresence, id, &prev)
+		if err != nil {
+			return nil, err
+		}
+		had = rawP != nil
+		pres := presenceRecord{NodeID: p.node.ID, LastSeen: now, Services: req.Services, Hardware: req.Hardware, Epoch: req.Epoch}
+		return []backplane.RecordSwap{same(collServers, id, rawS), set(collPresence, id, rawP, pres)}, nil
+	})
 	if err != nil {
 		return Announcement{}, err
 	}
-	pres := presenceRecord{NodeID: p.node.ID, LastSeen: now, Services: req.Services, Hardware: req.Hardware, Epoch: req.Epoch}
-	if err := h.put(ctx, collPresence, id, pres); err != nil {
-		return Announcement{}, err
-	}
-	if req.Epoch != 0 && (!had || prev.Epoch != req.Epoch) {
-		if err := h.pruneEpoch(ctx, id, req.Epoch); err != nil {
+	// A server back from the dead had its rooms ended; so had an agent
+	// that restarted (a new epoch): a report from before is stale.
+	back := had && now.Sub(prev.LastSeen) >= h.cfg.SilentAfter
+	if req.Epoch != 0 && (!had || prev.Epoch != req.Epoch || back) {
+		if err := h.endRooms(ctx, func(r RoomSnapshot) bool { return r.ServerID == id && r.Seq < req.Epoch }); err != nil {
 			return Announcement{}, err
 		}
 	}
@@ -536,7 +669,7 @@ func (h *Home) announce(ctx context.Context, p principal, req announceRequest) (
 		h.log.Info("federation: server announced", "node_id", p.node.ID, "server_id", id)
 	}
 	return Announcement{
-		NodeID: p.node.ID, ServerID: id, Approved: p.node.Approved,
+		NodeID: p.node.ID, ServerID: id, Approved: approved,
 		Fresh:                !h.selfTestOverdue(st, now),
 		AnnounceEverySeconds: h.cfg.AnnounceEvery.Seconds(),
 		SelfTest:             SelfTestSchedule{DueInSeconds: st.Due.Sub(now).Seconds(), Bytes: h.cfg.SelfTestBytes},
@@ -546,29 +679,16 @@ func (h *Home) announce(ctx context.Context, p principal, req announceRequest) (
 // selfTest returns p's self-test record, creating one due now if missing.
 func (h *Home) selfTest(ctx context.Context, p principal, now time.Time) (selfTestRecord, error) {
 	var st selfTestRecord
-	found, err := h.get(ctx, collSelfTests, p.server.ID, &st)
-	if err != nil || found {
-		return st, err
-	}
-	st = selfTestRecord{NodeID: p.node.ID, Due: now}
-	return st, h.put(ctx, collSelfTests, p.server.ID, st)
-}
-
-// pruneEpoch forgets the server's room reports from an earlier run of its
-// agent: those rooms ended with that process.
-func (h *Home) pruneEpoch(ctx context.Context, serverID string, epoch uint64) error {
-	rooms, err := all[RoomSnapshot](ctx, h, collRooms)
-	if err != nil {
-		return err
-	}
-	for id, r := range rooms {
-		if r.ServerID == serverID && r.Seq < epoch {
-			if err := h.del(ctx, collRooms, id); err != nil {
-				return err
-			}
+	err := h.update(ctx, func() ([]backplane.RecordSwap, error) {
+		st = selfTestRecord{}
+		raw, err := h.read(ctx, collSelfTests, p.server.ID, &st)
+		if err != nil || raw != nil {
+			return nil, err
 		}
-	}
-	return nil
+		st = selfTestRecord{NodeID: p.node.ID, Due: now}
+		return []backplane.RecordSwap{set(collSelfTests, p.server.ID, nil, st)}, nil
+	})
+	return st, err
 }
 
 // recordSelfTest records an upload of n bytes that took elapsed.
@@ -577,15 +697,24 @@ func (h *Home) recordSelfTest(ctx context.Context, p principal, n int64, elapsed
 	elapsed = max(elapsed, time.Microsecond)
 	res := SelfTestResult{At: now, Bytes: n, BytesPerSecond: float64(n) / elapsed.Seconds()}
 	res.Passed = n == h.cfg.SelfTestBytes && res.BytesPerSecond >= h.cfg.MinBandwidth
-	st, err := h.selfTest(ctx, p, now)
+	var st selfTestRecord
+	err := h.update(ctx, func() ([]backplane.RecordSwap, error) {
+		_, _, _, rawS, err := h.current(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		st = selfTestRecord{NodeID: p.node.ID, Due: now}
+		raw, err := h.read(ctx, collSelfTests, p.server.ID, &st)
+		if err != nil {
+			return nil, err
+		}
+		st.Last = &res
+		if res.Passed {
+			st.Due = now.Add(h.cfg.SelfTestEvery)
+		}
+		return []backplane.RecordSwap{same(collServers, p.server.ID, rawS), set(collSelfTests, p.server.ID, raw, st)}, nil
+	})
 	if err != nil {
-		return selfTestResponse{}, err
-	}
-	st.Last = &res
-	if res.Passed {
-		st.Due = now.Add(h.cfg.SelfTestEvery)
-	}
-	if err := h.put(ctx, collSelfTests, p.server.ID, st); err != nil {
 		return selfTestResponse{}, err
 	}
 	h.log.Info("federation: self-test", "node_id", p.node.ID, "server_id", p.server.ID,
@@ -593,39 +722,82 @@ func (h *Home) recordSelfTest(ctx context.Context, p principal, n int64, elapsed
 	return selfTestResponse{SelfTestResult: res, NextDueInSeconds: st.Due.Sub(now).Seconds()}, nil
 }
 
-// reportRoom stores a room snapshot unless home holds a newer one. A room
-// belongs to the server that reported it first.
+// reportRoom stores a room snapshot unless home holds a newer one, and
+// keeps the server's room and player counts with it. Only a server of an
+// approved node that has announced within SilentAfter may report, up to
+// MaxRoomsPerServer open rooms. A room belongs to the server that
+// reported it first.
 func (h *Home) reportRoom(ctx context.Context, p principal, req roomRequest) (bool, error) {
 	if req.NodeID != "" && req.NodeID != p.node.ID {
 		return false, fmt.Errorf("room report names node %q: %w", req.NodeID, ErrWrongNode)
 	}
-	f := fnv.New32a()
-	f.Write([]byte(req.RoomID))
-	mu := &h.roomMu[f.Sum32()%uint32(len(h.roomMu))]
-	mu.Lock()
-	defer mu.Unlock()
-	var cur RoomSnapshot
-	found, err := h.get(ctx, collRooms, req.RoomID, &cur)
-	if err != nil {
-		return false, err
+	id := p.server.ID
+	members := req.Members
+	if members == nil {
+		members = []string{}
 	}
-	if found && cur.ServerID != p.server.ID {
-		return false, fmt.Errorf("room %q: %w", req.RoomID, ErrRoomOwned)
-	}
-	if found && cur.Seq >= req.Seq {
-		return false, nil
-	}
-	snap := RoomSnapshot{
-		RoomReport: req.RoomReport, NodeID: p.node.ID, ServerID: p.server.ID,
-		Seq: req.Seq, UpdatedAt: h.now(),
-	}
-	if snap.Members == nil {
-		snap.Members = []string{}
-	}
-	// A closed room is kept as a marker for a while, so that a late report
-	// sent before the close cannot bring it back.
-	if err := h.put(ctx, collRooms, req.RoomID, snap); err != nil {
-		return false, err
-	}
-	return true, nil
+	stored := false
+	err := h.update(ctx, func() ([]backplane.RecordSwap, error) {
+		stored = false
+		now := h.now()
+		n, rawN, sv, rawS, err := h.current(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		if !n.Approved {
+			return nil, fmt.Errorf("node %q: %w", n.ID, ErrNotApproved)
+		}
+		var pres presenceRecord
+		rawP, err := h.read(ctx, collPresence, id, &pres)
+		if err != nil {
+			return nil, err
+		}
+		if !h.live(sv, pres, rawP != nil, now) {
+			return nil, fmt.Errorf("server %q: %w", id, ErrNotAnnounced)
+		}
+		var cur RoomSnapshot
+		rawR, err := h.read(ctx, collRooms, req.RoomID, &cur)
+		if err != nil {
+			return nil, err
+		}
+		if rawR != nil && cur.ServerID != id {
+			return nil, fmt.Errorf("room %q: %w", req.RoomID, ErrRoomOwned)
+		}
+		if rawR != nil && cur.Seq >= req.Seq {
+			return nil, nil
+		}
+		c := countRecord{NodeID: n.ID}
+		rawC, err := h.read(ctx, collCounts, id, &c)
+		if err != nil {
+			return nil, err
+		}
+		wasOpen := rawR != nil && !cur.Closed
+		if wasOpen {
+			c.Rooms--
+			c.Players -= len(cur.Members)
+		}
+		if !req.Closed {
+			if !wasOpen && c.Rooms >= h.cfg.MaxRoomsPerServer {
+				return nil, fmt.Errorf("server %q has %d open rooms, the most max-rooms-per-server allows: %w", id, c.Rooms, ErrTooManyRooms)
+			}
+			c.Rooms++
+			c.Players += len(members)
+		}
+		c.Rooms, c.Players = max(0, c.Rooms), max(0, c.Players)
+		snap := RoomSnapshot{
+			RoomReport: req.RoomReport, NodeID: n.ID, ServerID: id,
+			Seq: req.Seq, UpdatedAt: now,
+		}
+		snap.Members = members
+		stored = true
+		// A closed room is kept as a marker for a while, so that a late
+		// report sent before the close cannot bring it back.
+		return []backplane.RecordSwap{
+			same(collNodes, n.ID, rawN),
+			same(collServers, id, rawS),
+			set(collRooms, req.RoomID, rawR, snap),
+			set(collCounts, id, rawC, c),
+		}, nil
+	})
+	return stored, err
 }

@@ -44,7 +44,9 @@ const (
 //
 // Keys travel as "Authorization: Bearer <key>". Errors are JSON
 // {"error": "...", "code": "..."}: 400 invalid, 401 unknown or revoked key,
-// 403 wrong kind of key or another node named, 404, 409, 413, 429, 503.
+// 403 wrong kind of key, another node named, or a room report from a node
+// not approved, 404, 409 (a room of another server, too many servers or
+// rooms, a room report before the server's announce), 413, 429, 503.
 // Mount it at the root of home's router. The client address used for
 // per-address limits is r.RemoteAddr: behind a proxy, put a trusted
 // real-IP middleware in front.
@@ -134,10 +136,16 @@ func (h *Home) door(kind keyKind, name string, limit int, fn func(http.ResponseW
 
 // readBody reads a JSON body of at most MaxBody bytes.
 func (h *Home) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBody))
+	return h.readBodyLimit(w, r, h.cfg.MaxBody, "max-body")
+}
+
+// readBodyLimit reads a body of at most limit bytes; key names the config
+// key of the limit.
+func (h *Home) readBodyLimit(w http.ResponseWriter, r *http.Request, limit int64, key string) ([]byte, error) {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return nil, fmt.Errorf("%w: limit is %d bytes", ErrTooLarge, mbe.Limit)
+		return nil, fmt.Errorf("%w: limit is %d bytes (%s)", ErrTooLarge, mbe.Limit, key)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: reading body: %v", ErrInvalid, err)
@@ -224,7 +232,7 @@ func (h *Home) serveSelfTest(w http.ResponseWriter, r *http.Request, p principal
 }
 
 func (h *Home) serveRoom(w http.ResponseWriter, r *http.Request, p principal) {
-	data, err := h.readBody(w, r)
+	data, err := h.readBodyLimit(w, r, h.cfg.MaxReportBytes, "max-report-bytes")
 	if err != nil {
 		h.fail(w, err)
 		return

@@ -3,11 +3,8 @@ package federation
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
-
-	"github.com/muster-gg/muster/backplane"
 )
 
 // The register lives in backplane records, one collection per concern, so
@@ -21,6 +18,7 @@ const (
 	collPresence  = "federation.presence"  // server id -> presenceRecord
 	collSelfTests = "federation.selftests" // server id -> selfTestRecord
 	collRooms     = "federation.rooms"     // room id -> RoomSnapshot
+	collCounts    = "federation.counts"    // server id -> countRecord
 )
 
 type nodeRecord struct {
@@ -34,6 +32,19 @@ type nodeRecord struct {
 	CreatedAt  time.Time `json:"created_at"`
 	ApprovedAt time.Time `json:"approved_at,omitzero"`
 	RevokedAt  time.Time `json:"revoked_at,omitzero"`
+	// Enrolled counts the servers the node has enrolled, revoked ones
+	// included; zero in a register written before it was kept, when the
+	// servers are counted instead.
+	Enrolled int `json:"enrolled,omitempty"`
+}
+
+// countRecord is what a server's room reports add up to, kept as each
+// report is stored (in the same compare-and-set), so that the regions list
+// reads one small record per server instead of every report.
+type countRecord struct {
+	NodeID  string `json:"node_id"`
+	Rooms   int    `json:"rooms"`
+	Players int    `json:"players"`
 }
 
 type serverRecord struct {
@@ -67,39 +78,6 @@ type selfTestRecord struct {
 	Last   *SelfTestResult `json:"last,omitempty"`
 }
 
-// get reads record id of coll into v and reports whether it exists.
-func (h *Home) get(ctx context.Context, coll, id string, v any) (bool, error) {
-	data, err := h.bp.Record(ctx, coll, id)
-	if errors.Is(err, backplane.ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("%w: read %s: %w", ErrUnavailable, coll, err)
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		return false, fmt.Errorf("%w: decode %s/%s: %w", ErrUnavailable, coll, id, err)
-	}
-	return true, nil
-}
-
-func (h *Home) put(ctx context.Context, coll, id string, v any) error {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", coll, err)
-	}
-	if err := h.bp.PutRecord(ctx, coll, id, data); err != nil {
-		return fmt.Errorf("%w: write %s: %w", ErrUnavailable, coll, err)
-	}
-	return nil
-}
-
-func (h *Home) del(ctx context.Context, coll, id string) error {
-	if err := h.bp.DeleteRecord(ctx, coll, id); err != nil {
-		return fmt.Errorf("%w: delete %s: %w", ErrUnavailable, coll, err)
-	}
-	return nil
-}
-
 // all reads every record of coll, skipping (and logging) any that does not
 // decode.
 func all[T any](ctx context.Context, h *Home, coll string) (map[string]T, error) {
@@ -126,10 +104,10 @@ type snapshot struct {
 	servers   map[string]serverRecord
 	presence  map[string]presenceRecord
 	selftests map[string]selfTestRecord
-	rooms     map[string]RoomSnapshot // nil unless asked for
+	counts    map[string]countRecord
 }
 
-func (h *Home) load(ctx context.Context, withRooms bool) (snapshot, error) {
+func (h *Home) load(ctx context.Context) (snapshot, error) {
 	var s snapshot
 	var err error
 	if s.nodes, err = all[nodeRecord](ctx, h, collNodes); err != nil {
@@ -144,10 +122,8 @@ func (h *Home) load(ctx context.Context, withRooms bool) (snapshot, error) {
 	if s.selftests, err = all[selfTestRecord](ctx, h, collSelfTests); err != nil {
 		return s, err
 	}
-	if withRooms {
-		if s.rooms, err = all[RoomSnapshot](ctx, h, collRooms); err != nil {
-			return s, err
-		}
+	if s.counts, err = all[countRecord](ctx, h, collCounts); err != nil {
+		return s, err
 	}
 	return s, nil
 }
@@ -162,6 +138,13 @@ func (h *Home) fresh(sv serverRecord, p presenceRecord, havePresence bool, st se
 	return !haveSelfTest || !h.selfTestOverdue(st, now)
 }
 
+// live is the rule for a server's rooms: they last while it is not revoked
+// and has announced within SilentAfter. A server that stopped announcing
+// is dead, and its rooms ended with it.
+func (h *Home) live(sv serverRecord, p presenceRecord, havePresence bool, now time.Time) bool {
+	return !sv.Revoked && havePresence && now.Sub(p.LastSeen) < h.cfg.SilentAfter
+}
+
 func (h *Home) selfTestOverdue(st selfTestRecord, now time.Time) bool {
 	return !st.Due.IsZero() && now.Sub(st.Due) > h.cfg.SelfTestGrace
 }
@@ -174,6 +157,12 @@ func (s snapshot) freshServer(h *Home, id string, now time.Time) bool {
 	p, hp := s.presence[id]
 	st, hs := s.selftests[id]
 	return h.fresh(sv, p, hp, st, hs, now)
+}
+
+func (s snapshot) liveServer(h *Home, id string, now time.Time) bool {
+	sv, ok := s.servers[id]
+	p, hp := s.presence[id]
+	return ok && h.live(sv, p, hp, now)
 }
 
 // inRotation: approved, not revoked, and at least one fresh server.

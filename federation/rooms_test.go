@@ -99,21 +99,46 @@ func TestRoomHousekeeping(t *testing.T) {
 	if e.room("revoked") != nil {
 		t.Fatal("a revoked server's room survived")
 	}
-	// A silent server's rooms outlive rotation, not forever.
-	for range 29 {
+	// A dead server's rooms end with it: at once for joiners (Room), and in
+	// the register by the next regions list, within one rotation window.
+	for range 2 {
 		e.clock.Advance(time.Minute)
 		e.do("POST", PathAnnounce, k1, announceRequest{Epoch: 200})
 		e.regions()
 	}
 	if e.room("silent") == nil {
-		t.Fatal("a room of a server silent for 29m was forgotten")
+		t.Fatal("a room of a server silent for 2m was forgotten")
 	}
-	if raw, _ := e.bp.Record(ctx, collRooms, "closed"); raw != nil {
-		t.Fatal("a close marker outlived SilentAfter")
+	if r := e.regions().Regions[0]; r.Rooms != 1 || r.Players != 1 {
+		t.Fatalf("counts with the silent server's room: %+v", r)
 	}
 	e.clock.Advance(time.Minute)
-	e.regions()
+	e.do("POST", PathAnnounce, k1, announceRequest{Epoch: 200})
 	if e.room("silent") != nil {
-		t.Fatal("a room of a server silent for 30m was kept")
+		t.Fatal("a room of a server silent for 3m is still offered")
+	}
+	if r := e.regions().Regions[0]; r.Rooms != 0 || r.Players != 0 {
+		t.Fatalf("counts without the dead server's room: %+v", r)
+	}
+	if raw, _ := e.bp.Record(ctx, collRooms, "silent"); raw != nil {
+		t.Fatal("a dead server's room is still in the register after the regions list")
+	}
+	// Close markers last a while (so that a late report cannot revive the
+	// room), at most twice SilentAfter.
+	e.report(k1, roomRequest{RoomReport: RoomReport{RoomID: "closed-late", Closed: true}, Seq: 300})
+	e.regions()
+	if raw, _ := e.bp.Record(ctx, collRooms, "closed-late"); raw == nil {
+		t.Fatal("a close marker was forgotten at once")
+	}
+	if e.report(k1, report("closed-late", 299, "a")) || e.room("closed-late") != nil {
+		t.Fatal("a late report revived a closed room")
+	}
+	for range 6 {
+		e.clock.Advance(time.Minute)
+		e.do("POST", PathAnnounce, k1, announceRequest{Epoch: 200})
+		e.regions()
+	}
+	if raw, _ := e.bp.Record(ctx, collRooms, "closed-late"); raw != nil {
+		t.Fatal("a close marker outlived 2×SilentAfter")
 	}
 }

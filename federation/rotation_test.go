@@ -2,6 +2,7 @@ package federation
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"testing"
@@ -59,17 +60,21 @@ func TestSilentServerLeavesRotation(t *testing.T) {
 	if got := placer.Place(newRoom, "AU"); !got.Home() || got.Address != "home.example:443" {
 		t.Fatalf("after the next poll a new room goes to %+v, want home", got)
 	}
-	// Rooms already there keep running: they stay where they are, and
-	// their reports are still taken.
+	// A room placed there stays where it is for the placer; but home
+	// holds it no more: its rooms ended with the server, joiners are not
+	// sent there, and a report is refused until the server announces.
 	if got := placer.Place(running, "FR"); got != running.Placement {
 		t.Fatalf("running room moved to %+v", got)
 	}
+	if _, err := e.home.Room(ctx, "r-running"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("room of a dead server: %v", err)
+	}
 	res := e.do("POST", PathRooms, sk, roomRequest{RoomReport: RoomReport{RoomID: "r-running", Members: []string{"a"}}, Seq: 2})
-	if res.Status != http.StatusOK {
+	if res.Status != http.StatusConflict || res.code(t) != "not_announced" {
 		t.Fatalf("report from the silent node: %d %s", res.Status, res.Body)
 	}
-	if room, err := e.home.Room(ctx, "r-running"); err != nil || !slices.Equal(room.Members, []string{"a"}) {
-		t.Fatalf("room %+v %v", room, err)
+	if raw, _ := e.bp.Record(ctx, collRooms, "r-running"); raw != nil {
+		t.Fatalf("a dead server's room is still in the register after the regions list: %s", raw)
 	}
 	// Announcing again brings the node back at the next poll.
 	e.announce(sk, map[string]string{ServiceGame: node})

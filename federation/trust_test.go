@@ -145,6 +145,7 @@ func TestStampedWithOwnNode(t *testing.T) {
 		t.Fatalf("regions %v, want [au-sydney]", got)
 	}
 	// A room reported by au is au's: fr's server cannot overwrite it.
+	f.announce(f.frSrvKey, nil)
 	f.do("POST", PathRooms, f.s1Key, roomRequest{RoomReport: RoomReport{RoomID: "shared", Members: []string{"a"}}, Seq: 1})
 	res = f.do("POST", PathRooms, f.frSrvKey, roomRequest{RoomReport: RoomReport{RoomID: "shared", Members: []string{"x"}}, Seq: 99})
 	if res.Status != http.StatusConflict || res.code(t) != "room_owned" {

@@ -99,6 +99,10 @@ type ServerInfo struct {
 	SelfTestDue time.Time `json:"self_test_due,omitzero"`
 	// SelfTest is the latest self-test, passed or not.
 	SelfTest *SelfTestResult `json:"self_test,omitempty"`
+	// Rooms and Players count the open rooms the server reports and their
+	// members (zero once the server is dead).
+	Rooms   int `json:"rooms"`
+	Players int `json:"players"`
 }
 
 // Region is one node in rotation, as GET /api/v1/regions lists it.
@@ -114,8 +118,8 @@ type Region struct {
 	Services map[string][]string `json:"services"`
 	// Servers is the number of fresh servers.
 	Servers int `json:"servers"`
-	// Rooms and Players count the rooms the node reported and their
-	// members.
+	// Rooms and Players count the open rooms the node's live servers
+	// reported and their members.
 	Rooms   int `json:"rooms"`
 	Players int `json:"players"`
 }
