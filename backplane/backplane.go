@@ -44,6 +44,15 @@ type Backplane interface {
 	// over. Of any number of racing callers exactly one wins.
 	ClaimUnique(ctx context.Context, owner string, key Key) (holder string, err error)
 
+	// Reassert is ClaimUnique for every key in one round trip, and gives
+	// each claim owner holds after the call a lease: it expires lease
+	// later unless a later Reassert renews it, so that a claim whose
+	// release was lost (a failover that dropped the write) stops pointing
+	// anywhere within one lease. It returns the keys another live node
+	// holds, which it leaves to them. A holder counts as live here as for
+	// ClaimUnique.
+	Reassert(ctx context.Context, owner string, lease time.Duration, keys ...Key) (lost []Key, err error)
+
 	// Release removes the claim on each key that owner holds. It never
 	// removes another node's claim; releasing a claim one does not hold is
 	// not an error.

@@ -13,7 +13,7 @@ import (
 // Operation label values of the backplane series, one per method of
 // backplane.Backplane except Close.
 var operations = []string{
-	"heartbeat", "nodes", "leave", "claim", "claim_unique", "release", "locate", "arrive",
+	"heartbeat", "nodes", "leave", "claim", "claim_unique", "reassert", "release", "locate", "arrive",
 	"put_handoff", "take_handoff", "increment", "put_record", "record", "delete_record", "records",
 }
 
@@ -139,6 +139,14 @@ func (b *instrumented) ClaimUnique(ctx context.Context, owner string, key backpl
 	holder, err := b.next.ClaimUnique(ctx, owner, key)
 	b.observe("claim_unique", start, err)
 	return holder, err
+}
+
+// Reassert implements backplane.Backplane.
+func (b *instrumented) Reassert(ctx context.Context, owner string, lease time.Duration, keys ...backplane.Key) ([]backplane.Key, error) {
+	start := time.Now()
+	lost, err := b.next.Reassert(ctx, owner, lease, keys...)
+	b.observe("reassert", start, err)
+	return lost, err
 }
 
 // Release implements backplane.Backplane.

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -53,6 +54,8 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"Claims", testClaims},
 		{"ClaimUniqueRace", testClaimUniqueRace},
 		{"ClaimTakeOver", testClaimTakeOver},
+		{"Reassert", testReassert},
+		{"ClaimLease", testClaimLease},
 		{"Handoffs", testHandoffs},
 		{"HandoffTakeRace", testHandoffTakeRace},
 		{"Arrive", testArrive},
@@ -343,6 +346,94 @@ func testClaimTakeOver(t *testing.T, h Harness) {
 	}
 }
 
+// testReassert: one call claims many keys as ClaimUnique would each,
+// leaving to live holders what they hold, and says which.
+func testReassert(t *testing.T, h Harness) {
+	b := h.Open(t, "reassert")
+	heartbeat(t, b, "a", time.Minute)
+	heartbeat(t, b, "b", time.Minute)
+	heartbeat(t, b, "dead", time.Second)
+	k := func(id string) backplane.Key { return backplane.Key{Kind: "player", ID: id} }
+	must(t, b.Claim(ctxT(t), "a", k("mine")))
+	must(t, b.Claim(ctxT(t), "b", k("bs")))
+	if got, err := b.ClaimUnique(ctxT(t), "dead", k("deads")); err != nil || got != "dead" {
+		t.Fatalf("dead's claim = %q, %v", got, err)
+	}
+	lost, err := b.Reassert(ctxT(t), "a", time.Minute, k("mine"), k("bs"), k("deads"), k("free"))
+	must(t, err)
+	wantKeys(t, "lost while everyone lives", lost, k("bs"), k("deads"))
+	for id, want := range map[string]string{"mine": "a", "bs": "b", "deads": "dead", "free": "a"} {
+		if got := locate(t, b, k(id)); got != want {
+			t.Errorf("after Reassert, Locate(%s) = %q, want %q", id, got, want)
+		}
+	}
+	// A dead holder's claim is taken over.
+	h.Advance(t, 1200*time.Millisecond)
+	heartbeat(t, b, "a", time.Minute)
+	lost, err = b.Reassert(ctxT(t), "a", time.Minute, k("deads"))
+	must(t, err)
+	wantKeys(t, "lost to a dead holder", lost)
+	if got := locate(t, b, k("deads")); got != "a" {
+		t.Errorf("Reassert of a dead node's claim: Locate = %q, want a", got)
+	}
+	if lost, err := b.Reassert(ctxT(t), "a", time.Minute); err != nil || len(lost) != 0 {
+		t.Errorf("Reassert of nothing = %v, %v", lost, err)
+	}
+}
+
+// testClaimLease: a claim Reassert gave a lease stops pointing anywhere
+// when the lease runs out unrenewed (its release was lost), lives on while
+// renewed, and can be released.
+func testClaimLease(t *testing.T, h Harness) {
+	b := h.Open(t, "lease")
+	heartbeat(t, b, "a", time.Minute)
+	heartbeat(t, b, "b", time.Minute)
+	k := func(id string) backplane.Key { return backplane.Key{Kind: "player", ID: id} }
+	must(t, b.Claim(ctxT(t), "a", k("kept"), k("lost"), k("released")))
+	_, err := b.Reassert(ctxT(t), "a", time.Second, k("kept"), k("lost"), k("released"))
+	must(t, err)
+	must(t, b.Release(ctxT(t), "a", k("released")))
+	if got := locate(t, b, k("released")); got != "" {
+		t.Errorf("a released leased claim is located at %q", got)
+	}
+	h.Advance(t, 600*time.Millisecond)
+	_, err = b.Reassert(ctxT(t), "a", time.Second, k("kept")) // "lost" is no longer held
+	must(t, err)
+	h.Advance(t, 600*time.Millisecond)
+	if got := locate(t, b, k("kept")); got != "a" {
+		t.Errorf("a renewed claim: Locate = %q, want a", got)
+	}
+	if got := locate(t, b, k("lost")); got != "" {
+		t.Errorf("a claim past its lease: Locate = %q, want none", got)
+	}
+	if owner, _, err := b.Arrive(ctxT(t), k("lost"), "b", "lost"); err != nil || owner != "" {
+		t.Errorf("a claim past its lease: Arrive = %q, %v; want none", owner, err)
+	}
+	if got, err := b.ClaimUnique(ctxT(t), "b", k("lost")); err != nil || got != "b" {
+		t.Errorf("ClaimUnique of a claim past its lease = %q, %v; want b", got, err)
+	}
+	// A live holder's leased claim is not taken by ClaimUnique.
+	if got, err := b.ClaimUnique(ctxT(t), "b", k("kept")); err != nil || got != "a" {
+		t.Errorf("ClaimUnique of a live, leased claim = %q, %v; want a keeps it", got, err)
+	}
+}
+
+func wantKeys(t *testing.T, what string, got []backplane.Key, want ...backplane.Key) {
+	t.Helper()
+	key := func(a, b backplane.Key) int {
+		if c := strings.Compare(a.Kind, b.Kind); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	}
+	got, want = slices.Clone(got), slices.Clone(want)
+	slices.SortFunc(got, key)
+	slices.SortFunc(want, key)
+	if !slices.Equal(got, want) {
+		t.Errorf("%s: %v, want %v", what, got, want)
+	}
+}
+
 func testHandoffs(t *testing.T, h Harness) {
 	b := h.Open(t, "handoffs")
 	must(t, b.PutHandoff(ctxT(t), "B", "p1", []byte("waited 4.2s"), time.Minute))
@@ -523,12 +614,16 @@ func testBadInput(t *testing.T, h Harness) {
 	b := h.Open(t, "bad")
 	ctx := ctxT(t)
 	checks := map[string]error{
-		"empty node id":    func() error { _, _, err := b.Heartbeat(ctx, backplane.Node{}, time.Second); return err }(),
-		"node id with {":   func() error { _, _, err := b.Heartbeat(ctx, backplane.Node{ID: "a{b}"}, time.Second); return err }(),
-		"empty owner":      b.Claim(ctx, "", backplane.Key{Kind: "player", ID: "p"}),
-		"empty kind":       b.Claim(ctx, "a", backplane.Key{ID: "p"}),
-		"empty claim id":   b.Claim(ctx, "a", backplane.Key{Kind: "player"}),
-		"unique no kind":   func() error { _, err := b.ClaimUnique(ctx, "a", backplane.Key{ID: "p"}); return err }(),
+		"empty node id":  func() error { _, _, err := b.Heartbeat(ctx, backplane.Node{}, time.Second); return err }(),
+		"node id with {": func() error { _, _, err := b.Heartbeat(ctx, backplane.Node{ID: "a{b}"}, time.Second); return err }(),
+		"empty owner":    b.Claim(ctx, "", backplane.Key{Kind: "player", ID: "p"}),
+		"empty kind":     b.Claim(ctx, "a", backplane.Key{ID: "p"}),
+		"empty claim id": b.Claim(ctx, "a", backplane.Key{Kind: "player"}),
+		"unique no kind": func() error { _, err := b.ClaimUnique(ctx, "a", backplane.Key{ID: "p"}); return err }(),
+		"reassert no id": func() error {
+			_, err := b.Reassert(ctx, "a", time.Second, backplane.Key{Kind: "player"})
+			return err
+		}(),
 		"handoff target":   b.PutHandoff(ctx, "", "p", nil, time.Second),
 		"empty collection": b.PutRecord(ctx, "", "id", nil),
 	}
@@ -551,6 +646,10 @@ func testStopped(t *testing.T, h Harness) {
 		"Claim":     func(ctx context.Context) error { return b.Claim(ctx, "a", key) },
 		"ClaimUnique": func(ctx context.Context) error {
 			_, err := b.ClaimUnique(ctx, "a", key)
+			return err
+		},
+		"Reassert": func(ctx context.Context) error {
+			_, err := b.Reassert(ctx, "a", time.Minute, key)
 			return err
 		},
 		"Release":      func(ctx context.Context) error { return b.Release(ctx, "a", key) },

@@ -48,13 +48,38 @@ type counter struct {
 
 type cluster struct {
 	nodes    map[string]expiring
-	claims   map[backplane.Key]string
+	claims   map[backplane.Key]claim
 	handoffs map[handoffKey]expiring
 	counters map[string]counter
 	records  map[string]map[string][]byte
 }
 
 type handoffKey struct{ target, id string }
+
+// claim is a claim's holder and, once Reassert gave it a lease, when it
+// expires.
+type claim struct {
+	owner   string
+	expires time.Time // zero: no lease
+}
+
+func (c claim) expired(now time.Time) bool {
+	return !c.expires.IsZero() && !now.Before(c.expires)
+}
+
+// holder returns the holder of key, "" when it is unclaimed or its lease
+// has run out.
+func (c *cluster) holder(key backplane.Key, now time.Time) string {
+	cl, ok := c.claims[key]
+	if !ok {
+		return ""
+	}
+	if cl.expired(now) {
+		delete(c.claims, key)
+		return ""
+	}
+	return cl.owner
+}
 
 // NewStore returns an empty store.
 func NewStore(cfg Config) *Store {
@@ -112,7 +137,7 @@ func (b *Backplane) do(ctx context.Context, write bool, fn func(c *cluster, now 
 	if c == nil {
 		c = &cluster{
 			nodes:    make(map[string]expiring),
-			claims:   make(map[backplane.Key]string),
+			claims:   make(map[backplane.Key]claim),
 			handoffs: make(map[handoffKey]expiring),
 			counters: make(map[string]counter),
 			records:  make(map[string]map[string][]byte),
@@ -136,7 +161,7 @@ func (c *cluster) sweep(now time.Time) {
 	maps.DeleteFunc(c.nodes, func(_ string, e expiring) bool { return !now.Before(e.expires) })
 	maps.DeleteFunc(c.handoffs, func(_ handoffKey, e expiring) bool { return !now.Before(e.expires) })
 	maps.DeleteFunc(c.counters, func(_ string, e counter) bool { return !now.Before(e.expires) })
-	maps.DeleteFunc(c.claims, func(_ backplane.Key, owner string) bool { return !c.live(owner, now) })
+	maps.DeleteFunc(c.claims, func(_ backplane.Key, cl claim) bool { return cl.expired(now) || !c.live(cl.owner, now) })
 }
 
 func (c *cluster) live(id string, now time.Time) bool {
@@ -197,7 +222,7 @@ func (b *Backplane) Claim(ctx context.Context, owner string, keys ...backplane.K
 	}
 	return b.do(ctx, true, func(c *cluster, _ time.Time) error {
 		for _, k := range keys {
-			c.claims[k] = owner
+			c.claims[k] = claim{owner: owner}
 		}
 		return nil
 	})
@@ -210,21 +235,42 @@ func (b *Backplane) ClaimUnique(ctx context.Context, owner string, key backplane
 	}
 	holder := owner
 	err := b.do(ctx, true, func(c *cluster, now time.Time) error {
-		if cur, ok := c.claims[key]; ok && cur != owner && c.live(cur, now) {
+		if cur := c.holder(key, now); cur != "" && cur != owner && c.live(cur, now) {
 			holder = cur
 			return nil
 		}
-		c.claims[key] = owner
+		if c.claims[key].owner != owner {
+			c.claims[key] = claim{owner: owner}
+		}
 		return nil
 	})
 	return holder, err
+}
+
+// Reassert implements backplane.Backplane.
+func (b *Backplane) Reassert(ctx context.Context, owner string, lease time.Duration, keys ...backplane.Key) ([]backplane.Key, error) {
+	if err := backplane.ValidateClaim(owner, keys...); err != nil {
+		return nil, err
+	}
+	var lost []backplane.Key
+	err := b.do(ctx, true, func(c *cluster, now time.Time) error {
+		for _, k := range keys {
+			if cur := c.holder(k, now); cur != "" && cur != owner && c.live(cur, now) {
+				lost = append(lost, k)
+				continue
+			}
+			c.claims[k] = claim{owner: owner, expires: now.Add(lease)}
+		}
+		return nil
+	})
+	return lost, err
 }
 
 // Release implements backplane.Backplane.
 func (b *Backplane) Release(ctx context.Context, owner string, keys ...backplane.Key) error {
 	return b.do(ctx, true, func(c *cluster, _ time.Time) error {
 		for _, k := range keys {
-			if c.claims[k] == owner {
+			if c.claims[k].owner == owner {
 				delete(c.claims, k)
 			}
 		}
@@ -235,12 +281,11 @@ func (b *Backplane) Release(ctx context.Context, owner string, keys ...backplane
 // Locate implements backplane.Backplane.
 func (b *Backplane) Locate(ctx context.Context, key backplane.Key) (string, error) {
 	var owner string
-	err := b.do(ctx, false, func(c *cluster, _ time.Time) error {
-		cur, ok := c.claims[key]
-		if !ok {
+	err := b.do(ctx, false, func(c *cluster, now time.Time) error {
+		owner = c.holder(key, now)
+		if owner == "" {
 			return backplane.ErrNotFound
 		}
-		owner = cur
 		return nil
 	})
 	return owner, err
@@ -253,7 +298,7 @@ func (b *Backplane) Arrive(ctx context.Context, key backplane.Key, target, id st
 		data  []byte
 	)
 	err := b.do(ctx, true, func(c *cluster, now time.Time) error {
-		owner = c.claims[key]
+		owner = c.holder(key, now)
 		data = c.takeHandoff(handoffKey{target, id}, now)
 		return nil
 	})

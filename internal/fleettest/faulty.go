@@ -185,3 +185,11 @@ func (f *Faulty) Records(ctx context.Context, collection string) (map[string][]b
 	}
 	return f.Backplane.Records(ctx, collection)
 }
+
+// Reassert implements backplane.Backplane.
+func (f *Faulty) Reassert(ctx context.Context, owner string, lease time.Duration, keys ...backplane.Key) ([]backplane.Key, error) {
+	if err := f.check("Reassert"); err != nil {
+		return nil, err
+	}
+	return f.Backplane.Reassert(ctx, owner, lease, keys...)
+}
