@@ -1,14 +1,19 @@
 package relay
 
 import (
+	"bufio"
 	"context"
+	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -229,11 +234,12 @@ func (rl *Relay) tryRelay(w http.ResponseWriter, r *http.Request) bool {
 		rl.log.Warn("relay to node failed, serving locally", "node_id", target, "addr", addr, "err", err)
 		return false
 	}
-	s := &session{rl: rl, up: up.conn, upNet: up.net}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s := newSession(rl, up.conn)
 	defer s.cancel()
 	if !rl.track(s) {
-		_ = up.conn.Close(websocket.StatusGoingAway, "")
+		s.up.closing()
+		s.up.close(websocket.StatusGoingAway, "")
+		linger(up.conn)
 		return false
 	}
 	defer rl.untrack(s)
@@ -241,98 +247,136 @@ func (rl *Relay) tryRelay(w http.ResponseWriter, r *http.Request) bool {
 	if rl.testHookAccepting != nil {
 		rl.testHookAccepting(s)
 	}
-	copyResponseHeaders(w.Header(), up.header)
-	opts := &websocket.AcceptOptions{InsecureSkipVerify: true} // the node checked the origin
-	if p := s.up.Subprotocol(); p != "" {
-		opts.Subprotocols = []string{p}
-	}
-	hw := &hijackWatcher{ResponseWriter: w}
-	c, err := websocket.Accept(hw, r, opts)
+	c, clientData, err := accept(w, r, up)
 	if err != nil {
-		// Accept wrote an error response; the node sees the client leave.
-		_ = s.up.Close(websocket.StatusGoingAway, "")
+		// The node sees the client leave.
+		s.up.closing()
+		s.up.close(websocket.StatusGoingAway, "")
+		linger(up.conn)
 		return true
 	}
-	c.SetReadLimit(rl.cfg.ReadLimit)
-	if !s.accepted(c, hw.conn) {
+	if !s.accepted(c) {
+		linger(up.conn)
 		return true // Close came first
 	}
-	up.session.Store(s) // from now on a ping from the node probes the client
 	rl.relayed.Add(1)
 	rl.active.Add(1)
 	defer rl.active.Add(-1)
-	s.run()
+	s.run(up.data, clientData)
 	return true
 }
 
-// upstream is the dialled half of a relayed connection.
+// upstream is the dialled half of a relayed connection, its handshake done.
 type upstream struct {
-	conn    *websocket.Conn
-	net     *watchedConn
-	header  http.Header              // the node's handshake response headers
-	session *atomic.Pointer[session] // set once the client is accepted; read when the node pings
+	conn        net.Conn
+	data        []byte      // what the node sent after its handshake response
+	header      http.Header // the node's handshake response headers
+	subprotocol string
 }
 
 // defaultProbeTimeout is how long a client has to answer the relay's ping
 // after the node pinged.
 const defaultProbeTimeout = 15 * time.Second
 
+// maxHandshake bounds the node's handshake response.
+const maxHandshake = 64 << 10
+
 // dial opens the upstream half of a relayed connection: the client's
 // upgrade request, with its end-to-end headers and subprotocols, plus the
-// signed identity, sent to the target node's internal address.
-func (rl *Relay) dial(r *http.Request, target, addr string, client netip.AddrPort) (upstream, error) {
+// signed identity, sent to the target node's internal address. Only addr
+// is dialled, whatever the request says.
+func (rl *Relay) dial(r *http.Request, target, addr string, client netip.AddrPort) (_ upstream, err error) {
 	s := sign(rl.key, client, ClientScheme(r), r.Host, target, r.URL.Path, rl.now())
 	h := forwardHeaders(r.Header)
 	s.setHeaders(h)
-
-	// One transport per dial, so the connection it makes is known to be
-	// this one; it keeps nothing alive once the dial is over.
-	var watched atomic.Pointer[watchedConn]
-	tr := &http.Transport{
-		Proxy: nil, // internal traffic never goes through a proxy from the environment
-		DialContext: func(ctx context.Context, network, address string) (net.Conn, error) {
-			c, err := rl.dialNet(ctx, network, address)
-			if err != nil {
-				return nil, err
-			}
-			w := &watchedConn{Conn: c}
-			watched.Store(w)
-			return w, nil
-		},
-		DisableKeepAlives:      true,
-		DisableCompression:     true,
-		MaxResponseHeaderBytes: 64 << 10,
-	}
-	hc := &http.Client{
-		Transport:     tr,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-
 	u, err := upstreamURL(addr, r.URL)
 	if err != nil {
 		return upstream{}, err
 	}
-	sess := new(atomic.Pointer[session])
-	ctx, cancel := context.WithTimeout(r.Context(), rl.cfg.DialTimeout)
-	defer cancel()
-	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{
-		HTTPClient:   hc,
-		HTTPHeader:   h,
-		Host:         r.Host,
-		Subprotocols: subprotocols(r.Header),
-		OnPingReceived: func(context.Context, []byte) bool {
-			if s := sess.Load(); s != nil {
-				s.probeClient()
-			}
-			return true // answer the node's ping here
-		},
-	})
+	req, err := http.NewRequest(http.MethodGet, "http"+strings.TrimPrefix(u, "ws"), nil)
 	if err != nil {
-		tr.CloseIdleConnections()
 		return upstream{}, err
 	}
-	conn.SetReadLimit(rl.cfg.ReadLimit)
-	return upstream{conn: conn, net: watched.Load(), header: resp.Header, session: sess}, nil
+	var nonce [16]byte
+	_, _ = rand.Read(nonce[:])
+	key := base64.StdEncoding.EncodeToString(nonce[:])
+	h.Set("Upgrade", "websocket")
+	h.Set("Connection", "Upgrade")
+	h.Set("Sec-WebSocket-Version", "13")
+	h.Set("Sec-WebSocket-Key", key)
+	offered := subprotocols(r.Header)
+	if len(offered) > 0 {
+		h.Set("Sec-WebSocket-Protocol", strings.Join(offered, ", "))
+	}
+	req.Header = h
+	req.Host = r.Host
+
+	ctx, cancel := context.WithTimeout(r.Context(), rl.cfg.DialTimeout)
+	defer cancel()
+	conn, err := rl.dialNet(ctx, "tcp", addr)
+	if err != nil {
+		return upstream{}, err
+	}
+	defer func() {
+		if err != nil {
+			_ = conn.Close()
+		}
+	}()
+	// The handshake is bounded by ctx: when it ends, the deadline ends
+	// any read or write in progress.
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	if err := req.Write(conn); err != nil {
+		stop()
+		return upstream{}, err
+	}
+	br := bufio.NewReader(io.LimitReader(conn, maxHandshake))
+	resp, err := http.ReadResponse(br, req)
+	if !stop() {
+		return upstream{}, fmt.Errorf("relay: handshake with the node: %w", context.Cause(ctx))
+	}
+	if err != nil {
+		return upstream{}, err
+	}
+	_ = conn.SetDeadline(time.Time{})
+	proto := resp.Header.Get("Sec-WebSocket-Protocol")
+	switch {
+	case resp.StatusCode != http.StatusSwitchingProtocols:
+		return upstream{}, fmt.Errorf("relay: the node answered the upgrade with %s", resp.Status)
+	case !headerHasToken(resp.Header, "Upgrade", "websocket") || !headerHasToken(resp.Header, "Connection", "upgrade"):
+		return upstream{}, errors.New("relay: the node's handshake response is not an upgrade")
+	case resp.Header.Get("Sec-WebSocket-Accept") != acceptKey(key):
+		return upstream{}, errors.New("relay: the node's Sec-WebSocket-Accept is wrong")
+	case len(resp.Header.Values("Sec-WebSocket-Extensions")) > 0:
+		return upstream{}, errors.New("relay: the node chose an extension that was not offered")
+	case proto != "" && !slices.Contains(offered, proto):
+		return upstream{}, fmt.Errorf("relay: the node chose subprotocol %q, which was not offered", proto)
+	}
+	data, _ := br.Peek(br.Buffered())
+	return upstream{conn: conn, data: data, header: resp.Header, subprotocol: proto}, nil
+}
+
+// accept completes the client's handshake with what the node answered, and
+// returns the client's connection and what it sent after its request.
+func accept(w http.ResponseWriter, r *http.Request, up upstream) (net.Conn, []byte, error) {
+	h := w.Header()
+	copyResponseHeaders(h, up.header)
+	h.Set("Upgrade", "websocket")
+	h.Set("Connection", "Upgrade")
+	h.Set("Sec-WebSocket-Accept", acceptKey(strings.TrimSpace(r.Header.Get("Sec-WebSocket-Key"))))
+	if up.subprotocol != "" {
+		h.Set("Sec-WebSocket-Protocol", up.subprotocol)
+	}
+	w.WriteHeader(http.StatusSwitchingProtocols)
+	c, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := brw.Writer.Flush(); err != nil {
+		_ = c.Close()
+		return nil, nil, err
+	}
+	data, _ := brw.Reader.Peek(brw.Reader.Buffered())
+	return c, data, nil
 }
 
 // originForm reports whether r's request line names only a path and a

@@ -2,71 +2,204 @@ package relay
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
-	"io"
+	"net"
 	"sync"
 	"sync/atomic"
+	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 )
 
-// chunk is the size of the buffers messages are copied through. A message
-// that fits is forwarded as one frame; a longer one is streamed in frames of
-// this size, so the relay never holds a whole large message in memory.
-const chunk = 32 << 10
+// chunk is the size of the buffer frames are read into, one per direction
+// of a relayed connection. Everything that arrives in one read is written
+// on in one write; a frame longer than the buffer is passed on in frames
+// of at most this size, so the relay never holds a whole large message in
+// memory.
+const chunk = 64 << 10
 
-var bufPool = sync.Pool{New: func() any { b := make([]byte, chunk); return &b }}
+// headroom is kept free in front of the data in a buffer, so that the
+// header of the next piece of a long frame can be written in front of its
+// payload and both go out in one write.
+const headroom = maxHeader
 
-// session is one relayed connection: the client's WebSocket accepted here,
-// and the upstream one dialled to the target node.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, headroom+chunk); return &b }}
+
+// closeTimeout bounds the close handshake: how long a side that has been
+// sent a close frame may take to answer it.
+const closeTimeout = 5 * time.Second
+
+// side is one of the two connections of a session, written to in whole
+// frames only, so that a close frame or a pong can always go out between
+// two of them.
+type side struct {
+	conn net.Conn
+	// masked is set for the node's side: the relay is its client, and a
+	// client's frames are masked (the client's own masks are kept).
+	masked bool
+	key    [4]byte // masks the frames the relay itself makes
+
+	mu        sync.Mutex
+	closeSent bool // a close frame has been written; no data follows it
+	broken    bool // a write failed
+}
+
+// write writes frames, unless a close frame has gone out already. It
+// returns an error only when the connection failed.
+func (d *side) write(a, b []byte) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closeSent || d.broken {
+		return nil
+	}
+	if err := d.writeLocked(a); err != nil {
+		return err
+	}
+	return d.writeLocked(b)
+}
+
+func (d *side) writeLocked(p []byte) error {
+	if len(p) == 0 {
+		return nil
+	}
+	if _, err := d.conn.Write(p); err != nil {
+		d.broken = true
+		return err
+	}
+	return nil
+}
+
+// control writes a control frame the relay makes, with payload (at most
+// maxControl bytes, not masked).
+func (d *side) control(op byte, payload []byte) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closeSent || d.broken {
+		return nil
+	}
+	return d.controlLocked(op, payload)
+}
+
+func (d *side) controlLocked(op byte, payload []byte) error {
+	var f [maxHeader + maxControl]byte
+	n := putHeader(f[:], true, op, d.masked, d.key, int64(len(payload)))
+	m := copy(f[n:], payload)
+	if d.masked {
+		mask(d.key, f[n:n+m])
+	}
+	if op == opClose {
+		d.closeSent = true
+	}
+	return d.writeLocked(f[:n+m])
+}
+
+// close sends a close frame with code and reason unless one has gone out;
+// StatusNoStatusRcvd sends one without a status.
+func (d *side) close(code websocket.StatusCode, reason string) {
+	var p [maxControl]byte
+	n := 0
+	if code != websocket.StatusNoStatusRcvd {
+		binary.BigEndian.PutUint16(p[:], uint16(code))
+		n = 2 + copy(p[2:], reason)
+	}
+	_ = d.control(opClose, p[:n])
+}
+
+// forwardClose writes a close frame read from the other side as it came,
+// unless a close frame has gone out already.
+func (d *side) forwardClose(frame []byte) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closeSent || d.broken {
+		return
+	}
+	d.closeSent = true
+	_ = d.writeLocked(frame)
+}
+
+// closing bounds what is left of the connection: the close handshake, or a
+// peer that stopped reading.
+func (d *side) closing() {
+	_ = d.conn.SetDeadline(time.Now().Add(closeTimeout))
+}
+
+// session is one relayed connection: the client's connection hijacked
+// here, and the one dialled to the target node, with the frames of both
+// directions copied as they are, headers parsed on the way.
 type session struct {
-	rl               *Relay
-	client, up       *websocket.Conn
-	clientNet, upNet *watchedConn // their network connections
+	rl         *Relay
+	client, up *side
 
 	// mu guards client until it is set (a session is tracked, and may be
 	// stopped, while its client is still being accepted) and stopped.
 	mu      sync.Mutex
 	stopped bool
 
-	// once guards the decision of how the session ends: the first pump
-	// whose read fails, or a stop from Close, closes the other side; every
-	// later attempt is ignored.
-	once sync.Once
-
 	// wg holds the pump from the node and any client probe.
 	wg sync.WaitGroup
-	// ctx ends when the pump from the client has ended; it bounds probes.
+	// ctx ends when the session does; it bounds probes.
 	ctx     context.Context
 	cancel  context.CancelFunc
 	probing atomic.Bool
+	pong    chan struct{} // a pong from the client, while probing
 }
 
-// run pumps messages both ways until both pumps have ended, then releases
-// both connections. It returns only when no goroutine of the session is
+func newSession(rl *Relay, up net.Conn) *session {
+	s := &session{rl: rl, up: &side{conn: up, masked: true}, pong: make(chan struct{}, 1)}
+	_, _ = rand.Read(s.up.key[:])
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s
+}
+
+// run pumps frames both ways until both pumps have ended, then closes both
+// connections. upData and clientData are bytes already read past each
+// side's handshake. It returns only when no goroutine of the session is
 // left.
-func (s *session) run() {
-	s.wg.Go(func() { s.pump(s.up, s.upNet, s.client, &s.rl.bytesToClient) })
-	s.pump(s.client, s.clientNet, s.up, &s.rl.bytesToNode)
+func (s *session) run(upData, clientData []byte) {
+	s.wg.Go(func() {
+		p := pump{s: s, src: s.up, dst: s.client, count: &s.rl.bytesToClient}
+		p.run(upData)
+	})
+	p := pump{s: s, src: s.client, dst: s.up, fromClient: true, count: &s.rl.bytesToNode}
+	p.run(clientData)
 	s.cancel()
 	s.wg.Wait()
-	_ = s.client.CloseNow()
-	_ = s.up.CloseNow()
+	_ = s.client.conn.Close()
+	_ = s.up.conn.Close()
 }
 
 // accepted records the accepted client, or, if the session was stopped in
 // the meantime, closes it and reports false.
-func (s *session) accepted(c *websocket.Conn, cn *watchedConn) bool {
+func (s *session) accepted(c net.Conn) bool {
 	s.mu.Lock()
 	stopped := s.stopped
 	if !stopped {
-		s.client, s.clientNet = c, cn
+		s.client = &side{conn: c}
 	}
 	s.mu.Unlock()
 	if stopped {
-		_ = c.Close(websocket.StatusGoingAway, "server closing")
+		d := &side{conn: c}
+		d.closing()
+		d.close(websocket.StatusGoingAway, "server closing")
+		linger(c)
 	}
 	return !stopped
+}
+
+// linger reads c until its peer closes or its deadline passes, so that
+// the close frame just written reaches the peer before the connection
+// ends, and closes it.
+func linger(c net.Conn) {
+	var b [512]byte
+	for {
+		if _, err := c.Read(b[:]); err != nil {
+			break
+		}
+	}
+	_ = c.Close()
 }
 
 // probeClient is called when the node pings. Pings are answered hop by
@@ -82,46 +215,24 @@ func (s *session) probeClient() {
 	if s.ctx.Err() != nil || !s.probing.CompareAndSwap(false, true) {
 		return
 	}
+	select {
+	case <-s.pong: // an old answer
+	default:
+	}
+	if err := s.client.control(opPing, []byte("muster")); err != nil {
+		s.probing.Store(false)
+		return
+	}
 	s.wg.Go(func() {
 		defer s.probing.Store(false)
-		ctx, cancel := context.WithTimeout(s.ctx, s.rl.probeTimeout)
-		defer cancel()
-		if err := s.client.Ping(ctx); err != nil && s.ctx.Err() == nil {
+		t := time.NewTimer(s.rl.probeTimeout)
+		defer t.Stop()
+		select {
+		case <-s.pong:
+		case <-s.ctx.Done():
+		case <-t.C:
 			s.stop(websocket.StatusGoingAway, "")
 		}
-	})
-}
-
-// pump copies messages from src to dst until one fails. A failed read
-// decides how the session ends (see end). A failed write means dst is gone;
-// the pump closes dst at once, which makes the other pump's read of dst
-// fail, and that pump decides, with dst's close frame if it sent one.
-func (s *session) pump(src *websocket.Conn, srcNet *watchedConn, dst *websocket.Conn, count *atomic.Uint64) {
-	// Reads and writes are unbounded in time: the session ends when either
-	// peer goes, or when Close closes both connections, which unblocks any
-	// read or write in progress.
-	ctx := context.Background()
-	for {
-		n, readErr, writeErr := copyMessage(ctx, src, srcNet, dst)
-		count.Add(uint64(n))
-		switch {
-		case writeErr != nil:
-			_ = dst.CloseNow()
-			return
-		case readErr != nil:
-			s.end(src, dst, readErr)
-			return
-		}
-	}
-}
-
-// end closes dst with the close code and reason that src's read error
-// carries, once per session.
-func (s *session) end(src, dst *websocket.Conn, readErr error) {
-	s.once.Do(func() {
-		code, reason := closeFor(readErr)
-		_ = src.CloseNow()
-		_ = dst.Close(code, reason)
 	})
 }
 
@@ -133,16 +244,16 @@ func (s *session) stop(code websocket.StatusCode, reason string) {
 	s.stopped = true
 	accepted := s.client != nil
 	s.mu.Unlock()
+	s.up.closing()
 	if !accepted {
-		_ = s.up.Close(code, reason)
+		s.up.close(code, reason) // accepted refuses the client, and lingers on the node
 		return
 	}
-	s.once.Do(func() {
-		var wg sync.WaitGroup
-		wg.Go(func() { _ = s.client.Close(code, reason) })
-		_ = s.up.Close(code, reason)
-		wg.Wait()
-	})
+	s.client.closing()
+	var wg sync.WaitGroup
+	wg.Go(func() { s.client.close(code, reason) })
+	s.up.close(code, reason)
+	wg.Wait()
 }
 
 // closeFor returns the close code and reason to send to one side when the
@@ -152,8 +263,8 @@ func (s *session) stop(code websocket.StatusCode, reason string) {
 // (1005 on the receiving side) is relayed as a close frame without a status,
 // so the far side also sees 1005. Anything else — the peer vanished (1006
 // in the RFC's terms), a TLS failure (1015), a protocol error, a message
-// above the read limit (that peer is sent 1009 by the library) — is a going
-// away (1001) for the other side.
+// above the read limit (that peer is sent 1009) — is a going away (1001)
+// for the other side.
 func closeFor(err error) (websocket.StatusCode, string) {
 	var ce websocket.CloseError
 	if errors.As(err, &ce) {
@@ -182,65 +293,270 @@ func sendable(code websocket.StatusCode) bool {
 	return false
 }
 
-// errTruncated reports a message whose source connection failed before its
-// final frame (see watchedConn).
-var errTruncated = errors.New("relay: connection lost inside a message")
+// pump copies the frames of one direction. It reads as much as the
+// source has ready into a large buffer, and writes every whole data frame
+// in it on in one write, as it came (a client's frames keep the client's
+// mask). It parses only frame headers: to know message boundaries, to
+// enforce the read limit, and to take out control frames, which are
+// answered hop by hop (pings) or passed on (close frames, with their code
+// and reason). A frame that does not fit in the buffer is passed on in
+// pieces, each a frame of its own, so that whatever happens the far side
+// is always at a frame boundary and can be sent a close frame.
+type pump struct {
+	s          *session
+	src, dst   *side
+	fromClient bool
+	count      *atomic.Uint64
 
-// copyMessage copies one message from src to dst and returns the payload
-// bytes written. Exactly one of readErr and writeErr is set when it fails.
-// The final frame is written only once the whole message has been read and
-// srcNet has not failed, so a message cut short is never completed.
-func copyMessage(ctx context.Context, src *websocket.Conn, srcNet *watchedConn, dst *websocket.Conn) (n int, readErr, writeErr error) {
-	typ, r, err := src.Reader(ctx)
-	if err != nil {
-		return 0, err, nil
-	}
+	buf []byte
+
+	// The frame whose payload is being passed on in pieces.
+	inFrame  bool
+	frame    header
+	frameOff int64 // payload bytes of it passed on
+	// The message in progress: a data frame without FIN has been passed on.
+	inMessage  bool
+	messageLen int64
+}
+
+// run pumps until the source closes, fails or breaks the protocol, and
+// settles how the other side learns of it.
+func (p *pump) run(initial []byte) {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
-	buf := *bp
-
-	m, err := io.ReadFull(r, buf)
-	switch {
-	case err == io.EOF || err == io.ErrUnexpectedEOF:
-		if srcNet.failed.Load() {
-			return 0, errTruncated, nil
-		}
-		// The whole message fits: one frame, one write.
-		if err := dst.Write(ctx, typ, buf[:m]); err != nil {
-			return 0, nil, err
-		}
-		return m, nil, nil
-	case err != nil:
-		return 0, err, nil
-	}
-
-	w, err := dst.Writer(ctx, typ)
-	if err != nil {
-		return 0, nil, err
-	}
+	p.buf = *bp
+	end := headroom + copy(p.buf[headroom:], initial)
+	var err error
 	for {
-		if _, err := w.Write(buf[:m]); err != nil {
-			return n, nil, err
+		var next int
+		next, err = p.process(end)
+		if err != nil {
+			break
 		}
-		n += m
-		m, err = io.ReadFull(r, buf)
-		switch {
-		case err == io.EOF || err == io.ErrUnexpectedEOF:
-			if srcNet.failed.Load() {
-				return n, errTruncated, nil
-			}
-			if m > 0 {
-				if _, err := w.Write(buf[:m]); err != nil {
-					return n, nil, err
+		// Keep what is left (part of a header, or a short frame not
+		// complete yet) at the start of the buffer.
+		end = headroom + copy(p.buf[headroom:], p.buf[next:end])
+		var n int
+		n, err = p.src.conn.Read(p.buf[end:])
+		end += n
+		if err != nil {
+			if n > 0 {
+				if _, perr := p.process(end); perr != nil {
+					err = perr
 				}
-				n += m
 			}
-			if err := w.Close(); err != nil {
-				return n, nil, err
-			}
-			return n, nil, nil
-		case err != nil:
-			return n, err, nil
+			break
 		}
 	}
+	p.finish(err)
+}
+
+// errClosed reports that the source sent a close frame, which has been
+// dealt with.
+var errClosed = errors.New("relay: close frame")
+
+// errWrite reports that the destination failed.
+var errWrite = errors.New("relay: write failed")
+
+// finish ends the pump after err.
+func (p *pump) finish(err error) {
+	switch err {
+	case errClosed:
+		// All that is left of the source is its side of the handshake.
+		p.src.closing()
+	case errWrite:
+		// The destination is gone: closing it makes the other pump's read
+		// fail, and that pump tells our source.
+		_ = p.dst.conn.Close()
+		return
+	case errTooBig, errProtocol:
+		code := websocket.StatusMessageTooBig
+		if err == errProtocol {
+			code = websocket.StatusProtocolError
+		}
+		p.src.closing()
+		p.src.close(code, "")
+		p.dst.close(websocket.StatusGoingAway, "")
+		// Read on until the source answers, so that what it still sends
+		// does not turn our close into a reset it might not read.
+		for {
+			if _, err := p.src.conn.Read(p.buf); err != nil {
+				break
+			}
+		}
+	default: // the source dropped, or a deadline of the close handshake passed
+		p.dst.close(websocket.StatusGoingAway, "")
+		_ = p.src.conn.Close()
+	}
+	// Whatever the other pump still reads of dst is the close handshake.
+	p.dst.closing()
+}
+
+// process passes on what p.buf[headroom:end] holds and returns where the
+// bytes it has not used start.
+func (p *pump) process(end int) (next int, err error) {
+	pos := headroom
+	// vs:ve is a run of whole frames, as they came, not written yet.
+	vs, ve := pos, pos
+	var n int64
+	flush := func(piece []byte) error {
+		if err := p.dst.write(p.buf[vs:ve], piece); err != nil {
+			return errWrite
+		}
+		p.count.Add(uint64(n))
+		n = 0
+		return nil
+	}
+
+	if p.inFrame && pos < end {
+		// The next piece of a long frame: a header of our own in the
+		// headroom, in front of the payload.
+		avail := min(int64(end-pos), p.frame.length-p.frameOff)
+		hs := p.pieceHeader(p.buf[:pos], avail)
+		vs, ve = pos-hs, pos+int(avail)
+		n += avail
+		pos = ve
+	}
+
+	for pos < end {
+		h, ok, herr := parseHeader(p.buf[pos:end])
+		if herr != nil {
+			_ = flush(nil)
+			return 0, herr
+		}
+		if !ok {
+			break
+		}
+		if h.masked != p.fromClient { // clients mask, servers do not
+			_ = flush(nil)
+			return 0, errProtocol
+		}
+		total := int64(h.size) + h.length
+		if h.op >= opClose {
+			if int64(end-pos) < total {
+				break
+			}
+			if err := flush(nil); err != nil {
+				return 0, err
+			}
+			frame := p.buf[pos : pos+int(total)]
+			pos += int(total)
+			vs, ve = pos, pos
+			if err := p.control(h, frame); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if (h.op == opContinuation) != p.inMessage {
+			_ = flush(nil)
+			return 0, errProtocol
+		}
+		if lim := p.s.rl.cfg.ReadLimit; lim >= 0 && p.messageLen+h.length > lim {
+			_ = flush(nil)
+			return 0, errTooBig
+		}
+		if int64(end-pos) >= total {
+			p.messageLen += h.length
+			p.inMessage = !h.fin
+			if !p.inMessage {
+				p.messageLen = 0
+			}
+			if ve != pos { // only after a piece, whose header left a gap
+				if err := flush(nil); err != nil {
+					return 0, err
+				}
+				vs = pos
+			}
+			pos += int(total)
+			ve = pos
+			n += h.length
+			continue
+		}
+		if total <= chunk {
+			break // short: wait for the rest and pass it on whole
+		}
+		// A long frame: pass on what has come of it as a piece.
+		p.inFrame, p.frame, p.frameOff = true, h, 0
+		p.inMessage = true
+		p.messageLen += h.length
+		start := pos + h.size
+		avail := int64(end - start)
+		if avail == 0 {
+			pos = end
+			break
+		}
+		var hb [maxHeader]byte
+		hs := p.pieceHeader(hb[:], avail)
+		copy(p.buf[start-hs:start], hb[maxHeader-hs:])
+		if err := p.dst.write(p.buf[vs:ve], p.buf[start-hs:end]); err != nil {
+			return 0, errWrite
+		}
+		p.count.Add(uint64(n + avail))
+		n = 0
+		vs, ve, pos = end, end, end
+	}
+	if err := flush(nil); err != nil {
+		return 0, err
+	}
+	return pos, nil
+}
+
+// pieceHeader writes, at the end of b, the header of the next avail bytes
+// of the frame being passed on in pieces, records them as passed on, and
+// returns the header's size.
+func (p *pump) pieceHeader(b []byte, avail int64) int {
+	f := &p.frame
+	op := byte(opContinuation)
+	if p.frameOff == 0 {
+		op = f.op
+	}
+	last := p.frameOff+avail == f.length
+	hs := headerSize(f.masked, avail)
+	putHeader(b[len(b)-hs:], last && f.fin, op, f.masked, rotate(f.key, p.frameOff), avail)
+	p.frameOff += avail
+	if last {
+		p.inFrame = false
+		if f.fin {
+			p.inMessage, p.messageLen = false, 0
+		}
+	}
+	return hs
+}
+
+// control deals with a control frame from the source (frame is the whole
+// frame as it came).
+func (p *pump) control(h header, frame []byte) error {
+	var payload [maxControl]byte
+	pl := payload[:copy(payload[:], frame[h.size:])]
+	if h.masked {
+		mask(h.key, pl)
+	}
+	switch h.op {
+	case opPing:
+		if err := p.src.control(opPong, pl); err != nil {
+			return errWrite // our source is gone: its read fails next
+		}
+		if !p.fromClient {
+			p.s.probeClient()
+		}
+	case opPong:
+		if p.fromClient {
+			select {
+			case p.s.pong <- struct{}{}:
+			default:
+			}
+		}
+	case opClose:
+		valid := len(pl) == 0
+		if len(pl) >= 2 {
+			code := websocket.StatusCode(binary.BigEndian.Uint16(pl))
+			valid = sendable(code) && utf8.Valid(pl[2:])
+		}
+		if !valid {
+			return errProtocol
+		}
+		p.dst.forwardClose(frame)
+		return errClosed
+	}
+	return nil
 }
