@@ -10,14 +10,18 @@ import (
 
 // checked is what config check prints with --json.
 type checked struct {
-	File  string `json:"file"`
-	OK    bool   `json:"ok"`
-	Error string `json:"error,omitempty"`
+	File     string   `json:"file"`
+	OK       bool     `json:"ok"`
+	Error    string   `json:"error,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // configCheck loads a configuration file as a server would, the MUSTER__
-// environment included, and reports the first problem.
-func configCheck(args []string, stdout io.Writer) error {
+// environment included, and reports the first problem. It runs the same
+// config.Validate a server runs at start, so the two agree. Warnings (a
+// variable that looks like a setting but is ignored) go to stderr and do
+// not fail the check.
+func configCheck(args []string, stdout, stderr io.Writer) error {
 	var o options
 	fs := newFlags("config check", &o)
 	pos, err := parse(fs, args, 1, "the FILE to check")
@@ -25,16 +29,22 @@ func configCheck(args []string, stdout io.Writer) error {
 		return err
 	}
 	file := pos[0]
-	_, err = config.Load(file, os.Environ())
+	cfg, err := config.Load(file, os.Environ())
+	warnings := cfg.Warnings()
 	if o.json {
-		res := checked{File: file, OK: err == nil}
+		res := checked{File: file, OK: err == nil, Warnings: warnings}
 		if err != nil {
 			res.Error = err.Error()
 		}
 		if werr := writeJSON(stdout, res); werr != nil {
 			return werr
 		}
-	} else if err == nil {
+		return err
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "muster: warning: %s\n", oneLine(w))
+	}
+	if err == nil {
 		fmt.Fprintf(stdout, "%s: ok\n", file)
 	}
 	return err

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/muster-gg/muster/backplane"
@@ -60,10 +61,15 @@ func drain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		gone = func(ctx context.Context) (bool, error) {
 			c, err := capacity(ctx, &o, base)
-			if err != nil {
-				return true, nil // the process has exited or stopped serving
+			switch {
+			case err == nil:
+				return c.State == fleet.StateLeaving, nil
+			case ctx.Err() == nil && errors.Is(err, syscall.ECONNREFUSED):
+				return true, nil // the process has exited
 			}
-			return c.State == fleet.StateLeaving, nil
+			// A poll that timed out, or the wait running out during it,
+			// says nothing about the server: it may be busy draining.
+			return false, err
 		}
 	} else {
 		bp, err := openRedis(&o)
@@ -150,12 +156,12 @@ func waitGone(ctx context.Context, id string, wait time.Duration, gone func(cont
 		if ok {
 			return nil
 		}
-		if err != nil {
-			last = err
+		if err != nil && ctx.Err() == nil {
+			last = err // not the wait running out during the poll
 		}
 		select {
 		case <-ctx.Done():
-			msg := fmt.Sprintf("drain %s: still in the fleet after %v", id, wait)
+			msg := fmt.Sprintf("drain %s: still draining after %v", id, wait)
 			if last != nil {
 				msg += " (last error: " + strings.TrimSpace(last.Error()) + ")"
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/muster-gg/muster/backplane"
@@ -24,7 +25,7 @@ func locate(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var o options
 	fs := newFlags("locate", &o)
 	fleetFlags(fs, &o, false)
-	pos, err := parse(fs, args, 2, "KIND and ID (e.g. player alice, lobby ABCD)")
+	pos, err := parse(fs, args, 2, "KIND and ID (KIND is "+kindList()+", e.g. player alice, lobby ABCD)")
 	if err != nil {
 		return err
 	}
@@ -45,6 +46,11 @@ func locate(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	owner, err := bp.Locate(cctx, key)
 	cancel()
 	if errors.Is(err, backplane.ErrNotFound) {
+		if !slices.Contains(kinds, key.Kind) {
+			// A game may claim kinds of its own, so an unknown kind is
+			// looked up all the same; not found, it is most likely a typo.
+			return fmt.Errorf("locate: unknown kind %s: the fleet claims %s%s", cell(key.Kind), kindList(), nearKind(key.Kind))
+		}
 		return fmt.Errorf("%s: not found: no live server holds it", key)
 	}
 	if err != nil {
@@ -67,4 +73,42 @@ func locate(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cell(key.String()), cell(n.ID), cell(n.Region), cell(string(n.State)),
 		cell(n.InternalAddress), cell(n.PublicAddress))
 	return tw.Flush()
+}
+
+// kinds are the kinds of unit the fleet's own modules claim.
+var kinds = []string{fleet.KindPlayer, fleet.KindLobby}
+
+// kindList returns "player or lobby".
+func kindList() string {
+	return strings.Join(kinds[:len(kinds)-1], ", ") + " or " + kinds[len(kinds)-1]
+}
+
+// nearKind returns " (did you mean player?)" for a kind that differs from
+// a known one only in case or by a letter, or "".
+func nearKind(kind string) string {
+	for _, k := range kinds {
+		if strings.EqualFold(kind, k) || oneEdit(strings.ToLower(kind), k) {
+			return " (did you mean " + k + "?)"
+		}
+	}
+	return ""
+}
+
+// oneEdit reports whether a and b differ by one inserted, deleted or
+// replaced byte.
+func oneEdit(a, b string) bool {
+	if len(a) < len(b) {
+		a, b = b, a
+	}
+	if len(a)-len(b) > 1 {
+		return false
+	}
+	i := 0
+	for i < len(b) && a[i] == b[i] {
+		i++
+	}
+	if len(a) == len(b) {
+		return a[i+1:] == b[i+1:]
+	}
+	return a[i+1:] == b[i:]
 }

@@ -1,7 +1,7 @@
 // Command muster inspects and operates a running fleet.
 //
 //	muster nodes                      the live servers, their state, load and queues
-//	muster locate KIND ID             the server that holds a unit (a player, a lobby code)
+//	muster locate KIND ID             the server that holds a unit (KIND player or lobby)
 //	muster drain NODE                 drain a server: it hands its work over and leaves
 //	muster config check FILE          load a config.yml as a server would, and report
 //
@@ -11,9 +11,14 @@
 // --server http://host:port (nodes and drain). Output is a table; --json
 // prints JSON for scripts.
 //
+// drain --wait D waits for the server to leave the fleet and fails with
+// "still draining after D" when it has not; a poll that times out is not
+// taken for a server that has exited.
+//
 // Exit codes: 0 success; 1 failure (a unit or server not found, a store or
-// server unreachable, a refused drain, a bad configuration file); 2 a
-// command line that does not parse. Every failure is one line on stderr.
+// server unreachable, a refused drain, a drain still going at the end of
+// --wait, a bad configuration file); 2 a command line that does not parse.
+// Every failure is one line on stderr.
 package main
 
 import (
@@ -45,7 +50,7 @@ func (quietRedis) Printf(context.Context, string, ...any) {}
 
 const usage = `usage:
   muster nodes              [--redis URL [--cluster NAME] | --server URL] [--json]
-  muster locate KIND ID     --redis URL [--cluster NAME] [--json]
+  muster locate KIND ID     --redis URL [--cluster NAME] [--json]   (KIND: player or lobby)
   muster drain NODE         [--redis URL [--cluster NAME] | --server URL] [--token T] [--wait DURATION] [--json]
   muster config check FILE  [--json]
 common flags: --timeout DURATION (each call; default 5s)
@@ -105,7 +110,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if len(rest) == 0 || rest[0] != "check" {
 			return fmt.Errorf("%w: config takes the subcommand check", errUsage)
 		}
-		return configCheck(rest[1:], stdout)
+		return configCheck(rest[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		return flag.ErrHelp
 	}

@@ -313,9 +313,9 @@ func TestUnreachable(t *testing.T) {
 	}{
 		{"redis refused", []string{"nodes", "--redis", closed}, []string{"backplane/redis", "connection refused"}},
 		{"redis URL refused", []string{"locate", "player", "a", "--redis", "redis://" + closed + "/0"}, []string{"connection refused"}},
-		{"redis bad URL", []string{"nodes", "--redis", "redis://bad host:6379"}, []string{"backplane/redis: url"}},
+		{"redis bad URL", []string{"nodes", "--redis", "redis://bad host:6379"}, []string{"backplane/redis", "bad host"}},
 		{"redis bad URL with a password", []string{"nodes", "--redis", "redis://u:secret-pw@bad host:6379"}, []string{"redis://u:xxxxx@bad host"}},
-		{"redis no port", []string{"drain", "s1", "--redis", "localhost"}, []string{"missing port"}},
+		{"redis no port", []string{"drain", "s1", "--redis", "localhost"}, []string{"backplane/redis", "localhost"}},
 		{"server refused", []string{"nodes", "--server", "http://" + closed}, []string{"connection refused"}},
 		{"drain server refused", []string{"drain", "s1", "--server", "http://" + closed}, []string{"connection refused"}},
 	} {

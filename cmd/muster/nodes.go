@@ -39,7 +39,10 @@ func nodes(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if o.json {
 		return writeJSON(stdout, list)
 	}
-	return nodeTable(stdout, list)
+	// A server does not publish the others' internal addresses (its
+	// dashboard is public): through one, the table shows where clients
+	// reach each server instead.
+	return nodeTable(stdout, list, o.server == "")
 }
 
 // registryNodes reads the live servers from the fleet's Redis.
@@ -74,14 +77,23 @@ func listNodes(ctx context.Context, bp backplane.Backplane, o *options, stderr i
 	return list, nil
 }
 
-// nodeTable prints one line per server.
-func nodeTable(w io.Writer, list []fleet.Node) error {
+// nodeTable prints one line per server, ending with its internal address,
+// or with its public address when internal is false.
+func nodeTable(w io.Writer, list []fleet.Node, internal bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tREGION\tSTATE\tLOAD\tROOMS\tPLAYERS\tQUEUES\tINTERNAL")
+	last := "INTERNAL"
+	if !internal {
+		last = "PUBLIC"
+	}
+	fmt.Fprintln(tw, "ID\tREGION\tSTATE\tLOAD\tROOMS\tPLAYERS\tQUEUES\t"+last)
 	for _, n := range list {
+		addr := n.InternalAddress
+		if !internal {
+			addr = n.PublicAddress
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\n",
 			cell(n.ID), cell(n.Region), cell(string(n.State)), n.Load, n.MaxLoad,
-			optStat(n, "rooms"), optStat(n, "players"), queues(n), cell(n.InternalAddress))
+			optStat(n, "rooms"), optStat(n, "players"), queues(n), cell(addr))
 	}
 	return tw.Flush()
 }
