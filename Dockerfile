@@ -30,4 +30,4 @@ USER 65532:65532
 EXPOSE 8080
 # SIGTERM drains the server (muster.server.drain.timeout), then it exits.
 STOPSIGNAL SIGTERM
-ENTRYPOINT ["/app/duel", "-config", "/app/config.yml"]
+ENTRYPOINT ["/app/duel"]

@@ -200,7 +200,7 @@ func (f *Fleet) StartServer(t testing.TB, i int) *Server {
 		return strings.HasPrefix(strings.ToUpper(kv), "MUSTER__")
 	})
 	env = append(env, f.cfg.ServerEnv(s.Host, f.ports[i], s.ID, s.Addr, f.Redis.Addr, f.Name, f.Key)...)
-	s.cmd = exec.Command(f.cfg.Bin, "-config", filepath.Join(f.root, "config.yml"))
+	s.cmd = exec.Command(f.cfg.Bin) // reads ./config.yml
 	s.cmd.Dir = f.root
 	s.cmd.Env = env
 	if err := s.start(); err != nil {
