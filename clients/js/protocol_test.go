@@ -16,9 +16,10 @@ import (
 // The module's root, from this package's directory.
 const root = "../.."
 
-// serverDirs are the packages whose code sends packets to clients: the room
-// host, its modules and the duel example (its bot is a client, not here).
-var serverDirs = []string{"room", "lobby", "matchmaking", "examples/duel", "internal/hostenv", "internal/drainloop"}
+// serverDirs are the packages whose code sends packets to clients: the
+// one-call server, the room host, its modules and the duel example (its
+// bot is a client, not here).
+var serverDirs = []string{".", "room", "lobby", "matchmaking", "examples/duel", "internal/hostenv", "internal/drainloop"}
 
 // TestProtocolDocumented checks that docs/protocol.md documents every packet
 // type the server sends and every message type it handles, as `type`, and
