@@ -18,12 +18,15 @@ type Redis struct {
 	// Addr is the server's loopback address, host:port.
 	Addr string
 
-	tb   testing.TB
-	bin  string
-	dir  string
-	port int
-	cmd  *exec.Cmd
-	out  bytes.Buffer
+	tb       testing.TB
+	bin      string
+	dir      string
+	port     int
+	conf     string   // a config file to pass first (sentinels), or ""
+	sentinel bool     // run as a sentinel, with conf
+	args     []string // more arguments, after the defaults
+	cmd      *exec.Cmd
+	out      bytes.Buffer
 }
 
 // StartRedis starts a redis-server without persistence on a free loopback
@@ -44,22 +47,39 @@ func (r *Redis) Start() {
 	if r.cmd != nil {
 		r.tb.Fatalf("redis-server on %s is already running", r.Addr)
 	}
+	if err := r.launch(); err != nil {
+		r.tb.Fatal(err)
+	}
+}
+
+// launch starts the process and waits until it accepts connections. It
+// calls no testing.TB method, so servers can start in parallel.
+func (r *Redis) launch() error {
 	r.out.Reset()
-	cmd := exec.Command(r.bin,
-		"--port", strconv.Itoa(r.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", r.dir,
-		"--protected-mode", "no", "--loglevel", "warning",
-		"--pidfile", filepath.Join(r.dir, "redis.pid"))
+	var args []string
+	if r.sentinel {
+		args = append(args, r.conf, "--sentinel")
+	}
+	args = append(args,
+		"--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--dir", r.dir,
+		"--protected-mode", "no", "--loglevel", "warning")
+	if !r.sentinel {
+		args = append(args, "--save", "", "--appendonly", "no",
+			"--pidfile", filepath.Join(r.dir, "redis.pid"))
+	}
+	args = append(args, r.args...)
+	cmd := exec.Command(r.bin, args...)
 	cmd.Stdout, cmd.Stderr = &r.out, &r.out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		r.tb.Fatalf("start redis-server: %v", err)
+		return fmt.Errorf("start redis-server: %v", err)
 	}
 	r.cmd = cmd
 	if err := WaitDial(r.Addr, 10*time.Second); err != nil {
 		r.Stop()
-		r.tb.Fatalf("redis-server on %s: %v\n%s", r.Addr, err, r.out.String())
+		return fmt.Errorf("redis-server on %s: %v\n%s", r.Addr, err, r.out.String())
 	}
+	return nil
 }
 
 // Stop kills the server and waits for it to exit. It is safe to call when
