@@ -16,8 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
-	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -27,9 +25,12 @@ import (
 
 // Config configures a Redis backplane.
 type Config struct {
-	// URL locates Redis: "host:port", a comma-separated list of host:port
-	// for Redis Cluster (or Sentinel with ?master=name), or a redis://,
-	// rediss:// or unix:// URL. Required by Open.
+	// URL locates Redis, in one of the forms ParseAddress accepts: one
+	// Redis ("host:port", "redis://user:password@host:port/db",
+	// "rediss://..." for TLS), a Sentinel group
+	// ("redis://user:password@s1:26379?master_name=M&addr=s2:26379"), or a
+	// Redis Cluster ("redis://user:password@seed:6379?cluster=true").
+	// Required by Open.
 	URL string `yaml:"url"`
 
 	// Cluster namespaces every key; servers with the same cluster name form
@@ -37,9 +38,26 @@ type Config struct {
 	Cluster string `yaml:"cluster"`
 
 	// Timeout bounds dialing and each socket read and write, below any
-	// deadline the caller's context sets. Default 500ms.
+	// deadline the caller's context sets, unless the URL's dial_timeout,
+	// read_timeout or write_timeout says otherwise. Default 500ms.
 	Timeout time.Duration `yaml:"timeout"`
+
+	// TLSCAFile is a PEM file of the certificate authorities that sign
+	// Redis's certificates, for a rediss:// URL. Default "": the system's.
+	TLSCAFile string `yaml:"tls-ca-file"`
+
+	// TLSCertFile and TLSKeyFile are a PEM certificate and its key that
+	// this server shows Redis (mutual TLS), for a rediss:// URL. Both or
+	// neither. Default "": none.
+	TLSCertFile string `yaml:"tls-cert-file"`
+	TLSKeyFile  string `yaml:"tls-key-file"`
+
+	// dial, when set, wraps every dial: tests use it to cut connections.
+	dial func(next Dialer) Dialer
 }
+
+// Dialer dials a connection to Redis, as go-redis's Options.Dialer does.
+type Dialer = func(ctx context.Context, network, addr string) (net.Conn, error)
 
 // Backplane is a backplane.Backplane on Redis. It is safe for concurrent
 // use; Close closes the client when Open made it.
@@ -54,16 +72,20 @@ var _ backplane.Backplane = (*Backplane)(nil)
 
 // Open connects to the Redis named by cfg.URL with options chosen for a
 // control plane: a short dial timeout, socket reads bounded by the call's
-// context, and no retries, so that an unreachable Redis fails a call fast
-// instead of hanging a heartbeat. Open does not wait for Redis to answer.
+// context, no retries, and for a Redis Cluster a slot map reloaded every
+// second and after every failed call, so that an unreachable Redis fails a
+// call fast instead of hanging a heartbeat and a failover is followed
+// within seconds. Options the URL gives (dial_timeout, max_retries, ...)
+// are respected. Open does not wait for Redis to answer.
 //
 // go-redis logs failed dials through its own package-level logger; a program
 // that wants its logs quiet while Redis is away sets goredis.SetLogger.
 func Open(cfg Config) (*Backplane, error) {
-	if cfg.Timeout == 0 {
-		cfg.Timeout = 500 * time.Millisecond
+	a, err := ParseAddress(cfg.URL)
+	if err != nil {
+		return nil, err
 	}
-	rdb, err := newClient(cfg.URL, cfg.Timeout)
+	rdb, err := newClient(a, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -91,39 +113,6 @@ func New(rdb goredis.UniversalClient, cluster string) (*Backplane, error) {
 		prefix: "muster:{" + cluster + "}:",
 		view:   view{tombstones: tombstoneTTL, recs: map[string]string{}, wrote: map[string]wrote{}},
 	}, nil
-}
-
-// newClient makes a client for a Config.URL with the control-plane options.
-func newClient(s string, timeout time.Duration) (goredis.UniversalClient, error) {
-	if s == "" {
-		return nil, errors.New("backplane/redis: url is empty")
-	}
-	if strings.Contains(s, "://") {
-		o, err := goredis.ParseURL(s)
-		if err != nil {
-			return nil, fmt.Errorf("backplane/redis: url: %w", err)
-		}
-		o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.PoolTimeout = timeout, timeout, timeout, timeout
-		o.ContextTimeoutEnabled, o.MaxRetries, o.DialerRetries, o.DisableIdentity = true, -1, 1, true
-		return goredis.NewClient(o), nil
-	}
-	hosts, query, _ := strings.Cut(s, "?")
-	q, err := url.ParseQuery(query)
-	if err != nil {
-		return nil, fmt.Errorf("backplane/redis: url query: %w", err)
-	}
-	o := &goredis.UniversalOptions{
-		MasterName:  q.Get("master"),
-		DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, PoolTimeout: timeout,
-		ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1, DisableIdentity: true,
-	}
-	for _, h := range strings.Split(hosts, ",") {
-		if _, _, err := net.SplitHostPort(h); err != nil {
-			return nil, fmt.Errorf("backplane/redis: url: %q: %w", h, err)
-		}
-		o.Addrs = append(o.Addrs, h)
-	}
-	return goredis.NewUniversalClient(o), nil
 }
 
 // Close implements backplane.Backplane.
