@@ -1,10 +1,15 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"image/png"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,10 +20,23 @@ import (
 	"github.com/muster-gg/muster/internal/testbin"
 )
 
+// TestBrowser runs the browser scenario on a cluster of its own:
+// go test ./e2e -run Browser.
+func TestBrowser(t *testing.T) {
+	c := startCluster(t)
+	c.WaitView(t, len(hosts))
+	testBrowser(t, c)
+	c.leave(t)
+}
+
 // Two pages of headless Chromium open the game through nginx, each in
-// its own browser context (so each has its own player id), and queue:
-// both land in one match, and each page draws the other player where
-// that player moved.
+// its own browser context (so each has its own player id), on two
+// different servers of the three, and queue from the page's call to
+// action: the Muster client the page loads (clients/js) follows the
+// redirect of at least one of them to where the playlist gathers, and
+// both land in one match. Each page draws the other player where that
+// player moved; one chases the orb and wins, and both pages show one
+// end-of-match overlay.
 func testBrowser(t *testing.T, c *cluster) {
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(testbin.ChromiumPath(t)),
@@ -33,7 +51,7 @@ func testBrowser(t *testing.T, c *cluster) {
 			opts = append(opts, chromedp.Flag(name, value))
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
 	defer cancelAlloc()
@@ -46,37 +64,50 @@ func testBrowser(t *testing.T, c *cluster) {
 	type page struct {
 		ctx    context.Context
 		player string
+		node   string
 	}
 	var pages []*page
-	for range 2 {
+	for i := range 2 {
 		pctx, cancelPage := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
 		defer cancelPage()
 		p := &page{ctx: pctx}
-		if err := chromedp.Do(pctx, chromedp.Navigate(c.URL)); err != nil {
-			t.Fatalf("open %s: %v", c.URL, err)
+		// nginx spreads the connections: the second page reloads until
+		// it is welcomed by another server than the first, so that
+		// queueing moves at least one of them.
+		for try := 0; ; try++ {
+			if err := chromedp.Do(pctx, chromedp.Navigate(c.URL)); err != nil {
+				t.Fatalf("open %s: %v", c.URL, err)
+			}
+			// Welcomed: the page shows its player and its server.
+			p.player = waitText(t, pctx, "#player", func(s string) bool { return s != "–" && s != "" })
+			p.node = waitText(t, pctx, "#node", func(s string) bool { return s != "–" && s != "" })
+			if i == 0 || p.node != pages[0].node {
+				break
+			}
+			if try == 20 {
+				t.Fatalf("nginx gave the second page %s twenty times, as the first", p.node)
+			}
 		}
-		// Welcomed: the page shows its server.
-		p.player = waitText(t, pctx, "#player", func(s string) bool { return s != "–" && s != "" })
-		waitText(t, pctx, "#node", func(s string) bool { return s != "–" && s != "" })
+		// Before queueing, the page calls to action.
+		if got := eval[string](t, pctx, `document.getElementById('overlay').hidden ? 'hidden' : document.getElementById('play').textContent`); got != "Find an opponent" {
+			t.Fatalf("before queueing the page of %s shows %q, want the call to action", p.player, got)
+		}
+		checkButtonShown(t, pctx, fmt.Sprintf("idle-%d", i))
 		pages = append(pages, p)
 	}
 	// A closed tab keeps its seat, and a room whose players never leave runs
-	// until a drain times out: leave the match first, as a player who
-	// quits does.
+	// until a drain times out: leave any match left, as a player who quits
+	// does.
 	defer func() {
 		for _, p := range pages {
-			leave := `new Promise((done) => {
-				const ws = window.musterState.socket;
-				if (!ws || ws.readyState !== WebSocket.OPEN) return done(false);
-				ws.send(JSON.stringify({type: 'leave', data: {}}));
-				const poll = () => ws.bufferedAmount === 0 ? done(true) : setTimeout(poll, 10);
-				poll();
-			})`
 			lctx, cancel := context.WithTimeout(p.ctx, 2*time.Second)
-			left, err := chromedp.Run(lctx, chromedp.Evaluate[bool](leave, chromedp.EvalAwaitPromise))
+			_, err := chromedp.Run(lctx, chromedp.Evaluate[bool](`(() => {
+				window.musterSession.leave();
+				return window.musterSession.close().then(() => true);
+			})()`, chromedp.EvalAwaitPromise))
 			cancel()
-			if !left || err != nil {
-				t.Logf("%s could not leave its match: %v", p.player, err)
+			if err != nil {
+				t.Logf("%s could not leave: %v", p.player, err)
 			}
 		}
 	}()
@@ -84,7 +115,7 @@ func testBrowser(t *testing.T, c *cluster) {
 		t.Fatalf("both pages play as %s", pages[0].player)
 	}
 	for _, p := range pages {
-		if err := chromedp.Do(p.ctx, chromedp.Click(chromedp.ID("queue"))); err != nil {
+		if err := chromedp.Do(p.ctx, chromedp.Click(chromedp.ID("play"))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -97,9 +128,17 @@ func testBrowser(t *testing.T, c *cluster) {
 		t.Fatalf("the pages are in rooms %s and %s, want one match", rooms[0], rooms[1])
 	}
 	matched := time.Since(start)
-	servers := [2]string{}
+	var servers [2]string
+	redirects := 0
 	for i, p := range pages {
 		servers[i] = waitText(t, p.ctx, "#node", func(string) bool { return true })
+		redirects += eval[int](t, p.ctx, `window.musterSession.redirects`)
+	}
+	if servers[0] != servers[1] {
+		t.Fatalf("the pages play room %s on %s and %s", rooms[0], servers[0], servers[1])
+	}
+	if redirects == 0 {
+		t.Fatalf("pages welcomed on %s and %s both play on %s without a redirect", pages[0].node, pages[1].node, servers[0])
 	}
 
 	// Each page steers its player; the other page must draw it there.
@@ -127,8 +166,124 @@ func testBrowser(t *testing.T, c *cluster) {
 		t.Logf("%s pressed %s; the other page drew it moved from x=%.0f to x=%.0f (pixel %d,%d,%d)",
 			mover.player, key, before.X, after.X, after.R, after.G, after.B)
 	}
-	t.Logf("two pages (%s, %s) matched in %s after %v, on servers %s",
-		pages[0].player, pages[1].player, rooms[0], matched.Round(time.Millisecond), strings.Join(servers[:], ", "))
+
+	// The first page chases the orb until it wins; both pages end the
+	// match with one overlay that names the winner.
+	eval[bool](t, pages[0].ctx, `(() => {
+		setInterval(() => {
+			const s = window.musterState.snapshot;
+			const me = s && (s.players || []).find((p) => p.ID === window.musterState.player);
+			if (!me) return;
+			const dx = s.orbX - me.X, dy = s.orbY - me.Y, n = Math.hypot(dx, dy) || 1;
+			window.musterSession.send('input', { dx: dx / n, dy: dy / n });
+		}, 50);
+		return true;
+	})()`)
+	want := [2]string{"You win!", pages[0].player + " wins"}
+	for i, p := range pages {
+		got := waitText(t, p.ctx, "#overlay-text", func(s string) bool {
+			return strings.HasSuffix(s, "win!") || strings.HasSuffix(s, " wins") || strings.HasPrefix(s, "Match over")
+		})
+		if got != want[i] || eval[bool](t, p.ctx, `document.getElementById('overlay').hidden`) {
+			t.Errorf("the page of %s ends the match with %q, want an overlay %q", p.player, got, want[i])
+		}
+		if n := eval[int](t, p.ctx, `[...document.querySelectorAll('#log div')].filter((d) => /win!$|wins$/.test(d.textContent)).length`); n != 1 {
+			t.Errorf("the page of %s tells the winner %d times, want once", p.player, n)
+		}
+		if got := eval[string](t, p.ctx, `document.getElementById('play').textContent`); got != "Play again" {
+			t.Errorf("the page of %s offers %q after the match, want Play again", p.player, got)
+		}
+		checkButtonShown(t, p.ctx, fmt.Sprintf("over-%d", i))
+	}
+
+	// A drain moves a waiting player, with the time it has waited, and
+	// the page waits on.
+	g := c.Gather(t, duelPlaylist)
+	waiter := pages[1]
+	eval[bool](t, waiter.ctx, `(() => {
+		window.testWaits = [];
+		window.musterSession.on('queue', (q) => q.type === 'queue.waiting' && window.testWaits.push(q));
+		return true;
+	})()`)
+	if err := chromedp.Do(waiter.ctx, chromedp.Click(chromedp.ID("play"))); err != nil {
+		t.Fatal(err)
+	}
+	queuedAt := time.Now()
+	lastWait := func() (w struct {
+		Node     string `json:"node"`
+		WaitedMS int64  `json:"waited_ms"`
+	}) {
+		return eval[struct {
+			Node     string `json:"node"`
+			WaitedMS int64  `json:"waited_ms"`
+		}](t, waiter.ctx, `window.testWaits.at(-1) || {}`)
+	}
+	for deadline := time.Now().Add(10 * time.Second); lastWait().Node != g.ID; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the page of %s does not wait on the gather server %s: %+v", waiter.player, g.ID, lastWait())
+		}
+	}
+	sigterm := time.Now()
+	if err := g.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		w := lastWait()
+		if w.Node != g.ID && w.Node != "" {
+			if least := sigterm.Sub(queuedAt) - 200*time.Millisecond; time.Duration(w.WaitedMS)*time.Millisecond < least {
+				t.Errorf("the page of %s waits on %s having waited %d ms, want at least %v", waiter.player, w.Node, w.WaitedMS, least)
+			}
+			t.Logf("the drain of %s moved %s to %s, waited %d ms", g.ID, waiter.player, w.Node, w.WaitedMS)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the drain of %s did not move the page of %s: %+v", g.ID, waiter.player, w)
+		}
+	}
+	if got := eval[string](t, waiter.ctx, `window.musterState.phase`); got != "waiting" {
+		t.Errorf("the moved page of %s is in phase %q, want waiting", waiter.player, got)
+	}
+	t.Logf("two pages (%s on %s, %s on %s) matched in %s after %v, on %s, with %d redirect(s); %s won",
+		pages[0].player, pages[0].node, pages[1].player, pages[1].node, rooms[0], matched.Round(time.Millisecond), servers[0], redirects, pages[0].player)
+}
+
+// checkButtonShown takes a screenshot of the page of ctx (kept in the
+// test's artifact directory as name.png) and checks that the overlay's
+// button is painted where the page lays it out: nothing hides the call to
+// action.
+func checkButtonShown(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	r := eval[struct{ X, Y, W, H float64 }](t, ctx, `(() => {
+		const r = document.getElementById('play').getBoundingClientRect();
+		return {X: r.x, Y: r.y, W: r.width, H: r.height};
+	})()`)
+	shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(t.ArtifactDir(), name+".png"), shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	// A point inside the button, off its label's text: its left padding.
+	x, y := int(r.X+4), int(r.Y+r.H/2)
+	cr, cg, cb, _ := img.At(x, y).RGBA()
+	if r.W == 0 || !(cb>>8 > 180 && cr>>8 < 90) {
+		t.Errorf("%s: the button at %+v shows rgb(%d,%d,%d), want its blue", name, r, cr>>8, cg>>8, cb>>8)
+	}
+}
+
+// eval evaluates js on the page of ctx and returns its value.
+func eval[T any](t *testing.T, ctx context.Context, js string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		t.Fatalf("evaluate %.60q: %v", js, err)
+	}
+	return v
 }
 
 // waitText waits until the text of the element sel satisfies ok and
