@@ -4,15 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"slices"
-	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"go.uber.org/goleak"
 
-	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/fleettest"
 	"github.com/muster-gg/muster/internal/hosttest"
 	"github.com/muster-gg/muster/room"
@@ -30,22 +26,17 @@ type (
 	sim  = hosttest.Sim
 )
 
-// cluster is N servers, each a fleet, a room host and a lobby module, in
-// one process on one in-memory store. Players are not connected through
-// sockets: the cluster keeps where each is connected, and a move writes
-// the real handoff through the fleet and delivers the player to the
-// target, which takes it, as a client following the redirect would.
+// cluster is N servers, each a fleet, a room host and a lobby module: a
+// hosttest.Socketless, whose moves deliver players to the target's module.
 type cluster struct {
-	*hosttest.Players
+	*hosttest.Socketless
 	t     *testing.T
 	fleet *fleettest.Cluster
 	nodes []*node
-
-	mu    sync.Mutex
-	moves []moveRec
 }
 
 type node struct {
+	*hosttest.Node
 	c    *cluster
 	srv  *fleettest.Server
 	game *game
@@ -67,40 +58,26 @@ type clusterOpts struct {
 
 func startCluster(t *testing.T, o clusterOpts) *cluster {
 	t.Helper()
-	c := &cluster{
-		Players: hosttest.NewPlayers(), t: t,
-		fleet: fleettest.Start(t, o.servers, nil),
-	}
-	for _, s := range c.fleet.Servers {
-		n := &node{c: c, srv: s, game: &game{MatchLen: o.matchLen}}
-		h, err := room.New[*sim, int, string](n.game, room.Config{Secret: "shared"}, quiet)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lm, err := New(Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := h.Use(lm); err != nil {
-			t.Fatal(err)
-		}
-		lm.env = testEnv{h, n}
-		h.UseFleet(s.Fleet)
-		if o.server {
-			h.UseServer(s.Fleet)
-		}
-		n.host, n.lm = h, lm
-		c.nodes = append(c.nodes, n)
-		lm.manual = !o.run       // the test steps it by hand
-		hosttest.GoRun(t, h.Run) // runs lm.Run too
-	}
-	time.Sleep(fleettest.Heartbeat)
-	synctest.Wait()
-	for _, n := range c.nodes {
-		if got := len(n.srv.Nodes()); got != o.servers {
-			t.Fatalf("%s sees %d servers, want %d", n.srv.ID(), got, o.servers)
-		}
-	}
+	c := &cluster{t: t}
+	c.Socketless = hosttest.StartSocketless(t, hosttest.SocketlessOpts{
+		Servers: o.servers, Server: o.server, MatchLen: o.matchLen,
+		Attach: func(hn *hosttest.Node) error {
+			lm, err := New(Config{})
+			if err != nil {
+				return err
+			}
+			if err := hn.Host.Use(lm); err != nil {
+				return err
+			}
+			lm.env, lm.manual = hn.Env(), !o.run // !run: the test steps it by hand
+			hn.Arrive = func(ctx context.Context, id string, ho room.Handoff, now time.Time) {
+				lm.arrive(ctx, id, ho, now, now)
+			}
+			c.nodes = append(c.nodes, &node{Node: hn, c: c, srv: hn.Srv, game: hn.Game, host: hn.Host, lm: lm})
+			return nil
+		},
+	})
+	c.fleet = c.Fleet
 	return c
 }
 
@@ -116,9 +93,13 @@ func (c *cluster) node(id string) *node {
 func (c *cluster) connect(n *node, id string) { c.Connect(n.srv.ID(), id) }
 
 func (c *cluster) allMoves() []moveRec {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.moves)
+	var out []moveRec
+	for _, m := range c.Moves() {
+		var d handoff
+		json.Unmarshal(m.Handoff.Data, &d)
+		out = append(out, moveRec{player: m.Player, from: m.From, to: m.To, reason: m.Reason, ho: d})
+	}
+	return out
 }
 
 // last returns the last packet of type typ sent to id.
@@ -158,39 +139,3 @@ func (c *cluster) create(n *node, id string) string {
 	}
 	return code
 }
-
-type testEnv struct {
-	*room.Host[*sim, int, string] // the rest of room.ModuleHost
-	n                             *node
-}
-
-func (e testEnv) Fleet() room.Fleet { return e.n.srv.Fleet }
-
-func (e testEnv) MovePlayer(ctx context.Context, id string, to fleet.Node, reason string, ho *room.Handoff) error {
-	c, target := e.n.c, e.n.c.node(to.ID)
-	redirect := e.n.game.Redirect(room.Redirect{NodeID: to.ID, Reason: reason})
-	now, err := c.Players.Move(ctx, e.n.srv, target.srv, id, ho, e.n.host.Config().MoveCooldown, redirect)
-	if err != nil {
-		return err
-	}
-	var d handoff
-	json.Unmarshal(ho.Data, &d)
-	c.mu.Lock()
-	c.moves = append(c.moves, moveRec{player: id, from: e.n.srv.ID(), to: to.ID, reason: reason, ho: d})
-	c.mu.Unlock()
-	got, err := hosttest.TakeHandoff(ctx, target.srv, id)
-	if err != nil {
-		return err
-	}
-	target.lm.arrive(ctx, id, got, now, now)
-	return nil
-}
-
-func (e testEnv) Open(ctx context.Context, info room.Info) error {
-	_, err := e.n.host.OpenRoom(ctx, info)
-	return err
-}
-
-func (e testEnv) Send(id string, p room.Packet) { e.n.c.Send(e.n.srv.ID(), id, p) }
-func (e testEnv) Connected(id string) bool      { return e.n.c.Where(id) == e.n.srv.ID() }
-func (e testEnv) DrainPacket() room.Packet      { return e.n.game.ServerDraining() }

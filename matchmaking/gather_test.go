@@ -245,7 +245,7 @@ func TestPendingJoinNeverMoved(t *testing.T) {
 		g, next := order[0], order[1]
 		release := make(chan struct{})
 		opening := make(chan struct{}, 1)
-		g.openHook = func(room.Info) {
+		g.OpenHook = func(room.Info) {
 			opening <- struct{}{}
 			<-release
 		}
@@ -488,7 +488,7 @@ type seatWatch struct {
 func watchSeats(c *cluster) *seatWatch {
 	w := &seatWatch{peak: map[string]int{}, seated: map[string]string{}}
 	for _, n := range c.nodes {
-		n.openHook = func(info room.Info) {
+		n.OpenHook = func(info room.Info) {
 			load := n.host.Load() + len(info.Players)
 			w.mu.Lock()
 			defer w.mu.Unlock()

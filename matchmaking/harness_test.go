@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"slices"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"go.uber.org/goleak"
@@ -29,32 +27,26 @@ type (
 )
 
 // cluster is N servers, each a fleet, a room host and a matchmaking
-// module, in one process on one in-memory store. Players are not
-// connected through sockets: the cluster keeps where each one is
-// connected, and a move writes the real handoff through the fleet and
-// then delivers the player to the target, which takes it, as a client
-// following the redirect would.
+// module: a hosttest.Socketless, whose moves deliver players to the
+// target's module.
 type cluster struct {
-	*hosttest.Players
+	*hosttest.Socketless
 	t         *testing.T
 	fleet     *fleettest.Cluster
 	nodes     []*node
 	playlists []Playlist
 
 	mu       sync.Mutex
-	moves    []moveRec
 	arrivals []arrival
 }
 
 type node struct {
+	*hosttest.Node
 	c    *cluster
 	srv  *fleettest.Server
 	game *game
 	host *room.Host[*sim, int, string]
 	mm   *Module
-
-	// openHook, when set, runs before each room is opened.
-	openHook func(info room.Info)
 }
 
 type moveRec struct {
@@ -83,41 +75,31 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 	if len(o.playlists) == 0 {
 		o.playlists = []Playlist{{Name: "duel"}}
 	}
-	c := &cluster{
-		Players: hosttest.NewPlayers(), t: t,
-		fleet:     fleettest.Start(t, o.servers, o.fleet),
-		playlists: o.playlists,
-	}
-	for _, s := range c.fleet.Servers {
-		n := &node{c: c, srv: s, game: &game{MatchLen: o.matchLen}}
-		h, err := room.New[*sim, int, string](n.game, room.Config{Secret: "shared"}, quiet)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mm, err := New(Config{}, o.playlists...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := h.Use(mm); err != nil {
-			t.Fatal(err)
-		}
-		mm.env = testEnv{h, n}
-		h.UseFleet(s.Fleet)
-		if o.server {
-			h.UseServer(s.Fleet)
-		}
-		n.host, n.mm = h, mm
-		c.nodes = append(c.nodes, n)
-		mm.manual = !o.run       // the test steps it by hand
-		hosttest.GoRun(t, h.Run) // runs mm.Run too
-	}
-	time.Sleep(fleettest.Heartbeat) // every server has beaten after all started
-	synctest.Wait()
-	for _, n := range c.nodes {
-		if got := len(n.srv.Nodes()); got != o.servers {
-			t.Fatalf("%s sees %d servers, want %d", n.srv.ID(), got, o.servers)
-		}
-	}
+	c := &cluster{t: t, playlists: o.playlists}
+	c.Socketless = hosttest.StartSocketless(t, hosttest.SocketlessOpts{
+		Servers: o.servers, Fleet: o.fleet, Server: o.server, MatchLen: o.matchLen,
+		Attach: func(hn *hosttest.Node) error {
+			mm, err := New(Config{}, o.playlists...)
+			if err != nil {
+				return err
+			}
+			if err := hn.Host.Use(mm); err != nil {
+				return err
+			}
+			mm.env, mm.manual = hn.Env(), !o.run // !run: the test steps it by hand
+			n := &node{Node: hn, c: c, srv: hn.Srv, game: hn.Game, host: hn.Host, mm: mm}
+			hn.Arrive = func(_ context.Context, id string, ho room.Handoff, now time.Time) {
+				mm.arrive(id, ho, now, now)
+				waited, _ := mm.Waited(id)
+				c.mu.Lock()
+				c.arrivals = append(c.arrivals, arrival{player: id, node: hn.Srv.ID(), waited: waited})
+				c.mu.Unlock()
+			}
+			c.nodes = append(c.nodes, n)
+			return nil
+		},
+	})
+	c.fleet = c.Fleet
 	return c
 }
 
@@ -161,70 +143,18 @@ func (c *cluster) queue(n *node, id, playlist string, rating *float64) {
 	n.mm.enqueue(id, playlist, rating, now, now)
 }
 
-func (c *cluster) movesOf(id string) []moveRec {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+func (c *cluster) movesOf(id string) []moveRec { return moveRecs(c.MovesOf(id)) }
+
+func (c *cluster) allMoves() []moveRec { return moveRecs(c.Moves()) }
+
+func moveRecs(moves []hosttest.Move) []moveRec {
 	var out []moveRec
-	for _, m := range c.moves {
-		if m.player == id {
-			out = append(out, m)
-		}
+	for _, m := range moves {
+		var d handoff
+		json.Unmarshal(m.Handoff.Data, &d)
+		out = append(out, moveRec{player: m.Player, from: m.From, to: m.To, reason: m.Reason, waited: time.Duration(d.Waited)})
 	}
 	return out
 }
-
-func (c *cluster) allMoves() []moveRec {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.moves)
-}
-
-// testEnv is the env of a node of a cluster.
-type testEnv struct {
-	*room.Host[*sim, int, string] // the rest of room.ModuleHost
-	n                             *node
-}
-
-func (e testEnv) Fleet() room.Fleet { return e.n.srv.Fleet }
-
-func (e testEnv) MovePlayer(ctx context.Context, id string, to fleet.Node, reason string, ho *room.Handoff) error {
-	c, target := e.n.c, e.n.c.node(to.ID)
-	redirect := e.n.game.Redirect(room.Redirect{NodeID: to.ID, Reason: reason})
-	now, err := c.Players.Move(ctx, e.n.srv, target.srv, id, ho, e.n.host.Config().MoveCooldown, redirect)
-	if err != nil {
-		return err
-	}
-	var d handoff
-	json.Unmarshal(ho.Data, &d)
-	c.mu.Lock()
-	c.moves = append(c.moves, moveRec{player: id, from: e.n.srv.ID(), to: to.ID, reason: reason, waited: time.Duration(d.Waited)})
-	c.mu.Unlock()
-
-	// The client follows the redirect: the target takes the handoff.
-	got, err := hosttest.TakeHandoff(ctx, target.srv, id)
-	if err != nil {
-		return err
-	}
-	target.mm.arrive(id, got, now, now)
-	waited, _ := target.mm.Waited(id)
-	c.mu.Lock()
-	c.arrivals = append(c.arrivals, arrival{player: id, node: to.ID, waited: waited})
-	c.mu.Unlock()
-	return nil
-}
-
-func (e testEnv) Open(ctx context.Context, info room.Info) error {
-	if e.n.openHook != nil {
-		e.n.openHook(info)
-	}
-	_, err := e.n.host.OpenRoom(ctx, info)
-	return err
-}
-
-func (e testEnv) Send(id string, p room.Packet) { e.n.c.Send(e.n.srv.ID(), id, p) }
-
-func (e testEnv) Connected(id string) bool { return e.n.c.Where(id) == e.n.srv.ID() }
-
-func (e testEnv) DrainPacket() room.Packet { return e.n.game.ServerDraining() }
 
 func ptr[T any](v T) *T { return &v }
