@@ -258,6 +258,7 @@ export class Session {
             return;
         }
         this.socket = ws;
+        ws.binaryType = "arraybuffer"; // a binary frame decodes as text, not a Blob
         const mode = this.mode;
         let welcomed = false;
         const helloTimer = setTimeout(() => {

@@ -416,6 +416,7 @@ export class Session<State extends Packet = Packet> {
       return;
     }
     this.socket = ws;
+    (ws as { binaryType?: string }).binaryType = "arraybuffer"; // a binary frame decodes as text, not a Blob
     const mode = this.mode;
     let welcomed = false;
     const helloTimer = setTimeout(() => {
