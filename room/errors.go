@@ -1,6 +1,10 @@
 package room
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
 
 var (
 	// ErrClosed is returned by a Host or Room after it was closed or ended.
@@ -17,6 +21,17 @@ var (
 	// expired or already redeemed.
 	ErrTicket = errors.New("room: invalid ticket")
 
+	// ErrConfig is wrapped by every configuration error of New: a value
+	// out of range, or an unknown Limits.Store.
+	ErrConfig = errors.New("room: invalid config")
+
 	// ErrBadPacket is returned for a frame the codec cannot decode.
 	ErrBadPacket = errors.New("room: bad packet")
 )
+
+// configError names the config.yml key (under muster.room) and its
+// environment variable.
+func configError(key, format string, args ...any) error {
+	env := "MUSTER__ROOM__" + strings.NewReplacer("-", "_", ".", "__").Replace(strings.ToUpper(key))
+	return fmt.Errorf("%w: muster.room.%s (%s): %s", ErrConfig, key, env, fmt.Sprintf(format, args...))
+}

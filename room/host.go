@@ -119,17 +119,26 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	switch {
 	case c.Rate < 0 || c.Rate > 1000:
-		return c, fmt.Errorf("room: Config.Rate %d is outside 1-1000", c.Rate)
+		return c, configError("rate", "%d is outside 1-1000", c.Rate)
 	case c.Workers < 0:
-		return c, fmt.Errorf("room: Config.Workers %d is negative", c.Workers)
+		return c, configError("workers", "%d is negative", c.Workers)
 	case c.MaxCatchUp < 0:
-		return c, fmt.Errorf("room: Config.MaxCatchUp %d is negative", c.MaxCatchUp)
+		return c, configError("max-catch-up", "%d is negative", c.MaxCatchUp)
 	case c.ReadLimit < 0:
-		return c, fmt.Errorf("room: Config.ReadLimit %d is negative", c.ReadLimit)
+		return c, configError("read-limit", "%d is negative", c.ReadLimit)
 	case c.SendQueue < 0:
-		return c, fmt.Errorf("room: Config.SendQueue %d is negative", c.SendQueue)
-	case c.PingInterval < 0 || c.HelloTimeout < 0 || c.TicketTTL < 0 || c.MoveCooldown < 0 || c.DrainGrace < 0 || c.AwayTimeout < 0:
-		return c, errors.New("room: Config durations must not be negative")
+		return c, configError("send-queue", "%d is negative", c.SendQueue)
+	}
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{
+		{"ping-interval", c.PingInterval}, {"hello-timeout", c.HelloTimeout}, {"ticket-ttl", c.TicketTTL},
+		{"move-cooldown", c.MoveCooldown}, {"drain-grace", c.DrainGrace}, {"away-timeout", c.AwayTimeout},
+	} {
+		if d.v < 0 {
+			return c, configError(d.key, "%s is negative", d.v)
+		}
 	}
 	return c, nil
 }
@@ -183,8 +192,10 @@ type Host[Sim, Input, Player any] struct {
 
 	server  Server
 	fleet   Fleet
-	modules []Module
-	routes  map[string]MessageHandler
+	modules  []Module
+	routes   map[string]MessageHandler
+	checkers []TicketChecker
+	watchers []RoomWatcher
 
 	redirects sync.Map // reason → *atomic.Uint64
 	handoffs  atomic.Uint64
@@ -263,6 +274,9 @@ func (h *Host[Sim, Input, Player]) Use(m Module) error {
 		return fmt.Errorf("room: Use: %w", err)
 	}
 	h.modules = append(h.modules, m)
+	if w, ok := m.(RoomWatcher); ok {
+		h.watchers = append(h.watchers, w)
+	}
 	if h.server != nil {
 		if d, ok := m.(fleet.Drainer); ok {
 			h.server.AddDrainer(d)
@@ -475,6 +489,7 @@ func (h *Host[Sim, Input, Player]) OpenRoom(ctx context.Context, info Info) (*Ro
 		r.load.Store(int64(len(info.Players)))
 	}
 	h.mu.Unlock()
+	h.roomChanged(r, false, nil)
 	h.sched.add(r)
 	h.claimPlayers(ctx, info.Players)
 	for _, id := range info.Players {
@@ -512,6 +527,7 @@ func (h *Host[Sim, Input, Player]) Seat(ctx context.Context, roomID, id string) 
 		c.setRoom(roomID)
 	}
 	h.mu.Unlock()
+	h.roomChanged(r, false, nil)
 	h.claimPlayers(ctx, []string{id})
 	h.Send(id, roomPacket{Type: "room", Room: roomID, Kind: r.info.Kind})
 	return nil
@@ -594,7 +610,9 @@ func (h *Host[Sim, Input, Player]) roomEnded(r *Room[Sim, Input, Player], seats 
 		}
 	}
 	h.mu.Unlock()
-	h.releasePlayers(slices.Collect(maps.Keys(seats))...)
+	players := slices.Collect(maps.Keys(seats))
+	h.roomChanged(r, true, players)
+	h.releasePlayers(players...)
 	for _, c := range clients {
 		c.setRoom("")
 		c.Send(endPacket{Type: "room_end", Room: r.info.ID, Reason: why})

@@ -2,7 +2,6 @@ package room
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -53,9 +52,15 @@ func (l Limits) withDefaults() (Limits, error) {
 	}
 	switch {
 	case l.Store != StoreMemory && l.Store != StoreBackplane:
-		return l, fmt.Errorf("room: Config.Limits.Store %q is neither memory nor backplane", l.Store)
-	case l.Connects < 0 || l.Failures < 0 || l.Window < 0 || l.Lockout < 0:
-		return l, fmt.Errorf("room: Config.Limits values must not be negative")
+		return l, configError("limits.store", "%q is neither memory nor backplane", l.Store)
+	case l.Connects < 0:
+		return l, configError("limits.connects", "%d is negative", l.Connects)
+	case l.Failures < 0:
+		return l, configError("limits.failures", "%d is negative", l.Failures)
+	case l.Window < 0:
+		return l, configError("limits.window", "%s is negative", l.Window)
+	case l.Lockout < 0:
+		return l, configError("limits.lockout", "%s is negative", l.Lockout)
 	}
 	return l, nil
 }

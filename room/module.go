@@ -10,7 +10,7 @@ import (
 
 // Module extends a Host: matchmaking, lobbies, the game's own. A module
 // may also implement MessageHandler, ArrivalHandler, DisconnectHandler,
-// RoomEndHandler, Runner and fleet.Drainer; the host finds them by type
+// RoomEndHandler, RoomWatcher, Runner and fleet.Drainer; the host finds them by type
 // assertion. A module is not generic: it sees the host through
 // ModuleHost, whatever the game's types, so a game's own module gets
 // exactly what the built-in ones get.
@@ -81,7 +81,10 @@ type DisconnectHandler interface {
 	Disconnected(c *Client)
 }
 
-// RoomEndHandler is told when a room ends.
+// RoomEndHandler is told when a room ends. RoomEnded runs on the step
+// worker that ended the room, so it must not block and must do no I/O
+// (use Fleet.ReleaseLater, not Release): the worker's other rooms wait
+// for it.
 type RoomEndHandler interface {
 	RoomEnded(info Info, reason string)
 }

@@ -36,6 +36,9 @@ type Room[Sim, Input, Player any] struct {
 	ended     bool
 	endAsked  string    // End was called; the room ends after its pass
 	awaySince time.Time // when the last seated player went away
+
+	watchMu    sync.Mutex // orders the states sent to RoomWatchers
+	watchEnded bool       // the last state was sent
 }
 
 type seat[Player any] struct {
@@ -272,6 +275,7 @@ func (r *Room[Sim, Input, Player]) apply(events []event[Input]) {
 			r.seatsChanged()
 			r.mu.Unlock()
 			h.unseat(e.id, r.info.ID)
+			h.roomChanged(r, false, nil)
 		case evInput:
 			if s.joined {
 				h.game.Input(r, s.player, e.input)

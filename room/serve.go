@@ -134,7 +134,7 @@ func (h *Host[Sim, Input, Player]) hello(ctx context.Context, c *Client, r *http
 		h.limits.failed(ctx, c.ip)
 		return StatusBadTicket, "no ticket"
 	}
-	id, err := h.tickets.Redeem(ctx, ticket)
+	id, err := h.redeem(ctx, ticket)
 	if err != nil {
 		h.limits.failed(ctx, c.ip)
 		if errors.Is(err, ErrTicket) {

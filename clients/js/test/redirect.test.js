@@ -1,0 +1,162 @@
+// What the client does on what a fleet says: redirects, refusals, rate
+// limits. A scripted server plays the fleet.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { connect, CloseCode } from '../dist/muster.js';
+import { fakeServer } from './fake.js';
+
+function next(session, event, ok = () => true) {
+  return new Promise((resolve) => {
+    const off = session.on(event, (ev) => {
+      if (ok(ev)) {
+        off();
+        resolve(ev);
+      }
+    });
+  });
+}
+
+// A fleet in one process: the server a request names with ?node= answers
+// it, duel-1 where none is named or the named one is dead (as the relay
+// serves a request it cannot pass on). script(c) runs once connection c
+// ({node, ticket, query, hello, n, conn}) said hello; a lobby.create is
+// answered with a lobby.state.
+async function fleet(script, dead = []) {
+  const conns = [];
+  const srv = await fakeServer((conn, url) => {
+    const asked = url.searchParams.get('node');
+    const node = asked && !dead.includes(asked) ? asked : 'duel-1';
+    const c = { node, ticket: url.searchParams.get('ticket'), query: url.search, n: conns.length, conn };
+    conns.push(c);
+    conn.onmessage = (m) => {
+      if (m.type === 'hello') {
+        c.hello = m.data.mode;
+        conn.send({ type: 'welcome', node: c.node, player: 'ann' });
+        script(c);
+      } else {
+        (c.got ??= []).push(m);
+        if (m.type === 'lobby.create') conn.send({ type: 'lobby.state', code: 'K7QXM', host: 'ann', members: ['ann'], playing: false, node: c.node });
+      }
+    };
+  });
+  return { ...srv, conns };
+}
+
+test('a redirect: at once, with its ticket and query, hello rejoin, and the node kept after', async () => {
+  let tickets = 0;
+  const f = await fleet((c) => {
+    if (c.n === 0) {
+      c.conn.send({ type: 'redirect', node: 'duel-2', param: 'node', reason: 'queue', ticket: 'from-redirect', query: 'node=duel-2' });
+      c.conn.close(1000, 'redirect');
+    }
+    if (c.n === 2) c.conn.send({ type: 'queue.waiting', playlist: 'duel', waited_ms: 4200, node: 'duel-2' });
+  });
+  const s = connect({ url: f.url, ticket: async () => `fresh-${++tickets}` });
+  const redirect = await next(s, 'redirect');
+  assert.equal(redirect.reason, 'queue');
+  await next(s, 'welcome', (w) => w.node === 'duel-2');
+  assert.equal(f.conns[1].ticket, 'from-redirect', 'the reconnect did not use the redirect\'s ticket');
+  assert.equal(f.conns[1].hello, 'rejoin');
+  assert.equal(tickets, 1);
+  assert.equal(s.redirects, 1);
+  // A drop later goes back to duel-2, with a fresh ticket.
+  const waiting = next(s, 'queue');
+  f.conns[1].conn.close(1001, 'going away');
+  assert.equal((await waiting).waited_ms, 4200);
+  assert.equal(f.conns[2].node, 'duel-2');
+  assert.equal(f.conns[2].ticket, 'fresh-2');
+  await s.close();
+  await f.close();
+});
+
+test('a redirect without ticket or query: a fresh ticket, the target named by param', async () => {
+  const f = await fleet((c) => {
+    if (c.n === 0) {
+      c.conn.send({ type: 'redirect', node: 'duel-2', param: 'node', reason: 'lobby' });
+      c.conn.close(1000, 'redirect');
+    }
+  });
+  let tickets = 0;
+  const s = connect({ url: f.url, ticket: async () => `t${++tickets}` });
+  await next(s, 'welcome', (w) => w.node === 'duel-2');
+  assert.equal(f.conns[1].ticket, 't2');
+  assert.equal(new URL('http://x' + f.conns[1].query).searchParams.get('node'), 'duel-2');
+  await s.close();
+  await f.close();
+});
+
+test('messages sent during a redirect go to the new server', async () => {
+  const f = await fleet((c) => {
+    if (c.n === 0) {
+      c.conn.send({ type: 'redirect', node: 'duel-2', param: 'node', reason: 'drain' });
+      c.conn.close(1000, 'redirect');
+    }
+  });
+  const s = connect({ url: f.url, ticket: async () => 't' });
+  await next(s, 'redirect');
+  s.send('input', { dx: 1, dy: 0 });
+  s.createLobby();
+  const lobby = await next(s, 'lobby');
+  assert.equal(lobby.node, 'duel-2');
+  await s.close();
+  assert.deepEqual((f.conns[1].got ?? []).map((m) => m.type), ['lobby.create']);
+  await f.close();
+});
+
+test('sent back to a server the relay could not reach: waits before following', async () => {
+  // duel-3 is "dead": a request naming it is served by duel-1, which sends
+  // the player straight back.
+  const f = await fleet((c) => {
+    if (c.n < 3) {
+      c.conn.send({ type: 'redirect', node: 'duel-3', param: 'node', reason: 'rejoin' });
+      c.conn.close(1000, 'redirect');
+    }
+  }, ['duel-3']);
+  const s = connect({ url: f.url, ticket: async () => 't', backoffInitial: 8, backoffMax: 64 });
+  const closes = [];
+  s.on('closed', (c) => closes.push(c));
+  await next(s, 'welcome', () => f.conns.length === 4);
+  await s.close();
+  await f.close();
+  // The first redirect is followed at once; the ones back to duel-3 after
+  // duel-1 answered for it wait.
+  assert.equal(closes[0].delay, 0);
+  assert.ok(closes[1].delay >= 4 && closes[1].delay <= 8, `second wait ${closes[1].delay}`);
+  assert.ok(closes[2].delay >= 8 && closes[2].delay <= 16, `third wait ${closes[2].delay}`);
+});
+
+test('4004 replaced: the session stops', async () => {
+  const f = await fleet((c) => c.conn.close(CloseCode.Replaced, 'replaced by a newer connection'));
+  const s = connect({ url: f.url, ticket: async () => 't' });
+  const c = await next(s, 'closed');
+  assert.equal(c.code, 4004);
+  assert.equal(c.reconnecting, false);
+  await s.done();
+  assert.equal(f.conns.length, 1);
+  await f.close();
+});
+
+test('4005 rate limited: the longest wait before the next attempt', async () => {
+  const f = await fleet((c) => { if (c.n === 0) c.conn.close(CloseCode.RateLimited, 'rate limited'); });
+  const s = connect({ url: f.url, ticket: async () => 't', backoffInitial: 5, backoffMax: 40 });
+  const c = await next(s, 'closed');
+  assert.equal(c.code, 4005);
+  assert.equal(c.reconnecting, true);
+  assert.ok(c.delay >= 20 && c.delay <= 40, `wait ${c.delay}, want 20–40`);
+  await next(s, 'welcome', () => f.conns.length === 2);
+  await s.close();
+  await f.close();
+});
+
+test('retry, join_refused and the game\'s packets reach the packet listeners', async () => {
+  const f = await fleet((c) => {
+    c.conn.send({ type: 'join_refused', reason: 'full' });
+    c.conn.send({ type: 'retry', reason: 'handoff not written' });
+  });
+  const s = connect({ url: f.url, ticket: async () => 't' });
+  const seen = [];
+  await new Promise((resolve) => s.on('packet', (p) => { seen.push(p.type); if (p.type === 'retry') resolve(); }));
+  assert.deepEqual(seen, ['welcome', 'join_refused', 'retry']);
+  await s.close();
+  await f.close();
+});

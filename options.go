@@ -1,0 +1,132 @@
+package muster
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/muster-gg/muster/backplane"
+	"github.com/muster-gg/muster/matchmaking"
+	"github.com/muster-gg/muster/room"
+)
+
+// An Option changes how New builds a Server.
+type Option func(*options)
+
+type options struct {
+	modules      []room.Module
+	playlists    []matchmaking.Playlist
+	lobbies      bool
+	routes       []func(chi.Router)
+	guestTickets string
+	logger       *slog.Logger
+	backplane    backplane.Backplane
+	listener     net.Listener
+	registry     *prometheus.Registry
+	codec        room.Codec
+}
+
+// WithModules adds room modules: the game's own, or matchmaking and
+// lobby modules built by hand. The host runs each module's Run.
+func WithModules(m ...room.Module) Option {
+	return func(o *options) { o.modules = append(o.modules, m...) }
+}
+
+// WithPlaylists adds a matchmaking module with these playlists (see
+// package matchmaking): clients send {"type":"queue","playlist":name}.
+func WithPlaylists(pl ...matchmaking.Playlist) Option {
+	return func(o *options) { o.playlists = append(o.playlists, pl...) }
+}
+
+// WithLobbies adds a lobby module (see package lobby): clients create a
+// lobby, share its code, and start a room with their friends.
+func WithLobbies() Option {
+	return func(o *options) { o.lobbies = true }
+}
+
+// WithRoutes mounts the game's own HTTP routes beside the server's:
+// routes is called once with the router, after the server's routes.
+func WithRoutes(routes func(r chi.Router)) Option {
+	return func(o *options) { o.routes = append(o.routes, routes) }
+}
+
+// WithGuestTickets mounts POST path, which mints a ticket for a guest: the
+// player id of the JSON body {"player": id} when it is a short, plain id
+// (so a returning guest keeps its seat), or a new "guest-…" id. It answers
+// {"ticket": t, "player": id}. Anyone may claim any id through it: it
+// suits development and guest play. A game with accounts mints tickets
+// where players sign in (Server.Tickets).
+func WithGuestTickets(path string) Option {
+	return func(o *options) { o.guestTickets = path }
+}
+
+// WithLogger sets the logger. Default slog.Default().
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.logger = l }
+}
+
+// WithBackplane uses b instead of the backplane the configuration names.
+// The caller closes it after Run returns.
+func WithBackplane(b backplane.Backplane) Option {
+	return func(o *options) { o.backplane = b }
+}
+
+// WithListener serves on l instead of listening on muster.server.http.
+// Run closes it.
+func WithListener(l net.Listener) Option {
+	return func(o *options) { o.listener = l }
+}
+
+// WithRegistry registers the server's metrics with reg, served at
+// /metrics. Default a registry of the server's own.
+func WithRegistry(reg *prometheus.Registry) Option {
+	return func(o *options) { o.registry = reg }
+}
+
+// WithCodec replaces the JSON codec of the game's packets.
+func WithCodec(c room.Codec) Option {
+	return func(o *options) { o.codec = c }
+}
+
+// guestTickets is the handler of WithGuestTickets.
+func guestTickets(t *room.Tickets) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Player string `json:"player"`
+		}
+		json.NewDecoder(http.MaxBytesReader(w, r.Body, 1024)).Decode(&req) // a bad body is a new guest
+		if !plainID(req.Player) {
+			req.Player = "guest-" + strings.ToLower(rand.Text()[:8])
+		}
+		ticket, err := t.Issue(req.Player)
+		if err != nil {
+			http.Error(w, "cannot issue a ticket", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		json.NewEncoder(w).Encode(map[string]string{"ticket": ticket, "player": req.Player})
+	}
+}
+
+// plainID reports whether id is a player id a guest may keep: 1-32 bytes
+// of letters, digits, '-', '_' and '.'.
+func plainID(id string) bool {
+	if id == "" || len(id) > 32 || !utf8.ValidString(id) {
+		return false
+	}
+	for _, c := range id {
+		ok := c == '-' || c == '_' || c == '.' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,293 @@
+package muster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/muster-gg/muster/backplane"
+	"github.com/muster-gg/muster/config"
+	"github.com/muster-gg/muster/dashboard"
+	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/lobby"
+	"github.com/muster-gg/muster/matchmaking"
+	"github.com/muster-gg/muster/metrics"
+	"github.com/muster-gg/muster/relay"
+	"github.com/muster-gg/muster/room"
+)
+
+// shutdownTimeout bounds the relay's and the HTTP server's shutdown once
+// the fleet has left: connections still open then are cut.
+const shutdownTimeout = 5 * time.Second
+
+// host is the part of a *room.Host the Server uses, whatever the game's
+// types.
+type host interface {
+	room.ModuleHost
+	metrics.Rooms
+	Run(ctx context.Context) error
+	Handler() http.Handler
+	Tickets() *room.Tickets
+	Use(m room.Module) error
+}
+
+// Server is one game server: the room host, its fleet membership, the
+// relay, the probes, metrics and dashboard, and the game's own routes,
+// behind one Handler. Create it with New; Run serves it. A Server runs
+// once.
+type Server struct {
+	cfg     config.Config
+	logger  *slog.Logger
+	nodeID  string
+	bp      backplane.Backplane
+	ownBP   bool
+	fleet   *fleet.Fleet
+	host    host
+	relay   *relay.Relay
+	handler http.Handler
+	l       net.Listener
+	ran     atomic.Bool
+}
+
+// New builds the server for game with cfg and opts. It starts nothing and
+// does not wait for Redis; Run serves. The node id is fixed here, once.
+// An error of a setting names its config.yml key and environment
+// variable.
+func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.Config, opts ...Option) (*Server, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	logger := o.logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	s := &Server{cfg: cfg, nodeID: cfg.NodeID(), l: o.listener}
+	s.logger = logger.With("node_id", s.nodeID)
+
+	s.bp = o.backplane
+	if s.bp == nil {
+		bp, err := cfg.OpenBackplane()
+		if err != nil {
+			return nil, err
+		}
+		s.bp, s.ownBP = bp, true
+	}
+	reg := o.registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	fl, err := fleet.New(cfg.FleetConfig(s.nodeID, config.MachineIP()), metrics.Instrument(s.bp, reg), s.logger)
+	if err != nil {
+		s.closeBackplane()
+		return nil, err
+	}
+	s.fleet = fl
+
+	h, err := room.New(game, room.Config{Secret: cfg.Secret()}, s.logger)
+	if err != nil {
+		s.closeBackplane()
+		return nil, err
+	}
+	if o.codec != nil {
+		h.SetCodec(o.codec)
+	}
+	h.UseServer(fl)
+	h.UseFleet(fl)
+	s.host = h
+	modules := o.modules
+	if len(o.playlists) > 0 {
+		mm, err := matchmaking.New(matchmaking.Config{}, o.playlists...)
+		if err != nil {
+			s.closeBackplane()
+			return nil, err
+		}
+		modules = append(modules, mm)
+	}
+	if o.lobbies {
+		lb, err := lobby.New(lobby.Config{})
+		if err != nil {
+			s.closeBackplane()
+			return nil, err
+		}
+		modules = append(modules, lb)
+	}
+	for _, m := range modules {
+		if err := h.Use(m); err != nil {
+			s.closeBackplane()
+			return nil, err
+		}
+	}
+	rl, err := relay.New(cfg.RelayConfig(s.nodeID), fl, s.logger)
+	if err != nil {
+		s.closeBackplane()
+		return nil, err
+	}
+	s.relay = rl
+	reg.MustRegister(metrics.NewCollector(metrics.Sources{Fleet: fl, Rooms: h, Relay: rl}))
+
+	r := chi.NewRouter()
+	r.Use(cfg.RealIP()) // the client behind the load balancer
+	r.Use(rl.Middleware)
+	r.Handle("/muster/server/*", fl.Handler())
+	r.Handle("/metrics", metrics.Handler(reg))
+	r.Handle("/muster/dashboard", dashboard.Handler(fl))
+	r.Handle("/muster/dashboard/*", dashboard.Handler(fl))
+	r.Handle("/play", h.Handler())
+	if o.guestTickets != "" {
+		r.Post(o.guestTickets, guestTickets(h.Tickets()))
+	}
+	for _, routes := range o.routes {
+		routes(r)
+	}
+	s.handler = r
+	return s, nil
+}
+
+// Serve is New and Run in one call: it serves game with cfg until ctx
+// ends or a SIGTERM or SIGINT has drained the server, and returns when
+// everything has stopped.
+func Serve[Sim, Input, Player any](ctx context.Context, game room.Game[Sim, Input, Player], cfg config.Config, opts ...Option) error {
+	s, err := New(game, cfg, opts...)
+	if err != nil {
+		return err
+	}
+	return s.Run(ctx)
+}
+
+// Handler returns the server's whole HTTP surface: client identity behind
+// trusted proxies, the relay to other servers, the probes and drain
+// endpoint (/muster/server/…), /metrics, the dashboard
+// (/muster/dashboard), the game's WebSocket (/play) and the game's own
+// routes.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// NodeID returns the server's node id.
+func (s *Server) NodeID() string { return s.nodeID }
+
+// Fleet returns the server's fleet membership.
+func (s *Server) Fleet() *fleet.Fleet { return s.fleet }
+
+// Tickets returns the server's ticket minter: a game's sign-in route
+// issues a ticket for the player it signed in.
+func (s *Server) Tickets() *room.Tickets { return s.host.Tickets() }
+
+// Host returns the room host, for the game's own routes and modules.
+func (s *Server) Host() room.ModuleHost { return s.host }
+
+// Run listens on muster.server.http (or the listener given with
+// WithListener), runs the fleet, the room host and its modules, marks the
+// server ready, and serves until ctx ends or a SIGTERM or SIGINT drains
+// it (a second signal cuts the drain short). Then it leaves the fleet,
+// stops the rooms, shuts the relay and the HTTP server down, and returns
+// when all of it has ended.
+func (s *Server) Run(ctx context.Context) error {
+	if !s.ran.CompareAndSwap(false, true) {
+		return errors.New("muster: Server.Run called twice")
+	}
+	defer s.closeBackplane()
+	l := s.l
+	if l == nil {
+		var err error
+		if l, err = s.listen(); err != nil {
+			return err
+		}
+	}
+	for _, w := range s.cfg.Warnings() {
+		s.logger.Warn("config: " + w)
+	}
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug)}
+	backend := "memory"
+	if s.cfg.Server.Fleet.Redis != "" {
+		backend = "redis"
+	}
+	s.logger.Info("serving", "url", localURL(l.Addr()), "backplane", backend)
+
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	g, gctx := errgroup.WithContext(runCtx)
+	g.Go(func() error { return s.fleet.Run(gctx) })
+	g.Go(func() error { return s.host.Run(gctx) })
+	g.Go(func() error {
+		if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	g.Go(func() error {
+		// SIGTERM drains: newcomers go elsewhere, queues and lobbies move,
+		// rooms finish or are ended at the drain timeout; then the server
+		// leaves and everything stops.
+		err := s.fleet.DrainOnSignal(gctx)
+		stop()
+		return err
+	})
+	g.Go(func() error {
+		select {
+		case <-s.fleet.Done():
+		case <-gctx.Done():
+		}
+		stop()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		defer cancel()
+		s.relay.Shutdown(sctx)
+		return srv.Shutdown(sctx)
+	})
+	s.fleet.MarkReady()
+	err := g.Wait()
+	s.logger.Info("stopped")
+	return err
+}
+
+func (s *Server) listen() (net.Listener, error) {
+	h := s.cfg.Server.HTTP
+	l, err := net.Listen("tcp", net.JoinHostPort(h.Host, strconv.Itoa(h.Port)))
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("muster: port %d is in use: set another with muster.server.http.port / %s", h.Port, config.EnvName("muster.server.http.port"))
+	}
+	return l, err
+}
+
+func (s *Server) closeBackplane() {
+	if s.ownBP && s.bp != nil {
+		s.bp.Close()
+		s.bp = nil
+	}
+}
+
+// localURL is the URL a developer opens for a server listening on addr.
+func localURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String() + "/"
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() || ip.IsLoopback() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/"
+}
+
+// LoadConfig reads ./config.yml when there is one, then the MUSTER__
+// environment variables: what a server started from its directory uses.
+func LoadConfig() (config.Config, error) {
+	path := "config.yml"
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		path = ""
+	}
+	return config.Load(path, os.Environ())
+}

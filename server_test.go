@@ -1,0 +1,126 @@
+package muster_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/go-chi/chi/v5"
+	"go.uber.org/goleak"
+
+	"github.com/muster-gg/muster"
+	"github.com/muster-gg/muster/config"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var quiet = muster.WithLogger(slog.New(slog.DiscardHandler))
+
+// A port that is taken fails Run with a line naming the variable that
+// moves it; it used to exit silently.
+func TestBusyPortNamesVariable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	cfg := config.Default()
+	cfg.Server.HTTP.Host = "127.0.0.1"
+	cfg.Server.HTTP.Port = l.Addr().(*net.TCPAddr).Port
+	err = muster.Serve(t.Context(), Counter{}, cfg, quiet)
+	if err == nil || !strings.Contains(err.Error(), "MUSTER__SERVER__HTTP__PORT") || !strings.Contains(err.Error(), "muster.server.http.port") {
+		t.Fatalf("Serve on a busy port: %v, want an error naming muster.server.http.port and MUSTER__SERVER__HTTP__PORT", err)
+	}
+}
+
+func TestRunTwice(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := muster.New(Counter{}, config.Default(), muster.WithListener(l), quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	stop()
+	if err := s.Run(ctx); err != nil {
+		t.Fatalf("first Run: %v", err)
+	}
+	if err := s.Run(t.Context()); err == nil {
+		t.Fatal("second Run returned nil")
+	}
+}
+
+// A guest keeps a plain id it asks for; anything else gets a new one.
+func TestGuestTickets(t *testing.T) {
+	s := newServer(t, muster.WithGuestTickets("/ticket"))
+	for body, keep := range map[string]bool{
+		`{"player":"ada-1"}`:                           true,
+		`{"player":"a:b"}`:                             false,
+		`{"player":"` + strings.Repeat("x", 33) + `"}`: false,
+		`not json`: false,
+		``:         false,
+	} {
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/ticket", strings.NewReader(body)))
+		var got struct{ Ticket, Player string }
+		raw, _ := io.ReadAll(rec.Body)
+		if err := json.Unmarshal(raw, &got); err != nil || got.Ticket == "" {
+			t.Fatalf("POST /ticket %q: %d %s", body, rec.Code, raw)
+		}
+		if keep != (got.Player == "ada-1") || !keep && !strings.HasPrefix(got.Player, "guest-") {
+			t.Errorf("POST /ticket %q gave player %q", body, got.Player)
+		}
+	}
+}
+
+// The server's routes and the game's own are one handler.
+func TestHandlerServesEverything(t *testing.T) {
+	s := newServer(t, muster.WithRoutes(func(r chi.Router) {
+		r.Get("/hello", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "hi") })
+	}))
+	for path, want := range map[string]int{
+		"/hello":                 http.StatusOK,
+		"/muster/server/live":    http.StatusOK,
+		"/muster/server/ready":   http.StatusServiceUnavailable, // not running
+		"/metrics":               http.StatusOK,
+		"/muster/dashboard":      http.StatusOK,
+		"/muster/server/nothing": http.StatusNotFound,
+	} {
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		if rec.Code != want {
+			t.Errorf("GET %s: %d, want %d", path, rec.Code, want)
+		}
+	}
+}
+
+// newServer builds a server on a loopback port of its own, which is run
+// (and stopped at once) when the test ends, to close what New opened.
+func newServer(t *testing.T, opts ...muster.Option) *muster.Server {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := muster.New(Counter{}, config.Default(), append([]muster.Option{muster.WithListener(l), quiet}, opts...)...)
+	if err != nil {
+		l.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, stop := context.WithCancel(context.Background())
+		stop()
+		if err := s.Run(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
+}
