@@ -31,6 +31,8 @@ type options struct {
 	listener     net.Listener
 	registry     *prometheus.Registry
 	codec        room.Codec
+	checkers     []room.TicketChecker
+	watchers     []room.RoomWatcher
 }
 
 // WithModules adds room modules: the game's own, or matchmaking and
@@ -93,6 +95,20 @@ func WithRegistry(reg *prometheus.Registry) Option {
 // WithCodec replaces the JSON codec of the game's packets.
 func WithCodec(c room.Codec) Option {
 	return func(o *options) { o.codec = c }
+}
+
+// WithTicketCheckers accepts tickets minted elsewhere, such as a
+// federation home's tokens: a ticket the server's own Tickets refuse is
+// offered to each checker in order (see room.TicketChecker).
+func WithTicketCheckers(tc ...room.TicketChecker) Option {
+	return func(o *options) { o.checkers = append(o.checkers, tc...) }
+}
+
+// WithRoomWatchers tells each watcher of every room's state as it opens,
+// changes seats and ends (see room.RoomWatcher), e.g. to report rooms to
+// a federation home.
+func WithRoomWatchers(w ...room.RoomWatcher) Option {
+	return func(o *options) { o.watchers = append(o.watchers, w...) }
 }
 
 // guestTickets is the handler of WithGuestTickets.

@@ -109,6 +109,12 @@ func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.
 	}
 	h.UseServer(fl)
 	h.UseFleet(fl)
+	for _, tc := range o.checkers {
+		h.AddTicketChecker(tc)
+	}
+	for _, w := range o.watchers {
+		h.AddRoomWatcher(w)
+	}
 	s.host = h
 	modules := o.modules
 	if len(o.playlists) > 0 {

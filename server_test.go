@@ -11,11 +11,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coder/websocket"
 	"github.com/go-chi/chi/v5"
 	"go.uber.org/goleak"
 
 	"github.com/muster-gg/muster"
 	"github.com/muster-gg/muster/config"
+	"github.com/muster-gg/muster/room"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -123,4 +125,59 @@ func newServer(t *testing.T, opts ...muster.Option) *muster.Server {
 		}
 	})
 	return s
+}
+
+type homeTokens struct{}
+
+func (homeTokens) CheckTicket(_ context.Context, ticket string) (string, error) {
+	if ticket == "home-token-1" {
+		return "visitor-1", nil
+	}
+	return "", room.ErrTicket
+}
+
+type watcher chan room.RoomState
+
+func (w watcher) RoomChanged(s room.RoomState) { w <- s }
+
+// Tickets minted elsewhere are accepted through WithTicketCheckers, and
+// WithRoomWatchers is told of the rooms.
+func TestCheckersAndWatchers(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rooms := make(watcher, 16)
+	s, err := muster.New(Counter{}, config.Default(), quiet, muster.WithListener(l),
+		muster.WithTicketCheckers(homeTokens{}), muster.WithRoomWatchers(rooms))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+
+	c, _, err := websocket.Dial(ctx, "ws://"+l.Addr().String()+"/play?ticket=home-token-1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	c.Write(ctx, websocket.MessageText, []byte(`{"type":"hello","data":{"mode":"new"}}`))
+	_, b, err := c.Read(ctx)
+	if err != nil || !strings.Contains(string(b), `"player":"visitor-1"`) {
+		t.Fatalf("after hello with a home token: %s, %v; want a welcome for visitor-1", b, err)
+	}
+
+	if err := s.Host().Open(ctx, room.Info{ID: "r1", Kind: "test", Players: []string{"visitor-1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if st := <-rooms; st.ID != "r1" || st.Kind != "test" {
+		t.Fatalf("watcher told %+v, want room r1 of kind test", st)
+	}
 }
