@@ -46,13 +46,13 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	switch {
 	case c.CodeLength < 4 || c.CodeLength > 6:
-		return c, fmt.Errorf("lobby: Config.CodeLength %d is outside 4-6", c.CodeLength)
+		return c, fmt.Errorf("%w: Config.CodeLength %d is outside 4-6", ErrConfig, c.CodeLength)
 	case c.MaxMembers < 1:
-		return c, fmt.Errorf("lobby: Config.MaxMembers %d must be positive", c.MaxMembers)
+		return c, fmt.Errorf("%w: Config.MaxMembers %d must be positive", ErrConfig, c.MaxMembers)
 	case c.Tick < 0:
-		return c, fmt.Errorf("lobby: Config.Tick %v is negative", c.Tick)
+		return c, fmt.Errorf("%w: Config.Tick %v is negative", ErrConfig, c.Tick)
 	case c.ArrivalTimeout < 0:
-		return c, fmt.Errorf("lobby: Config.ArrivalTimeout %v is negative", c.ArrivalTimeout)
+		return c, fmt.Errorf("%w: Config.ArrivalTimeout %v is negative", ErrConfig, c.ArrivalTimeout)
 	}
 	return c, nil
 }

@@ -3,6 +3,10 @@ package lobby
 import "errors"
 
 var (
+	// ErrConfig is wrapped by every error about a Config that New
+	// refuses.
+	ErrConfig = errors.New("lobby: invalid config")
+
 	// ErrNoLobby is reported for a code that names no open lobby.
 	ErrNoLobby = errors.New("lobby: no lobby with this code")
 

@@ -153,6 +153,7 @@ func TestNewHostWhenHostLeaves(t *testing.T) {
 		if a.lm.Lobbies() != 0 {
 			t.Fatal("the empty lobby is still open")
 		}
+		synctest.Wait() // the fleet writes the queued release
 		if _, err := c.nodes[1].srv.Locate(ctx, fleet.KindLobby, code); !errors.Is(err, fleet.ErrNotFound) {
 			t.Fatalf("the closed lobby's code still locates: %v", err)
 		}
@@ -394,4 +395,13 @@ func TestJoinFollowsDrainingLobby(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Every configuration New refuses is an ErrConfig.
+func TestNewConfigErrors(t *testing.T) {
+	for _, cfg := range []Config{{CodeLength: 9}, {MaxMembers: -1}, {Tick: -1}, {ArrivalTimeout: -1}} {
+		if _, err := New(cfg); !errors.Is(err, ErrConfig) {
+			t.Errorf("New(%+v): %v, want an ErrConfig", cfg, err)
+		}
+	}
 }

@@ -31,9 +31,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	switch {
 	case c.Tick < 0:
-		return c, fmt.Errorf("matchmaking: Config.Tick %v is negative", c.Tick)
+		return c, fmt.Errorf("%w: Config.Tick %v is negative", ErrConfig, c.Tick)
 	case c.Hold < 0:
-		return c, fmt.Errorf("matchmaking: Config.Hold %v is negative", c.Hold)
+		return c, fmt.Errorf("%w: Config.Hold %v is negative", ErrConfig, c.Hold)
 	}
 	return c, nil
 }
@@ -101,13 +101,13 @@ func (p Playlist) withDefaults() (Playlist, error) {
 	r := p.Rating
 	switch {
 	case !validName(p.Name):
-		return p, fmt.Errorf("matchmaking: Playlist.Name %q must be 1-64 printable bytes without spaces", p.Name)
+		return p, fmt.Errorf("%w: Playlist.Name %q must be 1-64 printable bytes without spaces", ErrConfig, p.Name)
 	case p.Teams < 1 || p.TeamSize < 1:
-		return p, fmt.Errorf("matchmaking: playlist %s: Teams %d and TeamSize %d must be positive", p.Name, p.Teams, p.TeamSize)
+		return p, fmt.Errorf("%w: playlist %s: Teams %d and TeamSize %d must be positive", ErrConfig, p.Name, p.Teams, p.TeamSize)
 	case p.Teams*p.TeamSize > 1000:
-		return p, fmt.Errorf("matchmaking: playlist %s: a match of %d players is over the limit of 1000", p.Name, p.Teams*p.TeamSize)
+		return p, fmt.Errorf("%w: playlist %s: a match of %d players is over the limit of 1000", ErrConfig, p.Name, p.Teams*p.TeamSize)
 	case r.Window < 0 || r.Widen < 0 || r.Max < 0 || !finite(r.Window, r.Widen, r.Max, r.Default):
-		return p, fmt.Errorf("matchmaking: playlist %s: Rating values must be finite and not negative", p.Name)
+		return p, fmt.Errorf("%w: playlist %s: Rating values must be finite and not negative", ErrConfig, p.Name)
 	}
 	return p, nil
 }

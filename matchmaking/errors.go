@@ -3,6 +3,10 @@ package matchmaking
 import "errors"
 
 var (
+	// ErrConfig is wrapped by every error about a Config or a Playlist
+	// that New refuses.
+	ErrConfig = errors.New("matchmaking: invalid config")
+
 	// ErrUnknownPlaylist is reported to a player who enqueues on a playlist
 	// the server does not have.
 	ErrUnknownPlaylist = errors.New("matchmaking: unknown playlist")

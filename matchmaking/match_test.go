@@ -1,6 +1,7 @@
 package matchmaking
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -334,6 +335,21 @@ func TestGatherOrderOnlyServersWithRoom(t *testing.T) {
 	for _, n := range got {
 		if n.ID != "game-3" && n.ID != "game-4" {
 			t.Fatalf("order %v lists %s", got, n.ID)
+		}
+	}
+}
+
+// Every configuration New refuses is an ErrConfig.
+func TestNewConfigErrors(t *testing.T) {
+	for name, try := range map[string]func() error{
+		"negative tick":  func() error { _, err := New(Config{Tick: -1}, Playlist{Name: "duel"}); return err },
+		"no playlist":    func() error { _, err := New(Config{}); return err },
+		"twice":          func() error { _, err := New(Config{}, Playlist{Name: "a"}, Playlist{Name: "a"}); return err },
+		"bad name":       func() error { _, err := New(Config{}, Playlist{Name: "a b"}); return err },
+		"negative teams": func() error { _, err := New(Config{}, Playlist{Name: "a", Teams: -1}); return err },
+	} {
+		if err := try(); !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: %v, want an ErrConfig", name, err)
 		}
 	}
 }

@@ -46,7 +46,7 @@ func New(cfg Config, playlists ...Playlist) (*Module, error) {
 		return nil, err
 	}
 	if len(playlists) == 0 {
-		return nil, errors.New("matchmaking: New: no playlist")
+		return nil, fmt.Errorf("%w: New: no playlist", ErrConfig)
 	}
 	m := &Module{
 		cfg:     cfg,
@@ -60,7 +60,7 @@ func New(cfg Config, playlists ...Playlist) (*Module, error) {
 			return nil, err
 		}
 		if m.queues[pl.Name] != nil {
-			return nil, fmt.Errorf("matchmaking: playlist %s declared twice", pl.Name)
+			return nil, fmt.Errorf("%w: playlist %s declared twice", ErrConfig, pl.Name)
 		}
 		q := newQueue(pl)
 		m.queues[pl.Name] = q
