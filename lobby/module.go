@@ -171,7 +171,8 @@ func (m *Module) disconnected(id string) {
 
 // RoomEnded implements room.RoomEndHandler: a lobby whose match ended is
 // open again; members who left during the match are dropped. On a
-// draining server the lobby then moves.
+// draining server the lobby then moves. It runs on a step worker and does
+// no I/O: a closed lobby's code is released by the fleet's own goroutine.
 func (m *Module) RoomEnded(info room.Info, _ string) {
 	m.mu.Lock()
 	l := m.rooms[info.ID]
@@ -350,13 +351,12 @@ func (m *Module) unreserve(code string) {
 	m.mu.Unlock()
 }
 
-func (m *Module) release(ctx context.Context, code string) {
-	f := m.env.Fleet()
-	if f == nil {
-		return
-	}
-	if err := f.Release(ctx, fleet.KindLobby, code); err != nil {
-		m.logger.Debug("release lobby code", "code", code, "err", err)
+// release gives up the claim on a closed lobby's code. It may run on a
+// step worker (RoomEnded), so it only queues the release: the fleet
+// writes it from its own goroutine.
+func (m *Module) release(_ context.Context, code string) {
+	if f := m.env.Fleet(); f != nil {
+		f.ReleaseLater(fleet.KindLobby, code)
 	}
 }
 

@@ -161,6 +161,15 @@ type Fleet interface {
 	Nodes() []fleet.Node
 	Claim(ctx context.Context, kind string, ids ...string) error
 	Release(ctx context.Context, kind string, ids ...string) error
+	// ReleaseLater releases claims without I/O on the caller: the fleet
+	// writes them, batched, from its own goroutine. The host and modules
+	// use it on step workers.
+	ReleaseLater(kind string, ids ...string)
+	// Holds reports whether this server holds the claim on kind/id.
+	Holds(kind, id string) bool
+	// OnClaimLost sets the function told of claims another server took
+	// over at re-assertion.
+	OnClaimLost(fn func(kind, id string))
 	Locate(ctx context.Context, kind, id string) (fleet.Node, error)
 	Arrive(ctx context.Context, kind, id string) (holder fleet.Node, handoff []byte, err error)
 	PutHandoff(ctx context.Context, target, id string, data []byte) error
@@ -190,8 +199,8 @@ type Host[Sim, Input, Player any] struct {
 	after  AfterStepper[Sim, Input, Player]
 	loader Loader[Sim]
 
-	server  Server
-	fleet   Fleet
+	server   Server
+	fleet    Fleet
 	modules  []Module
 	routes   map[string]MessageHandler
 	checkers []TicketChecker
@@ -206,6 +215,7 @@ type Host[Sim, Input, Player any] struct {
 	rooms   map[string]*Room[Sim, Input, Player]
 	seated  map[string]*Room[Sim, Input, Player] // player id → room
 	clients map[string]*Client                   // player id → connection
+	hellos  map[*Client]struct{}                 // connections still in hello
 	conns   sync.WaitGroup                       // connection handlers
 	roomEnd chan struct{}                        // signalled when a room ends
 	nextID  uint64
@@ -230,6 +240,7 @@ func New[Sim, Input, Player any](game Game[Sim, Input, Player], cfg Config, logg
 		rooms:   make(map[string]*Room[Sim, Input, Player]),
 		seated:  make(map[string]*Room[Sim, Input, Player]),
 		clients: make(map[string]*Client),
+		hellos:  make(map[*Client]struct{}),
 		roomEnd: make(chan struct{}, 1),
 	}
 	h.before, _ = game.(BeforeStepper[Sim, Input, Player])
@@ -316,6 +327,12 @@ func (h *Host[Sim, Input, Player]) Fleet() Fleet { return h.fleet }
 
 // Run steps the rooms until ctx ends, then closes every connection and
 // returns when all the host's goroutines have ended.
+//
+// Once ctx ends the host is stopping: it refuses new connections and
+// hellos (1001), closes the connections still in hello at once, opens no
+// room, ends the rooms (ReasonStopped; their claims are queued for the
+// fleet to release, with no backplane call here) and closes the players'
+// connections. It returns within a bounded time whatever the clients do.
 func (h *Host[Sim, Input, Player]) Run(ctx context.Context) error {
 	h.mu.Lock()
 	if h.running || h.stopped {
@@ -338,6 +355,15 @@ func (h *Host[Sim, Input, Player]) Run(ctx context.Context) error {
 		}
 	}
 	h.sched.run(ctx)
+
+	// Stopping: no new connection, hello or room from here on.
+	h.mu.Lock()
+	h.stopped = true
+	hellos := slices.Collect(maps.Keys(h.hellos))
+	h.mu.Unlock()
+	for _, c := range hellos {
+		c.Close(StatusGoingAway, "server stopping")
+	}
 	stopLoad()
 	wg.Wait()
 	// Nothing steps the rooms any more: end them, so that nobody waits
@@ -347,7 +373,6 @@ func (h *Host[Sim, Input, Player]) Run(ctx context.Context) error {
 	}
 
 	h.mu.Lock()
-	h.stopped = true
 	clients := make([]*Client, 0, len(h.clients))
 	for _, c := range h.clients {
 		clients = append(clients, c)
@@ -429,8 +454,11 @@ func (h *Host[Sim, Input, Player]) Rooms() int {
 	return len(h.rooms)
 }
 
-// Lateness returns the quantile q (0.99 for p99) of how late room passes
-// started after their tick, and the number of passes measured.
+// Lateness returns the quantile q (0.99 for p99) of how late room steps
+// started after they were due, and the number of steps measured. Steps
+// owed while a room waited (a worker stalled, a pass that ran long) and
+// steps dropped by MaxCatchUp count, each as late as it was; the
+// histogram reaches about 2 s.
 func (h *Host[Sim, Input, Player]) Lateness(q float64) (time.Duration, uint64) {
 	return h.sched.lateness(q)
 }
@@ -586,14 +614,14 @@ func (h *Host[Sim, Input, Player]) unseat(id, roomID string) {
 	h.releasePlayers(id)
 }
 
-// releasePlayers gives up the claims on players ids, in one round trip.
+// releasePlayers gives up the claims on players ids. It runs on step
+// workers, so it only queues the releases: the fleet writes them from its
+// own goroutine, batched.
 func (h *Host[Sim, Input, Player]) releasePlayers(ids ...string) {
 	if h.fleet == nil || len(ids) == 0 {
 		return
 	}
-	if err := h.fleet.Release(context.Background(), fleet.KindPlayer, ids...); err != nil {
-		h.logger.Debug("release players", "players", len(ids), "err", err)
-	}
+	h.fleet.ReleaseLater(fleet.KindPlayer, ids...)
 }
 
 // roomEnded forgets an ended room and its seats, and tells its players.

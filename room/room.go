@@ -149,6 +149,8 @@ func (r *Room[Sim, Input, Player]) push(e event[Input]) bool {
 
 func (r *Room[Sim, Input, Player]) busyFlag() *atomic.Bool { return &r.busy }
 
+func (r *Room[Sim, Input, Player]) lastTick() uint64 { return r.last }
+
 // pass runs on a worker: the events queued since the last pass, then the
 // steps due at the room's tick t (more than one when the room fell behind,
 // at most MaxCatchUp), then AfterSteps. A panic in the game ends the room.

@@ -17,6 +17,9 @@ type stepper interface {
 	pass(t uint64) bool
 	// busyFlag is set while a worker steps the room.
 	busyFlag() *atomic.Bool
+	// lastTick is the tick of the room's last pass, 0 before the first.
+	// Only the worker holding busyFlag may call it.
+	lastTick() uint64
 }
 
 // slots is how many phases a tick period is cut into. Rooms are spread
@@ -192,6 +195,13 @@ func (s *scheduler) drainChunk(w int, b *batch, c *chunk) {
 			late = time.Since(b.due)
 		}
 		s.late[w].record(late)
+		if last := r.lastTick(); last != 0 && b.tick > last+1 {
+			// The steps of the ticks since the last pass were owed while
+			// the room waited (a stalled worker, a batch superseded, a
+			// pass still running) and are run late or dropped now:
+			// each counts, as late as it is.
+			s.late[w].recordOwed(late, s.period, b.tick-last-1)
+		}
 		alive := r.pass(b.tick)
 		busy.Store(false)
 		if !alive {
@@ -232,21 +242,54 @@ func (s *scheduler) resetLateness() {
 	}
 }
 
-// lateness is a histogram of how late room passes start, in 25µs buckets
-// up to 25ms. Each worker writes its own.
+// lateness is a histogram of how late room steps start: 25µs buckets up
+// to 25ms, then 1ms buckets up to about 2s, so that a worker stalled by
+// a blocked hook shows. Each worker writes its own.
 type lateness struct {
-	buckets [1001]atomic.Uint64
+	buckets [fineBuckets + coarseBuckets]atomic.Uint64
 }
 
-const lateBucket = 25 * time.Microsecond
+const (
+	lateBucket    = 25 * time.Microsecond
+	fineBuckets   = 1000 // of lateBucket, up to 25ms
+	coarseBucket  = time.Millisecond
+	coarseBuckets = 2000 // of coarseBucket, from 25ms up to 2.025s
+	fineTop       = fineBuckets * lateBucket
+)
 
-func (l *lateness) record(d time.Duration) {
-	i := max(0, min(int(d/lateBucket), len(l.buckets)-1))
-	l.buckets[i].Add(1)
+func bucketOf(d time.Duration) int {
+	if d < fineTop {
+		return max(0, int(d/lateBucket))
+	}
+	return min(fineBuckets+int((d-fineTop)/coarseBucket), fineBuckets+coarseBuckets-1)
 }
 
-// quantile returns the lateness below which fraction q of passes started,
-// rounded up to its bucket, and the number of passes recorded.
+// upper returns the upper bound of bucket i.
+func upper(i int) time.Duration {
+	if i < fineBuckets {
+		return time.Duration(i+1) * lateBucket
+	}
+	return fineTop + time.Duration(i-fineBuckets+1)*coarseBucket
+}
+
+func (l *lateness) record(d time.Duration) { l.buckets[bucketOf(d)].Add(1) }
+
+// recordOwed records n steps owed since a pass late by late: the most
+// recent was due one period before it, the next two, and so on.
+func (l *lateness) recordOwed(late, period time.Duration, n uint64) {
+	top := len(l.buckets) - 1
+	for j := uint64(1); j <= n; j++ {
+		i := bucketOf(late + time.Duration(j)*period)
+		if i == top {
+			l.buckets[top].Add(n - j + 1)
+			return
+		}
+		l.buckets[i].Add(1)
+	}
+}
+
+// quantile returns the lateness below which fraction q of steps started,
+// rounded up to its bucket, and the number of steps recorded.
 func (l *lateness) quantile(q float64) (time.Duration, uint64) {
 	var total uint64
 	for i := range l.buckets {
@@ -260,8 +303,8 @@ func (l *lateness) quantile(q float64) (time.Duration, uint64) {
 	for i := range l.buckets {
 		seen += l.buckets[i].Load()
 		if seen >= want {
-			return time.Duration(i+1) * lateBucket, total
+			return upper(i), total
 		}
 	}
-	return time.Duration(len(l.buckets)) * lateBucket, total
+	return upper(len(l.buckets) - 1), total
 }

@@ -10,6 +10,7 @@ type nopStepper struct{ busy atomic.Bool }
 
 func (*nopStepper) pass(uint64) bool         { return true }
 func (s *nopStepper) busyFlag() *atomic.Bool { return &s.busy }
+func (*nopStepper) lastTick() uint64         { return 0 }
 
 // Rooms opened one after another share a slot, a block at a time; each
 // block goes to the emptiest slot, so the slots stay even as rooms end.

@@ -83,6 +83,20 @@ func (h *Host[Sim, Input, Player]) serve(w http.ResponseWriter, r *http.Request)
 		c.Close(StatusGoingAway, "")
 		<-writer
 	}
+	h.mu.Lock()
+	if h.stopped {
+		h.mu.Unlock()
+		c.Close(StatusGoingAway, "server stopping")
+		end()
+		return
+	}
+	h.hellos[c] = struct{}{}
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.hellos, c)
+		h.mu.Unlock()
+	}()
 
 	// The request's context is not cancelled while this handler runs, and
 	// a hijacked connection has nothing else to cancel it; the session
@@ -112,15 +126,18 @@ func (h *Host[Sim, Input, Player]) serve(w http.ResponseWriter, r *http.Request)
 // hello reads and checks the client's hello and ticket and registers the
 // client. It returns a close code on failure.
 func (h *Host[Sim, Input, Player]) hello(ctx context.Context, c *Client, r *http.Request) (websocket.StatusCode, string) {
-	hctx, cancel := context.WithTimeout(ctx, h.cfg.HelloTimeout)
-	defer cancel()
-	_, frame, err := c.conn.Read(hctx)
+	// The hello timeout closes the connection from the writer, with a
+	// close frame: a cancelled read would cut it without one (1006).
+	timeout := time.AfterFunc(h.cfg.HelloTimeout, func() { c.Close(StatusBadHello, "no hello") })
+	defer timeout.Stop()
+	_, frame, err := c.conn.Read(ctx)
 	if err != nil {
 		if websocket.CloseStatus(err) == websocket.StatusMessageTooBig {
 			return websocket.StatusMessageTooBig, "frame too big"
 		}
 		return StatusBadHello, "no hello"
 	}
+	timeout.Stop()
 	typ, body, err := h.codec.Decode(frame)
 	if err != nil || typ != msgHello {
 		return StatusBadHello, "expected hello"
@@ -134,7 +151,18 @@ func (h *Host[Sim, Input, Player]) hello(ctx context.Context, c *Client, r *http
 		h.limits.failed(ctx, c.ip)
 		return StatusBadTicket, "no ticket"
 	}
-	id, err := h.redeem(ctx, ticket)
+	// Redeeming may wait for the backplane: stop waiting when the
+	// connection is closed (the host stops).
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.done:
+			cancel()
+		case <-rctx.Done():
+		}
+	}()
+	id, err := h.redeem(rctx, ticket)
 	if err != nil {
 		h.limits.failed(ctx, c.ip)
 		if errors.Is(err, ErrTicket) {
@@ -145,6 +173,11 @@ func (h *Host[Sim, Input, Player]) hello(ctx context.Context, c *Client, r *http
 	c.id, c.arrived = id, time.Now()
 
 	h.mu.Lock()
+	if h.stopped {
+		h.mu.Unlock()
+		return StatusGoingAway, "server stopping"
+	}
+	delete(h.hellos, c)
 	old := h.clients[id]
 	h.clients[id] = c
 	var roomID string

@@ -1,0 +1,356 @@
+package room
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/muster-gg/muster/backplane"
+	"github.com/muster-gg/muster/backplane/memory"
+	"github.com/muster-gg/muster/fleet"
+)
+
+// blackhole is a backplane whose calls, once cut, wait for their context
+// (or for the cut to end) like a Redis that stopped answering.
+type blackhole struct {
+	backplane.Backplane
+	mu    sync.Mutex
+	open  chan struct{} // closed while calls go through
+	calls atomic.Int64  // calls that waited
+}
+
+func newBlackhole() *blackhole {
+	b := &blackhole{Backplane: memory.New(), open: make(chan struct{})}
+	close(b.open)
+	return b
+}
+
+// cut makes calls hang (true) or go through again (false).
+func (b *blackhole) cut(cut bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	select {
+	case <-b.open:
+		if cut {
+			b.open = make(chan struct{})
+		}
+	default:
+		if !cut {
+			close(b.open)
+		}
+	}
+}
+
+func (b *blackhole) wait(ctx context.Context) error {
+	b.mu.Lock()
+	open := b.open
+	b.mu.Unlock()
+	select {
+	case <-open:
+		return nil
+	default:
+	}
+	b.calls.Add(1)
+	select {
+	case <-open:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (b *blackhole) Heartbeat(ctx context.Context, n backplane.Node, ttl time.Duration) ([]backplane.Node, bool, error) {
+	if err := b.wait(ctx); err != nil {
+		return nil, false, err
+	}
+	return b.Backplane.Heartbeat(ctx, n, ttl)
+}
+
+func (b *blackhole) Leave(ctx context.Context, id string) error {
+	if err := b.wait(ctx); err != nil {
+		return err
+	}
+	return b.Backplane.Leave(ctx, id)
+}
+
+func (b *blackhole) Claim(ctx context.Context, owner string, keys ...backplane.Key) error {
+	if err := b.wait(ctx); err != nil {
+		return err
+	}
+	return b.Backplane.Claim(ctx, owner, keys...)
+}
+
+func (b *blackhole) Release(ctx context.Context, owner string, keys ...backplane.Key) error {
+	if err := b.wait(ctx); err != nil {
+		return err
+	}
+	return b.Backplane.Release(ctx, owner, keys...)
+}
+
+func (b *blackhole) Arrive(ctx context.Context, key backplane.Key, target, id string) (string, []byte, error) {
+	if err := b.wait(ctx); err != nil {
+		return "", nil, err
+	}
+	return b.Backplane.Arrive(ctx, key, target, id)
+}
+
+func (b *blackhole) PutHandoff(ctx context.Context, target, id string, data []byte, ttl time.Duration) error {
+	if err := b.wait(ctx); err != nil {
+		return err
+	}
+	return b.Backplane.PutHandoff(ctx, target, id, data, ttl)
+}
+
+func (b *blackhole) Increment(ctx context.Context, key string, ttl time.Duration, by int64) (int64, error) {
+	if err := b.wait(ctx); err != nil {
+		return 0, err
+	}
+	return b.Backplane.Increment(ctx, key, ttl, by)
+}
+
+// blackholeFleet runs a fleet of one on a blackhole with a call timeout
+// far longer than any test waits, so a call on a step worker shows as a
+// stall that lasts the whole test. The cut ends before the fleet stops.
+func blackholeFleet(t *testing.T) (*fleet.Fleet, *blackhole) {
+	t.Helper()
+	bh := newBlackhole()
+	f, err := fleet.New(fleet.Config{NodeID: "a", Heartbeat: 2 * time.Minute, CallTimeout: time.Minute}, bh, quietLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); f.Run(ctx) }()
+	t.Cleanup(func() { bh.cut(false); cancel(); <-done })
+	return f, bh
+}
+
+// passes returns how many passes room id has had.
+func (g *counter) passCount(id string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.passes[id])
+}
+
+// waitPasses waits until room id has had n more passes than it had, and
+// fails the test after 10 s: a worker stalled by a backplane call waits a
+// minute.
+func waitPasses(t *testing.T, g *counter, id string, n int) {
+	t.Helper()
+	want := g.passCount(id) + n
+	deadline := time.Now().Add(10 * time.Second)
+	for g.passCount(id) < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("room %s stalled: %d passes, want %d", id, g.passCount(id), want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestBlackholedBackplaneStallsNoWorker(t *testing.T) {
+	f, bh := blackholeFleet(t)
+	g := newCounter()
+	h, err := New[*csim, int, *cplayer](g, Config{Workers: 1}, quietLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.UseFleet(f)
+	runHost(t, h)
+	ctx := t.Context()
+	for _, info := range []Info{{ID: "ends", Players: []string{"p1"}}, {ID: "left", Players: []string{"p2", "p3"}}, {ID: "other", Players: []string{"p4"}}} {
+		if _, err := h.OpenRoom(ctx, info); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitPasses(t, g, "other", 2)
+	bh.cut(true)
+
+	ends, _ := h.Room("ends")
+	ends.End("over")
+	h.Unseat("p2")
+	for !ends.Ended() || h.RoomOf("p2") != "" {
+		time.Sleep(time.Millisecond)
+	}
+	// One worker steps all three rooms: a backplane call for the end or
+	// the leave would hold it for the call timeout.
+	waitPasses(t, g, "other", 30)
+	waitPasses(t, g, "left", 30)
+	if f.Holds(fleet.KindPlayer, "p1") || f.Holds(fleet.KindPlayer, "p2") {
+		t.Fatal("claims of players gone are still held")
+	}
+}
+
+func TestShutdownWithBlackholedBackplaneIsPrompt(t *testing.T) {
+	f, bh := blackholeFleet(t)
+	h, err := New[*csim, int, *cplayer](newCounter(), Config{}, quietLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.UseFleet(f)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	for i := range 10 {
+		id := string(rune('a' + i))
+		if _, err := h.OpenRoom(t.Context(), Info{Players: []string{id + "1", id + "2"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bh.cut(true)
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second): // the call timeout is a minute
+		t.Fatal("Run did not return: it waits for the backplane room by room")
+	}
+	if h.Rooms() != 0 {
+		t.Fatalf("%d rooms left running", h.Rooms())
+	}
+}
+
+func TestRunReturnsWithClientInHello(t *testing.T) {
+	h, err := New[*csim, int, *cplayer](newCounter(), Config{HelloTimeout: time.Minute}, quietLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newServer(t, h)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	returned := false
+	defer func() {
+		cancel()
+		if !returned {
+			<-done
+		}
+	}()
+	waitRunning(h)
+	c := dial(t, wsURL(srv.URL, "ticket=x"))
+	for {
+		h.mu.Lock()
+		n := len(h.hellos)
+		h.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	closed := make(chan websocket.StatusCode, 1)
+	go func() { closed <- closeCode(t, c) }()
+	cancel()
+	select {
+	case <-done:
+		returned = true
+	case <-time.After(10 * time.Second): // the hello timeout is a minute
+		t.Fatal("Run did not return with a client in hello")
+	}
+	if code := <-closed; code != StatusGoingAway {
+		t.Fatalf("a client in hello at shutdown closed with %d, want %d", code, StatusGoingAway)
+	}
+	// A client that comes once Run has returned is refused.
+	tk, _ := h.Tickets().Issue("late")
+	if c, _, err := websocket.Dial(t.Context(), wsURL(srv.URL, "ticket="+tk), nil); err == nil {
+		c.CloseNow()
+		t.Fatal("a connection after Run returned was accepted")
+	}
+}
+
+func TestNoHelloGetsCloseFrame(t *testing.T) {
+	_, srv := startHost(t, Config{HelloTimeout: 20 * time.Millisecond})
+	c := dial(t, wsURL(srv.URL, "ticket=x"))
+	if code := closeCode(t, c); code != StatusBadHello {
+		t.Fatalf("a client that never says hello closed with %d, want %d", code, StatusBadHello)
+	}
+}
+
+// opener is a module that opens a room once the host is stopping.
+type opener struct {
+	h   ModuleHost
+	err chan error
+}
+
+func (o *opener) Attach(h ModuleHost) error { o.h = h; return nil }
+func (o *opener) Run(ctx context.Context) error {
+	<-ctx.Done()
+	o.err <- o.h.Open(context.Background(), Info{ID: "late", Players: []string{"p9"}})
+	return nil
+}
+
+func TestRoomOpenedWhileStoppingIsRefused(t *testing.T) {
+	h, err := New[*csim, int, *cplayer](newCounter(), Config{}, quietLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &opener{err: make(chan error, 1)}
+	if err := h.Use(o); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	waitRunning(h)
+	cancel()
+	<-done
+	if err := <-o.err; !errors.Is(err, ErrClosed) {
+		if r, ok := h.Room("late"); ok && !r.Ended() {
+			t.Fatalf("a room opened while Run stopped (%v) is left running", err)
+		}
+	}
+}
+
+func TestLatenessCountsStalledSteps(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newCounter()
+		g.onStep = func(r *Room[*csim, int, *cplayer]) {
+			if r.ID() == "slow" && r.Step() == 30 {
+				time.Sleep(500 * time.Millisecond) // a hook that blocks
+			}
+		}
+		h, err := New(g, Config{Rate: 60, Workers: 1}, quietLog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runHost(t, h)
+		for _, id := range []string{"slow", "other"} {
+			if _, err := h.OpenRoom(t.Context(), Info{ID: id, Players: []string{id}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		// About 30 steps of each room were owed during the stall, the
+		// oldest half a second late: they are well over 1% of the steps.
+		if p, n := h.Lateness(0.99); p < 100*time.Millisecond {
+			t.Fatalf("p99 lateness %v over %d steps, with a 500ms stall of the only worker", p, n)
+		}
+	})
+}
+
+func newServer[S, I, P any](t *testing.T, h *Host[S, I, P]) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(h.Handler())
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func waitRunning[S, I, P any](h *Host[S, I, P]) {
+	for {
+		h.mu.Lock()
+		running := h.running
+		h.mu.Unlock()
+		if running {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
