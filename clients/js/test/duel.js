@@ -35,7 +35,8 @@ export async function startDuel() {
   const build = spawnSync('go', ['build', '-o', bin, './examples/duel'], { cwd: repo, stdio: 'inherit' });
   if (build.status !== 0) throw new Error('go build ./examples/duel failed');
   const port = await freePort();
-  const proc = spawn(bin, ['-config', join(dir, 'config.yml')], {
+  // Its working directory has no config.yml: the defaults, in memory.
+  const proc = spawn(bin, [], {
     cwd: dir,
     stdio: ['ignore', 'ignore', 'pipe'],
     env: { ...process.env, MUSTER__SERVER__HTTP__HOST: '127.0.0.1', MUSTER__SERVER__HTTP__PORT: String(port) },
