@@ -86,11 +86,24 @@ type Drain struct {
 
 // Fleet is muster.server.fleet.
 type Fleet struct {
-	// Redis locates the shared backplane: host:port, a comma-separated list
-	// of them (Redis Cluster, or Sentinel with ?master=name), or a redis://,
-	// rediss:// or unix:// URL. Default "": an in-memory backplane, a fleet
-	// of one.
+	// Redis locates the shared backplane, in a form redis.ParseAddress
+	// accepts: host:port, redis://user:password@host:port/db (rediss:// for
+	// TLS), a Sentinel group (redis://...@s1:26379?master_name=M&addr=s2:26379
+	// &sentinel_password=P) or a Redis Cluster (redis://...@seed:6379?cluster=true).
+	// Default "": an in-memory backplane, a fleet of one.
 	Redis string `yaml:"redis"`
+	// RedisTLSCAFile is a PEM file of the authorities that sign Redis's
+	// certificates, for a rediss:// address. Default "": the system's.
+	RedisTLSCAFile string `yaml:"redis-tls-ca-file"`
+	// RedisTLSCertFile is a PEM certificate this server shows Redis (mutual
+	// TLS), with RedisTLSKeyFile. Default "": none.
+	RedisTLSCertFile string `yaml:"redis-tls-cert-file"`
+	// RedisTLSKeyFile is the key of RedisTLSCertFile, PEM. Default "".
+	RedisTLSKeyFile string `yaml:"redis-tls-key-file"`
+	// RedisTimeout bounds dialing Redis and each read and write of a call,
+	// unless the address's dial_timeout, read_timeout or write_timeout
+	// says otherwise. Default 0.5s.
+	RedisTimeout Duration `yaml:"redis-timeout"`
 	// Cluster names the fleet; servers with the same name form one fleet.
 	// Default "default".
 	Cluster string `yaml:"cluster"`
@@ -129,9 +142,10 @@ func Default() Config {
 		Capacity: Capacity{MaxLoad: 200},
 		Drain:    Drain{Timeout: Duration(30 * time.Second)},
 		Fleet: Fleet{
-			Cluster:   "default",
-			Heartbeat: Duration(2 * time.Second),
-			NodeParam: "node",
+			Cluster:      "default",
+			RedisTimeout: Duration(500 * time.Millisecond),
+			Heartbeat:    Duration(2 * time.Second),
+			NodeParam:    "node",
 		},
 	}}
 }

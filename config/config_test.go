@@ -208,8 +208,8 @@ func TestEveryKeyFromEnv(t *testing.T) {
 		}
 	}
 	walk(reflect.TypeFor[config.Config](), nil, "MUSTER")
-	if n != 17 {
-		t.Errorf("walked %d settings, want 17", n)
+	if n != 21 {
+		t.Errorf("walked %d settings, want 21", n)
 	}
 }
 
@@ -350,13 +350,13 @@ func TestBadConfig(t *testing.T) {
 		{
 			name:    "bad redis",
 			environ: []string{"MUSTER__SERVER__FLEET__REDIS=http://redis:6379"},
-			want:    `config: muster.server.fleet.redis / MUSTER__SERVER__FLEET__REDIS: want "", host:port, a comma-separated list of them, or a redis://, rediss:// or unix:// URL, got "http://redis:6379" (from the environment)`,
+			want:    `config: muster.server.fleet.redis / MUSTER__SERVER__FLEET__REDIS: scheme "http": want redis://, rediss:// or unix:// (Sentinel and Cluster are redis:// with master_name= or cluster=true); got "http://redis:6379" (from the environment)`,
 			err:     config.ErrInvalid,
 		},
 		{
 			name:    "redis without port",
 			environ: []string{"MUSTER__SERVER__FLEET__REDIS=redis"},
-			want:    `config: muster.server.fleet.redis / MUSTER__SERVER__FLEET__REDIS: want "", host:port, a comma-separated list of them, or a redis://, rediss:// or unix:// URL, got "redis" (from the environment)`,
+			want:    `config: muster.server.fleet.redis / MUSTER__SERVER__FLEET__REDIS: "redis": want host:port; got "redis" (from the environment)`,
 			err:     config.ErrInvalid,
 		},
 		{

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"net"
 	"net/netip"
 	"net/url"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/muster-gg/muster/backplane"
+	"github.com/muster-gg/muster/backplane/redis"
 )
 
 // Validate reports the first bad setting as an *Error naming its key.
@@ -17,6 +19,7 @@ func (c Config) Validate() error {
 	bad := func(key, format string, args ...any) error {
 		return origin{}.errorf(ErrInvalid, "muster."+key, format, args...)
 	}
+	redisErr := c.validateRedis()
 	switch {
 	case h.Host != "" && !validHost(h.Host):
 		return bad("server.http.host", "want a host name or IP address, got %s", quote(h.Host))
@@ -30,8 +33,8 @@ func (c Config) Validate() error {
 		return bad("server.capacity.max-load", "want a positive integer, got %d", c.Server.Capacity.MaxLoad)
 	case c.Server.Drain.Timeout <= 0:
 		return bad("server.drain.timeout", "want a positive duration, got %s", c.Server.Drain.Timeout)
-	case !validRedis(f.Redis):
-		return bad("server.fleet.redis", `want "", host:port, a comma-separated list of them, or a redis://, rediss:// or unix:// URL, got %s`, quote(f.Redis))
+	case redisErr != nil:
+		return redisErr
 	case backplane.ValidateName("cluster", f.Cluster) != nil:
 		return bad("server.fleet.cluster", "want a name of 1-256 bytes without { } : or NUL, got %s", quote(f.Cluster))
 	case f.Heartbeat < Duration(100*time.Millisecond):
@@ -99,34 +102,41 @@ func validInternal(s string) bool {
 	return err == nil && (host == "{ip}" || validHost(host)) && validPort(port)
 }
 
-// validRedis accepts what the Redis backplane opens, and "".
-func validRedis(s string) bool {
-	if s == "" {
-		return true
+// validateRedis checks muster.server.fleet.redis and its TLS files and
+// timeout with the parser and file checks that Open uses, so that a
+// configuration that passes never fails at start-up. No password is
+// echoed.
+func (c Config) validateRedis() error {
+	f := c.Server.Fleet
+	bad := func(key, format string, args ...any) error {
+		return origin{}.errorf(ErrInvalid, "muster."+key, format, args...)
 	}
-	if strings.Contains(s, "://") {
-		u, err := url.Parse(s)
-		if err != nil {
-			return false
+	if f.RedisTimeout <= 0 {
+		return bad("server.fleet.redis-timeout", "want a positive duration, got %s", f.RedisTimeout)
+	}
+	if f.Redis == "" {
+		for key, file := range map[string]string{
+			"redis-tls-ca-file": f.RedisTLSCAFile, "redis-tls-cert-file": f.RedisTLSCertFile, "redis-tls-key-file": f.RedisTLSKeyFile,
+		} {
+			if file != "" {
+				return bad("server.fleet."+key, "given, but muster.server.fleet.redis is empty (an in-memory backplane)")
+			}
 		}
-		switch u.Scheme {
-		case "redis", "rediss":
-			return validHost(u.Hostname()) && (u.Port() == "" || validPort(u.Port()))
-		case "unix":
-			return u.Path != ""
-		}
-		return false
+		return nil
 	}
-	hosts, query, _ := strings.Cut(s, "?")
-	if _, err := url.ParseQuery(query); err != nil {
-		return false
+	err := c.RedisConfig().Check()
+	var ae *redis.AddressError
+	var fe *redis.TLSFileError
+	switch {
+	case errors.As(err, &ae):
+		return bad("server.fleet.redis", "%s; got %s", ae.Problem, strconv.Quote(ae.Address))
+	case errors.As(err, &fe):
+		key := map[string]string{"TLSCAFile": "redis-tls-ca-file", "TLSCertFile": "redis-tls-cert-file", "TLSKeyFile": "redis-tls-key-file"}[fe.Field]
+		return bad("server.fleet."+key, "%v, file %s", fe.Err, strconv.Quote(fe.Path))
+	case err != nil:
+		return bad("server.fleet.redis", "%v", err)
 	}
-	for h := range strings.SplitSeq(hosts, ",") {
-		if !validHostPort(h) {
-			return false
-		}
-	}
-	return true
+	return nil
 }
 
 // validPublic accepts "" or an address or URL with no space, control

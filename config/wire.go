@@ -75,6 +75,20 @@ func (c Config) RelayConfig(nodeID string) relay.Config {
 	return relay.Config{NodeID: nodeID, NodeParam: c.Server.Fleet.NodeParam, Secret: c.Secret()}
 }
 
+// RedisConfig returns the Redis backplane's configuration:
+// muster.server.fleet.redis and its redis-tls-* files and redis-timeout.
+func (c Config) RedisConfig() redis.Config {
+	f := c.Server.Fleet
+	return redis.Config{
+		URL:         f.Redis,
+		Cluster:     f.Cluster,
+		Timeout:     time.Duration(f.RedisTimeout),
+		TLSCAFile:   f.RedisTLSCAFile,
+		TLSCertFile: f.RedisTLSCertFile,
+		TLSKeyFile:  f.RedisTLSKeyFile,
+	}
+}
+
 // OpenBackplane opens the backplane muster.server.fleet.redis names, or an
 // in-memory one when it is empty. It does not wait for Redis. The caller
 // closes it.
@@ -86,7 +100,7 @@ func (c Config) OpenBackplane() (backplane.Backplane, error) {
 		}
 		return b, nil
 	}
-	b, err := redis.Open(redis.Config{URL: c.Server.Fleet.Redis, Cluster: c.Server.Fleet.Cluster})
+	b, err := redis.Open(c.RedisConfig())
 	if err != nil {
 		// The client's own errors may quote the URL, password and all.
 		msg := strings.ReplaceAll(err.Error(), c.Server.Fleet.Redis, RedactURL(c.Server.Fleet.Redis))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -129,6 +130,8 @@ func ParseAddress(s string) (*Address, error) {
 		return fail("scheme %q: want redis://, rediss:// or unix:// (Sentinel and Cluster are redis:// with master_name= or cluster=true)", u.Scheme)
 	case u.Opaque != "" || u.Hostname() == "":
 		return fail("no host: want redis://host:port")
+	case !validHost(u.Hostname()):
+		return fail("bad host: want a host name or IP address")
 	case u.Port() != "" && !validPort(u.Port()):
 		return fail("port %q: want 1-65535", u.Port())
 	}
@@ -147,7 +150,7 @@ func ParseAddress(s string) (*Address, error) {
 	}
 	for _, addr := range q["addr"] {
 		h, p, err := net.SplitHostPort(addr)
-		if err != nil || h == "" || !validPort(p) {
+		if err != nil || !validHost(h) || !validPort(p) {
 			return fail("addr %q: want host:port", addr)
 		}
 	}
@@ -255,7 +258,7 @@ func fromHostList(s string) (string, string) {
 	list := strings.Split(hosts, ",")
 	for _, h := range list {
 		host, port, err := net.SplitHostPort(h)
-		if err != nil || host == "" || !validPort(port) {
+		if err != nil || !validHost(host) || !validPort(port) {
 			return "", fmt.Sprintf("%q: want host:port", h)
 		}
 	}
@@ -271,6 +274,16 @@ func fromHostList(s string) (string, string) {
 	}
 	u := url.URL{Scheme: "redis", Host: list[0], RawQuery: v.Encode()}
 	return u.String(), ""
+}
+
+// validHost reports whether h is an IP address or a host name.
+func validHost(h string) bool {
+	if _, err := netip.ParseAddr(h); err == nil {
+		return true
+	}
+	return h != "" && len(h) <= 253 && !strings.ContainsFunc(h, func(r rune) bool {
+		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '-' || r == '.' || r == '_')
+	})
 }
 
 func validPort(s string) bool {

@@ -109,6 +109,7 @@ func TestParseAddressRefuses(t *testing.T) {
 		{"bad duration", "redis://h:1?dial_timeout=soon", "dial_timeout"},
 		{"unescaped slash in password", "redis://u:top/secret@h:1", "password"},
 		{"no host", "redis://:topsecret@", "no host"},
+		{"host with colons", "redis://user:top@secret@h:1:2", "bad host"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := ParseAddress(c.in)
