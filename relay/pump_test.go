@@ -1,0 +1,169 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// scriptConn is a net.Conn that reads data in pieces of the sizes given
+// and records what is written to it.
+type scriptConn struct {
+	net.Conn // nil: the methods a pump does not use
+	data     []byte
+	sizes    []byte
+	mu       sync.Mutex
+	written  bytes.Buffer
+}
+
+func (c *scriptConn) Read(p []byte) (int, error) {
+	if len(c.data) == 0 {
+		return 0, net.ErrClosed
+	}
+	n := 1 + int(c.sizes[0])*64 + int(c.sizes[0]&7)
+	c.sizes = append(c.sizes[1:], c.sizes[0])
+	n = copy(p, c.data[:min(n, len(c.data))])
+	c.data = c.data[n:]
+	return n, nil
+}
+
+func (c *scriptConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.written.Write(p)
+}
+
+func (c *scriptConn) SetDeadline(time.Time) error { return nil }
+func (c *scriptConn) Close() error                { return nil }
+
+// framePayloads walks the frames of b: data payloads (unmasked), whole
+// frames only in complete, every byte that has come in all; it stops at a
+// close frame, a frame the pump must refuse, or the end of b.
+func framePayloads(b []byte, fromClient bool, limit int64) (complete, all []byte) {
+	inMessage, messageLen := false, int64(0)
+	for len(b) > 0 {
+		h, ok, err := parseHeader(b)
+		if err != nil || !ok || h.masked != fromClient || h.op == opClose {
+			return
+		}
+		if h.op > opClose { // ping or pong: answered, not passed on
+			if int64(len(b)) < int64(h.size)+h.length {
+				return
+			}
+			b = b[h.size+int(h.length):]
+			continue
+		}
+		if (h.op == opContinuation) != inMessage || limit >= 0 && messageLen+h.length > limit {
+			return
+		}
+		messageLen += h.length
+		inMessage = !h.fin
+		if h.fin {
+			messageLen = 0
+		}
+		pl := b[h.size:min(len(b), h.size+int(h.length))]
+		pl = append([]byte(nil), pl...)
+		mask(h.key, pl) // with a zero key when unmasked
+		all = append(all, pl...)
+		if int64(len(pl)) < h.length {
+			return
+		}
+		complete = append(complete, pl...)
+		b = b[h.size+int(h.length):]
+	}
+	return
+}
+
+// FuzzPump passes arbitrary bytes, read in arbitrary pieces, through one
+// direction of a session and checks what comes out: whole frames only,
+// masked as the far side needs, messages correctly fragmented, ending
+// with one close frame; the data passed on is the input's, every whole
+// frame of it, and nothing it does not hold.
+func FuzzPump(f *testing.F) {
+	masked := func(op byte, fin bool, payload string) []byte {
+		key := [4]byte{9, 8, 7, 6}
+		b := make([]byte, maxHeader+len(payload))
+		n := putHeader(b, fin, op, true, key, int64(len(payload)))
+		n += copy(b[n:], payload)
+		mask(key, b[n-len(payload):n])
+		return b[:n]
+	}
+	plain := func(op byte, fin bool, payload string) []byte {
+		b := make([]byte, maxHeader+len(payload))
+		n := putHeader(b, fin, op, false, [4]byte{}, int64(len(payload)))
+		return append(b[:n], payload...)
+	}
+	long := string(bytes.Repeat([]byte("x"), chunk+300))
+	f.Add(bytes.Join([][]byte{masked(opText, true, "hello"), masked(opPing, true, "p"), masked(opBinary, false, "ab"), masked(opContinuation, true, "cd"), masked(opClose, true, "\x03\xe8bye")}, nil), []byte{0, 3, 200}, true, int64(-1))
+	f.Add(bytes.Join([][]byte{plain(opBinary, true, long), plain(opText, true, "x")}, nil), []byte{255, 17, 40}, false, int64(-1))
+	f.Add(masked(opBinary, true, long)[:chunk/2], []byte{255}, true, int64(1<<20))
+	f.Add(masked(opBinary, true, "toolong"), []byte{0}, true, int64(3))
+	f.Add(plain(opText, true, "unmasked from a client"), []byte{1}, true, int64(-1))
+	f.Add([]byte{0x81, 0x7f, 0xff, 0, 0, 0, 0, 0, 0, 1}, []byte{2}, false, int64(-1))
+	f.Fuzz(func(t *testing.T, data, sizes []byte, fromClient bool, limit int64) {
+		if len(sizes) == 0 {
+			sizes = []byte{0}
+		}
+		if limit < -1 {
+			limit = -1
+		}
+		rl := &Relay{cfg: Config{ReadLimit: limit}, probeTimeout: time.Hour}
+		src := &scriptConn{data: data, sizes: sizes}
+		dst := &scriptConn{}
+		s := &session{rl: rl, pong: make(chan struct{}, 1)}
+		s.ctx, s.cancel = context.WithCancel(context.Background())
+		srcSide, dstSide := &side{conn: src, masked: !fromClient}, &side{conn: dst, masked: fromClient}
+		if fromClient {
+			s.client, s.up = srcSide, dstSide
+		} else {
+			s.client, s.up = dstSide, srcSide
+		}
+		p := pump{s: s, src: srcSide, dst: dstSide, fromClient: fromClient, count: &rl.bytesToNode}
+		p.run(nil)
+		s.cancel()
+		s.wg.Wait()
+
+		wantComplete, wantAll := framePayloads(data, fromClient, limit)
+		out := dst.written.Bytes()
+		var got []byte
+		inMessage, closed := false, false
+		for len(out) > 0 {
+			if closed {
+				t.Fatalf("%d bytes after the close frame", len(out))
+			}
+			h, ok, err := parseHeader(out)
+			if err != nil || !ok || int64(len(out)) < int64(h.size)+h.length {
+				t.Fatalf("output ends in a broken frame: % x", out[:min(len(out), 16)])
+			}
+			if h.masked != fromClient {
+				t.Fatalf("output frame masked %v, want %v", h.masked, fromClient)
+			}
+			pl := append([]byte(nil), out[h.size:h.size+int(h.length)]...)
+			mask(h.key, pl)
+			switch h.op {
+			case opClose:
+				closed = true
+			case opPing, opPong:
+			default:
+				if (h.op == opContinuation) != inMessage {
+					t.Fatalf("output frame op %d with a message in progress %v", h.op, inMessage)
+				}
+				inMessage = !h.fin
+				got = append(got, pl...)
+			}
+			out = out[h.size+int(h.length):]
+		}
+		if !closed {
+			t.Fatal("no close frame at the end of the output")
+		}
+		if !bytes.HasPrefix(got, wantComplete) || !bytes.HasPrefix(wantAll, got) {
+			t.Fatalf("passed on %d payload bytes; the input has %d in whole frames, %d in all", len(got), len(wantComplete), len(wantAll))
+		}
+		if n := rl.bytesToNode.Load(); n != uint64(len(got)) {
+			t.Fatalf("counted %d bytes, passed on %d", n, len(got))
+		}
+	})
+}
