@@ -6,6 +6,10 @@
 //     each it prints the p99 lateness of a room's step after it was due, and
 //     the largest count each design keeps under the 2 ms goal, with the
 //     ratio;
+//   - backplane 200 ms slow: rooms on a host bound to a fleet whose
+//     backplane answers every call 200 ms late, while rooms end and
+//     players leave, beside the same churn on a backplane that answers at
+//     once; the host's lateness counts the steps a stalled worker owed;
 //   - memory: heap bytes per idle room, and per connected player (the
 //     players connect from a child process, so only the server's side is
 //     counted).
@@ -44,6 +48,10 @@ func main() {
 	measure := flag.Duration("measure", 3*time.Second, "measuring time per run, after one second of warm-up")
 	baseMax := flag.Int("baseline-max", 25000, "largest room count the baseline runs at: beyond it, its goroutines starve the program itself")
 	players := flag.Int("players", 2000, "connected players for the memory figure (0 skips it)")
+	slowRooms := flag.Int("slow-rooms", 10000, "rooms for the slow-backplane run (0 skips it)")
+	slowDelay := flag.Duration("slow-delay", 200*time.Millisecond, "backplane delay of the slow-backplane run")
+	churners := flag.Int("churners", 20, "goroutines ending rooms and unseating players, 20 times a second each")
+	skipSizes := flag.Bool("skip-sizes", false, "skip the runs at growing counts")
 	role := flag.String("role", "", "internal: client")
 	url := flag.String("url", "", "internal: server URL for -role client")
 	flag.Parse()
@@ -60,6 +68,16 @@ func main() {
 			os.Exit(2)
 		}
 		ks = append(ks, k)
+	}
+	if *slowRooms > 0 {
+		fmt.Printf("%d rooms at %d Hz while rooms end and players leave (%d churners), p99 lateness (goal < %v):\n", *slowRooms, rate, *churners, goal)
+		fast, e1, l1 := runChurn(*slowRooms, 0, *measure, *churners)
+		slow, e2, l2 := runChurn(*slowRooms, *slowDelay, *measure, *churners)
+		fmt.Printf("  backplane at once:      %v (%d rooms ended, %d players left)\n", fast, e1, l1)
+		fmt.Printf("  backplane %v slow: %v (%d rooms ended, %d players left), ratio %.2fx\n\n", *slowDelay, slow, e2, l2, float64(slow)/float64(max(fast, 1)))
+	}
+	if *skipSizes {
+		ks = nil
 	}
 	fmt.Printf("rooms at %d Hz, p99 lateness of a step after it was due (goal < %v); GOMAXPROCS=%d\n\n", rate, goal, runtime.GOMAXPROCS(0))
 	fmt.Printf("%8s  %14s  %s\n", "rooms", "step workers", "goroutine+ticker")
