@@ -21,6 +21,16 @@
 // silently vanished is reported to the node as 1001 instead of being kept
 // alive by the relay's answers.
 //
+// The relay does both handshakes itself and then copies frames, not
+// messages: each direction reads whatever has arrived into a 64 KiB buffer,
+// parses only the frame headers in it (for message boundaries, the read
+// limit, and the control frames it answers or passes on), and writes every
+// whole data frame on as it came, client masks included, in one write. A
+// frame longer than the buffer goes on in pieces, each a frame of its own,
+// so that the far side is always at a frame boundary when a close frame
+// has to be sent. Nothing is allocated per message, and no extension
+// (compression) is negotiated on either side.
+//
 // The node is dialled at its internal address with the path and query of
 // the client's request, put together from parts: an upgrade naming another
 // node whose request line is not a plain path (an absolute URL, user info,
