@@ -21,6 +21,11 @@ const (
 // 4-byte mask key.
 const maxHeader = 14
 
+// maxFrame is the largest frame payload accepted, whatever the read limit:
+// far above any real message, and far enough from the largest int64 that
+// sizes add up without overflow.
+const maxFrame = 1 << 50
+
 // maxControl is the largest payload of a control frame.
 const maxControl = 125
 
@@ -71,7 +76,7 @@ func parseHeader(b []byte) (h header, ok bool, err error) {
 			return h, false, nil
 		}
 		u := binary.BigEndian.Uint64(b[2:])
-		if u>>63 != 0 {
+		if u > maxFrame {
 			return h, false, errProtocol
 		}
 		length = int64(u)

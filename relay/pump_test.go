@@ -103,6 +103,8 @@ func FuzzPump(f *testing.F) {
 	f.Add(masked(opBinary, true, "toolong"), []byte{0}, true, int64(3))
 	f.Add(plain(opText, true, "unmasked from a client"), []byte{1}, true, int64(-1))
 	f.Add([]byte{0x81, 0x7f, 0xff, 0, 0, 0, 0, 0, 0, 1}, []byte{2}, false, int64(-1))
+	f.Add([]byte{0x82, 0x7f, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1, 2}, []byte{2}, false, int64(-1))
+	f.Add([]byte{0x82, 0x7f, 0, 4, 0, 0, 0, 0, 0, 0, 1, 2}, []byte{2}, false, int64(-1))
 	f.Fuzz(func(t *testing.T, data, sizes []byte, fromClient bool, limit int64) {
 		if len(sizes) == 0 {
 			sizes = []byte{0}
