@@ -51,7 +51,7 @@ func testBrowser(t *testing.T, c *cluster) {
 			opts = append(opts, chromedp.Flag(name, value))
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
 	defer cancelAlloc()
@@ -181,7 +181,9 @@ func testBrowser(t *testing.T, c *cluster) {
 	})()`)
 	want := [2]string{"You win!", pages[0].player + " wins"}
 	for i, p := range pages {
-		got := waitText(t, p.ctx, "#overlay-text", func(s string) bool {
+		// Five orbs, each at most an arena's diagonal away: about 20 s at
+		// worst, on a machine that keeps up.
+		got := waitTextFor(t, p.ctx, 45*time.Second, "#overlay-text", func(s string) bool {
 			return strings.HasSuffix(s, "win!") || strings.HasSuffix(s, " wins") || strings.HasPrefix(s, "Match over")
 		})
 		if got != want[i] || eval[bool](t, p.ctx, `document.getElementById('overlay').hidden`) {
@@ -290,7 +292,13 @@ func eval[T any](t *testing.T, ctx context.Context, js string) T {
 // returns it.
 func waitText(t *testing.T, ctx context.Context, sel string, ok func(string) bool) string {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	return waitTextFor(t, ctx, 20*time.Second, sel, ok)
+}
+
+// waitTextFor is waitText with a deadline of its own.
+func waitTextFor(t *testing.T, ctx context.Context, timeout time.Duration, sel string, ok func(string) bool) string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
 	for {
 		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf("document.querySelector(%q).textContent", sel)))
 		if err == nil && ok(strings.TrimSpace(s)) {
