@@ -38,6 +38,9 @@ const (
 	// ServiceGame is the address of a node's game server: where rooms
 	// placed on the node are played (host:port or a ws:// or wss:// URL).
 	ServiceGame = "game"
+	// ServicePhoton is the seed's name for a node's game server (for
+	// Photon-compatible games); placement treats it as ServiceGame.
+	ServicePhoton = "photon"
 	// ServiceTURN is a node's TURN relay, host:port or a turn: URL.
 	ServiceTURN = "turn"
 	// ServiceSTUN is a node's STUN server, host:port or a stun: URL.

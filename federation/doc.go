@@ -14,9 +14,11 @@
 //
 // Node is the agent beside each server of a regional node. It enrols once
 // with the node key and keeps the server key it is given in a 0600 file,
-// announces its services (ServiceGame, ServiceTURN, ServiceSTUN) and a
-// hardware report every minute, uploads the bandwidth self-test when home
-// says it is due, and reports each room's whole state on every change.
+// announces its services (ServiceGame or the seed's ServicePhoton,
+// ServiceTURN, ServiceSTUN) and a hardware report every minute (retrying
+// failures with jittered backoff), uploads the bandwidth self-test when
+// home says it is due, and reports each room's whole state on every
+// change.
 //
 // Placer runs at home beside the matchmaking: it polls the regions list
 // once a minute, looks players' countries up in the background at sign-in

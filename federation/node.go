@@ -106,18 +106,41 @@ func (n *Node) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	t := time.NewTicker(n.cfg.AnnounceEvery)
+	t := time.NewTimer(0)
 	defer t.Stop()
+	failures := 0
 	for {
-		if err := n.step(ctx); err != nil {
-			return err
-		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
 		}
+		announced, err := n.step(ctx)
+		if err != nil {
+			return err
+		}
+		// After a failed announce the agent retries sooner, backing off
+		// with jitter, so that the nodes cut off by one home outage do not
+		// all come back at the same moment.
+		wait := n.cfg.AnnounceEvery
+		if announced {
+			failures = 0
+		} else {
+			wait = backoff(failures, n.cfg.AnnounceEvery)
+			failures++
+		}
+		t.Reset(wait)
 	}
+}
+
+// backoff is the wait before retry n (from 0) after failures: 1s doubling
+// up to limit, drawn at random from the upper half of that.
+func backoff(n int, limit time.Duration) time.Duration {
+	d := time.Second << min(n, 20)
+	if d > limit {
+		d = limit
+	}
+	return d/2 + rand.N(d/2+1)
 }
 
 // fatal reports an answer from home that retrying cannot change.
@@ -150,7 +173,7 @@ func (n *Node) ensureJoined(ctx context.Context) error {
 }
 
 func (n *Node) joinWithRetry(ctx context.Context) (*serverCredential, error) {
-	wait := time.Second
+	attempt := 0
 	for logged := false; ; {
 		cred, err := n.join(ctx)
 		if err == nil {
@@ -163,14 +186,14 @@ func (n *Node) joinWithRetry(ctx context.Context) (*serverCredential, error) {
 			n.log.Warn("federation: cannot join home yet; retrying", "err", err)
 			logged = true
 		}
-		t := time.NewTimer(wait)
+		t := time.NewTimer(backoff(attempt, n.cfg.AnnounceEvery))
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return nil, ctx.Err()
 		case <-t.C:
 		}
-		wait = min(2*wait, n.cfg.AnnounceEvery)
+		attempt++
 	}
 }
 
@@ -245,17 +268,18 @@ func (n *Node) saveKey(cred *serverCredential) error {
 }
 
 // step announces, runs a due self-test and resends pending room reports.
-// It returns an error only when home refuses the server for good.
-func (n *Node) step(ctx context.Context) error {
+// It reports whether the announce got through, and returns an error only
+// when home refuses the server for good.
+func (n *Node) step(ctx context.Context) (bool, error) {
 	ann, err := n.announce(ctx)
 	if err != nil {
 		if fatal(err) {
-			return fmt.Errorf("announce: %w", err)
+			return false, fmt.Errorf("announce: %w", err)
 		}
 		if ctx.Err() == nil {
 			n.setFailing(true, err)
 		}
-		return nil
+		return false, nil
 	}
 	n.setFailing(false, nil)
 	if n.cfg.OnAnnounce != nil {
@@ -265,14 +289,14 @@ func (n *Node) step(ctx context.Context) error {
 		res, err := n.selfTest(ctx, ann.SelfTest.Bytes)
 		switch {
 		case fatal(err):
-			return fmt.Errorf("self-test: %w", err)
+			return true, fmt.Errorf("self-test: %w", err)
 		case err != nil:
 			n.log.Warn("federation: self-test failed", "err", err)
 		default:
 			n.log.Info("federation: self-test done", "bytes_per_second", int64(res.BytesPerSecond), "passed", res.Passed)
 		}
 	}
-	return n.flush(ctx)
+	return true, n.flush(ctx)
 }
 
 func (n *Node) setFailing(failing bool, err error) {
@@ -282,7 +306,7 @@ func (n *Node) setFailing(failing bool, err error) {
 	n.mu.Unlock()
 	switch {
 	case failing && !was:
-		n.log.Warn("federation: cannot announce to home; retrying every interval", "err", err)
+		n.log.Warn("federation: cannot announce to home; retrying with backoff", "err", err)
 	case !failing && was:
 		n.log.Info("federation: announcing to home again")
 	}
@@ -348,7 +372,8 @@ func (n *Node) send(ctx context.Context, cred *serverCredential, p pendingReport
 	var he *HomeError
 	// Home's answer settles the snapshot, even a refusal: resending the
 	// same body cannot change it.
-	if err == nil || (errors.As(err, &he) && he.Status < 500 && he.Status != http.StatusTooManyRequests) {
+	// A report refused until the next announce waits for it.
+	if err == nil || (errors.As(err, &he) && he.Status < 500 && he.Status != http.StatusTooManyRequests && !errors.Is(err, ErrNotAnnounced)) {
 		n.mu.Lock()
 		if cur, ok := n.pending[p.report.RoomID]; ok && cur.seq == p.seq {
 			delete(n.pending, p.report.RoomID)

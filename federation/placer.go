@@ -2,7 +2,6 @@ package federation
 
 import (
 	"context"
-	"hash/fnv"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -10,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/muster-gg/muster/fleet"
 )
 
 // CountryResolver looks up a player's country, such as from the profile
@@ -259,7 +260,7 @@ func (p *Placer) Place(room RoomInfo, creatorCountry string) Placement {
 		if r.Country != country {
 			continue
 		}
-		for _, addr := range r.Services[ServiceGame] {
+		for _, addr := range gameServers(r) {
 			if s := score(room.ID, r.Node, addr); best.Address == "" || s > bestScore {
 				best, bestScore = Placement{Node: r.Node, Address: addr}, s
 			}
@@ -280,14 +281,20 @@ func (p *Placer) home() Placement {
 	return Placement{Address: p.cfg.HomeServices[ServiceGame]}
 }
 
-// score ranks the candidates of a rendezvous choice.
-func score(parts ...string) uint64 {
-	h := fnv.New64a()
-	for _, s := range parts {
-		h.Write([]byte(s))
-		h.Write([]byte{0})
+// gameServers returns a region's game servers: those announced as
+// ServiceGame and as ServicePhoton (the seed's name).
+func gameServers(r Region) []string {
+	if len(r.Services[ServicePhoton]) == 0 {
+		return r.Services[ServiceGame]
 	}
-	return h.Sum64()
+	return append(slices.Clone(r.Services[ServiceGame]), r.Services[ServicePhoton]...)
+}
+
+// score ranks the candidates of a rendezvous choice with the fleet's
+// rendezvous hash, which mixes its result: similar names ("node-1",
+// "node-2") score independently, so each wins its fair share.
+func score(key string, parts ...string) uint64 {
+	return fleet.Rendezvous(key, strings.Join(parts, "\x00"))
 }
 
 // ICEServers returns the STUN and TURN servers for a player from country:
