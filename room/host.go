@@ -314,8 +314,17 @@ func (h *Host[Sim, Input, Player]) UseServer(s Server) {
 // connects to the wrong server is sent to the one running its room,
 // handoffs are taken on arrival, and tickets, rate limits and lockouts
 // are counted once for the whole fleet.
+//
+// A player whose claim another server took over (the fleet found it at
+// re-assertion, after this server was cut off or frozen) is removed from
+// its room here as if it had left, and told so (room_end, reason "left").
 func (h *Host[Sim, Input, Player]) UseFleet(f Fleet) {
 	h.fleet = f
+	f.OnClaimLost(func(kind, id string) {
+		if kind == fleet.KindPlayer {
+			h.claimLost(id)
+		}
+	})
 	h.tickets.counter = f
 	if h.cfg.Limits.Store == StoreBackplane {
 		h.limits.counter = f
@@ -569,6 +578,28 @@ func (h *Host[Sim, Input, Player]) Unseat(id string) {
 	h.mu.Unlock()
 	if r != nil {
 		r.push(event[Input]{kind: evLeave, id: id})
+	}
+}
+
+// ReasonLeft is the room_end reason sent to a player removed from its room
+// because another server now holds its claim.
+const ReasonLeft = "left"
+
+// claimLost removes player id, whose claim another server took over, from
+// its room as if it had left, and tells its connection here. It does not
+// block: it runs on the fleet's goroutine, and in hellos.
+func (h *Host[Sim, Input, Player]) claimLost(id string) {
+	h.mu.Lock()
+	r := h.seated[id]
+	c := h.clients[id]
+	h.mu.Unlock()
+	if r == nil {
+		return
+	}
+	r.push(event[Input]{kind: evLeave, id: id})
+	if c != nil && c.Room() == r.info.ID {
+		c.setRoom("")
+		c.Send(endPacket{Type: "room_end", Room: r.info.ID, Reason: ReasonLeft})
 	}
 }
 

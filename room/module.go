@@ -110,6 +110,12 @@ type (
 		Room string `json:"room"`
 		Kind string `json:"kind,omitempty"`
 	}
+	// retryPacket tells a client that a move failed and it stays: it
+	// should try again (queue again, or reconnect) in a moment.
+	retryPacket struct {
+		Type   string `json:"type"` // "retry"
+		Reason string `json:"reason"`
+	}
 	endPacket struct {
 		Type   string `json:"type"` // "room_end"
 		Room   string `json:"room"`

@@ -181,7 +181,18 @@ func (h *Host[Sim, Input, Player]) hello(ctx context.Context, c *Client, r *http
 	old := h.clients[id]
 	h.clients[id] = c
 	var roomID string
-	if rm := h.seated[id]; rm != nil {
+	rm := h.seated[id]
+	if rm != nil && h.fleet != nil && !h.fleet.Holds(fleet.KindPlayer, id) {
+		// Another server took the player's claim over (this one was cut
+		// off or frozen): it plays there now. It is not seated again
+		// here but removed as if it had left, and placed as a newcomer:
+		// sent to the holder.
+		h.mu.Unlock()
+		h.claimLost(id)
+		h.mu.Lock()
+		rm = nil
+	}
+	if rm != nil {
 		roomID = rm.info.ID
 		rm.mu.Lock()
 		if s := rm.seats[id]; s != nil {
@@ -264,14 +275,17 @@ func (h *Host[Sim, Input, Player]) sendAway(ctx context.Context, c *Client, data
 
 // forward redirects c to server to, with the handoff it came with (data, if
 // any) written there first, and reports whether the client was told. A
-// handoff that cannot be written is dropped: the player goes all the same.
+// handoff that cannot be written moves nobody (SPEC table E): the player
+// stays here and is told to retry ({type:"retry", reason}), which also
+// counts as told.
 func (h *Host[Sim, Input, Player]) forward(ctx context.Context, c *Client, to fleet.Node, data []byte, reason string) bool {
 	if data != nil {
 		if err := h.fleet.PutHandoff(ctx, to.ID, c.id, data); err != nil {
-			h.logger.Warn("pass a handoff on; the player goes without it", "player_id", c.id, "to", to.ID, "err", err)
-		} else {
-			h.handoffs.Add(1)
+			h.logger.Warn("pass a handoff on; the player stays and is told to retry", "player_id", c.id, "to", to.ID, "err", err)
+			c.Send(retryPacket{Type: "retry", Reason: "handoff-failed"})
+			return true
 		}
+		h.handoffs.Add(1)
 	}
 	return h.redirect(c, to, reason) == nil
 }

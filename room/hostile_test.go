@@ -1,0 +1,110 @@
+package room
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/muster-gg/muster/fleet"
+)
+
+// A failed handoff write moves nobody: the player on a rejoin forward is
+// not redirected, stays connected and is told to retry (SPEC table E).
+func TestFailedHandoffWriteKeepsPlayer(t *testing.T) {
+	a, b, urlA, _, fl := twoServersB(t, func() Game[*csim, int, *cplayer] { return redirecting{newCounter()} })
+	if _, err := b.OpenRoom(t.Context(), Info{ID: "match", Players: []string{"p1"}}); err != nil {
+		t.Fatal(err)
+	}
+	srvB := b.fleet.(*fleet.Fleet)
+	if err := srvB.PutHandoff(t.Context(), "s0", "p1", []byte(`{"kind":"queue"}`)); err != nil {
+		t.Fatal(err)
+	}
+	fl.Servers[0].Backplane.Fail("PutHandoff", errors.New("handoff write lost"))
+	tk, _ := a.Tickets().Issue("p1")
+	c := dial(t, wsURL(urlA, "ticket="+tk))
+	send(t, c, `{"type":"hello","data":{"mode":"rejoin"}}`)
+	for {
+		m, err := read(t, c)
+		if err != nil {
+			t.Fatalf("connection closed (%v) before a retry", err)
+		}
+		if m["type"] == "redirect" {
+			t.Fatalf("redirected %v though the handoff was not written", m)
+		}
+		if m["type"] == "retry" {
+			break
+		}
+	}
+	if !a.Connected("p1") {
+		t.Fatal("the player told to retry is no longer connected")
+	}
+}
+
+// cutUntilLost keeps fl cut off (cut) until it serves alone, brings it
+// back, and waits for its re-assertion to find the claim on player id
+// lost.
+func cutUntilLost(t *testing.T, fl *fleet.Fleet, cut func(bool), id string) {
+	t.Helper()
+	cut(true)
+	deadline := time.Now().Add(10 * time.Second)
+	for !fl.Alone() {
+		if time.Now().After(deadline) {
+			t.Fatal("the server cut off does not serve alone")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cut(false)
+	for fl.Holds(fleet.KindPlayer, id) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the claim on %s taken over by another server is still held", id)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A server that loses a player's claim at re-assertion removes the player
+// from its room as if it had left, and does not seat it again on a
+// "hello rejoin": the player goes to the holder (#16.3).
+func TestLostClaimUnseatsAndRejoinGoesToHolder(t *testing.T) {
+	a, b, urlA, _, fl := twoServersB(t, func() Game[*csim, int, *cplayer] { return redirecting{newCounter()} })
+	ctx := t.Context()
+	if _, err := a.OpenRoom(ctx, Info{ID: "old", Players: []string{"x", "y"}}); err != nil {
+		t.Fatal(err)
+	}
+	tk, _ := a.Tickets().Issue("y")
+	cy := dial(t, wsURL(urlA, "ticket="+tk))
+	send(t, cy, `{"type":"hello","data":{"mode":"rejoin"}}`)
+	if m := readUntil(t, cy, "welcome"); m["room"] != "old" {
+		t.Fatalf("welcome %v", m)
+	}
+	tk, _ = a.Tickets().Issue("x")
+	cx := dial(t, wsURL(urlA, "ticket="+tk))
+	send(t, cx, `{"type":"hello","data":{"mode":"rejoin"}}`)
+	readUntil(t, cx, "welcome")
+
+	// A is cut off; x and y are matched on B meanwhile.
+	fa := a.fleet.(*fleet.Fleet)
+	fl.Servers[0].Backplane.Cut(true)
+	if _, err := b.OpenRoom(ctx, Info{ID: "new", Players: []string{"x", "y"}}); err != nil {
+		t.Fatal(err)
+	}
+	cutUntilLost(t, fa, fl.Servers[0].Backplane.Cut, "x")
+
+	// y, still connected to A, is told it left and is out of the room.
+	if m := readUntil(t, cy, "room_end"); m["reason"] != ReasonLeft {
+		t.Fatalf("room_end %v, want reason %q", m, ReasonLeft)
+	}
+	for a.RoomOf("y") != "" {
+		time.Sleep(time.Millisecond)
+	}
+	// x reconnects to A with hello rejoin: not reseated, sent to B.
+	tk, _ = a.Tickets().Issue("x")
+	cx = dial(t, wsURL(urlA, "ticket="+tk))
+	send(t, cx, `{"type":"hello","data":{"mode":"rejoin"}}`)
+	if m := readUntil(t, cx, "welcome"); m["room"] == "old" {
+		t.Fatalf("x was seated again in A's old room: %v", m)
+	}
+	if m := readUntil(t, cx, "redirect"); m["node"] != "s1" {
+		t.Fatalf("redirect %v, want to s1", m)
+	}
+}
