@@ -17,6 +17,12 @@ import (
 type Config struct {
 	// Server configures this game server and its fleet.
 	Server Server `yaml:"server"`
+	// Room configures the room host.
+	Room Room `yaml:"room"`
+	// Matchmaking configures the matchmaking module and its playlists.
+	Matchmaking Matchmaking `yaml:"matchmaking"`
+	// Lobby configures the lobby module.
+	Lobby Lobby `yaml:"lobby"`
 	// Security holds the server's secrets.
 	Security Security `yaml:"security"`
 
@@ -137,7 +143,7 @@ type Security struct {
 
 // Default returns the default configuration, the one config.yml spells out.
 func Default() Config {
-	return Config{Server: Server{
+	return Config{Room: defaultRoom(), Matchmaking: defaultMatchmaking(), Lobby: defaultLobby(), Server: Server{
 		HTTP:     HTTP{Host: "0.0.0.0", Port: 8080},
 		Capacity: Capacity{MaxLoad: 200},
 		Drain:    Drain{Timeout: Duration(30 * time.Second)},

@@ -41,6 +41,9 @@ func TestDefaultIsConfigYML(t *testing.T) {
 	if err := dec.Decode(&f); err != nil {
 		t.Fatal(err)
 	}
+	if len(f.Muster.Matchmaking.Playlists) == 0 {
+		f.Muster.Matchmaking.Playlists = nil // [] in the file
+	}
 	if want := config.Default(); !reflect.DeepEqual(f.Muster, want) {
 		t.Errorf("config.yml over a zero Config = %+v, want %+v", f.Muster, want)
 	}
@@ -173,17 +176,30 @@ func load(t *testing.T, content string, environ []string) (config.Config, error)
 func TestEveryKeyFromEnv(t *testing.T) {
 	t.Parallel()
 	n := 0
-	var walk func(typ reflect.Type, index []int, env string)
-	walk = func(typ reflect.Type, index []int, env string) {
+	// get returns the setting's field in a Config; a list's items are
+	// reached as item 0, which get makes.
+	type get func(*config.Config) reflect.Value
+	var walk func(typ reflect.Type, g get, env string)
+	walk = func(typ reflect.Type, g get, env string) {
 		for i := range typ.NumField() {
 			f := typ.Field(i)
 			if !f.IsExported() {
 				continue
 			}
 			name := env + "__" + strings.ToUpper(strings.ReplaceAll(f.Tag.Get("yaml"), "-", "_"))
-			index := append(index[:len(index):len(index)], i)
-			if f.Type.Kind() == reflect.Struct {
-				walk(f.Type, index, name)
+			fg := func(c *config.Config) reflect.Value { return g(c).Field(i) }
+			switch f.Type.Kind() {
+			case reflect.Struct:
+				walk(f.Type, fg, name)
+				continue
+			case reflect.Slice:
+				walk(f.Type.Elem(), func(c *config.Config) reflect.Value {
+					l := fg(c)
+					if l.Len() == 0 {
+						l.Set(reflect.MakeSlice(l.Type(), 1, 1))
+					}
+					return l.Index(0)
+				}, name+"__0")
 				continue
 			}
 			n++
@@ -192,10 +208,12 @@ func TestEveryKeyFromEnv(t *testing.T) {
 				t.Errorf("%s: %v", name, err)
 				continue
 			}
-			switch p := reflect.ValueOf(&want).Elem().FieldByIndex(index).Addr().Interface().(type) {
+			switch p := fg(&want).Addr().Interface().(type) {
 			case *string:
 				*p = "7"
 			case *int:
+				*p = 7
+			case *float64:
 				*p = 7
 			case *config.Duration:
 				*p = config.Duration(7 * time.Second)
@@ -207,9 +225,9 @@ func TestEveryKeyFromEnv(t *testing.T) {
 			}
 		}
 	}
-	walk(reflect.TypeFor[config.Config](), nil, "MUSTER")
-	if n != 21 {
-		t.Errorf("walked %d settings, want 21", n)
+	walk(reflect.TypeFor[config.Config](), func(c *config.Config) reflect.Value { return reflect.ValueOf(c).Elem() }, "MUSTER")
+	if n != 51 {
+		t.Errorf("walked %d settings, want 51", n)
 	}
 }
 

@@ -25,6 +25,12 @@
 // and start-up both run it. No message shows a key, and a Redis URL's
 // password is hidden (RedactURL).
 //
+// Beside muster.server and muster.security, the sections muster.room,
+// muster.matchmaking (with its playlists) and muster.lobby configure the
+// room host and the built-in modules: RoomConfig, MatchmakingConfig and
+// LobbyConfig return the packages' Configs. A list's items are set from
+// the environment by number: MUSTER__MATCHMAKING__PLAYLISTS__0__NAME=duel.
+//
 // What loading lets pass but a server should log at start, such as a
 // MUSTER_SERVER_HTTP_PORT variable with single underscores (ignored), is in
 // Config.Warnings.

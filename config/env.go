@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 )
 
@@ -59,15 +60,26 @@ func (l *loader) env(environ []string) error {
 		path := "muster." + strings.Join(keys, ".")
 		at := origin{Var: name}
 		v := reflect.ValueOf(&l.cfg).Elem()
-		for _, k := range keys {
+		for j, k := range keys {
+			if v.Kind() == reflect.Slice {
+				i, err := strconv.Atoi(k)
+				if err != nil || i < 0 || i >= maxItems || k != strconv.Itoa(i) {
+					return at.errorf(ErrUnknownKey, path, "want an item number 0-%d after %s, got %s", maxItems-1, EnvName("muster."+strings.Join(keys[:j], ".")), quote(k))
+				}
+				v = item(v, i)
+				continue
+			}
 			f, ok := field(v, k)
 			if !ok {
 				return at.errorf(ErrUnknownKey, path, "unknown key%s", didYouMean(path, true))
 			}
 			v = f
 		}
-		if v.Kind() == reflect.Struct {
+		switch v.Kind() {
+		case reflect.Struct:
 			return at.errorf(ErrUnknownKey, path, "names a section, not a setting")
+		case reflect.Slice:
+			return at.errorf(ErrUnknownKey, path, "names a list; set its items' keys, such as %s__0__%s", oneLine(name), EnvName(firstKey(v.Type().Elem())))
 		}
 		if prev := l.origins[path].Var; prev != "" {
 			return at.errorf(ErrInvalid, path, "also set by %s", oneLine(prev))
@@ -78,4 +90,22 @@ func (l *loader) env(environ []string) error {
 		}
 	}
 	return nil
+}
+
+// item returns item i of the list v, which it lengthens to hold it. The
+// list is copied first, so that a Config that shares it is left as it was.
+func item(v reflect.Value, i int) reflect.Value {
+	n := max(v.Len(), i+1)
+	list := reflect.MakeSlice(v.Type(), n, n)
+	reflect.Copy(list, v)
+	v.Set(list)
+	return list.Index(i)
+}
+
+// firstKey returns the yaml name of the first field of the struct type t.
+func firstKey(t reflect.Type) string {
+	if t.Kind() == reflect.Struct && t.NumField() > 0 {
+		return t.Field(0).Tag.Get("yaml")
+	}
+	return ""
 }

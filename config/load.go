@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"reflect"
 	"strconv"
@@ -107,6 +108,10 @@ func (l *loader) decode(v reflect.Value, n *yaml.Node, path string) error {
 	switch {
 	case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null":
 		return nil // an empty value keeps the default
+	case v.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
+		return l.decodeList(v, n, path)
+	case v.Kind() == reflect.Slice:
+		return at.errorf(ErrInvalid, path, "want a list, got %s", describe(n))
 	case v.Kind() != reflect.Struct && n.Kind == yaml.ScalarNode:
 		if err := set(v, n.Value); err != nil {
 			return at.errorf(ErrInvalid, path, "%v", err)
@@ -137,6 +142,30 @@ func (l *loader) decode(v reflect.Value, n *yaml.Node, path string) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// maxItems bounds a list setting, in the file and the environment.
+const maxItems = 100
+
+// decodeList sets the list v from the YAML sequence n, replacing the
+// default: item i is decoded at path.i over a zero item.
+func (l *loader) decodeList(v reflect.Value, n *yaml.Node, path string) error {
+	if len(n.Content) > maxItems {
+		return origin{File: l.path, Line: n.Line}.errorf(ErrInvalid, path, "want at most %d items, got %d", maxItems, len(n.Content))
+	}
+	var list reflect.Value
+	if len(n.Content) > 0 {
+		list = reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+	} else {
+		list = reflect.Zero(v.Type())
+	}
+	for i, item := range n.Content {
+		if err := l.decode(list.Index(i), item, path+"."+strconv.Itoa(i)); err != nil {
+			return err
+		}
+	}
+	v.Set(list)
 	return nil
 }
 
@@ -211,6 +240,12 @@ func set(v reflect.Value, s string) error {
 			return err
 		}
 		*p = d
+	case *float64:
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return fmt.Errorf("want a number, got %s", quote(s))
+		}
+		*p = f
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -20,8 +21,11 @@ var keys = sync.OnceValue(func() []string {
 			}
 			p := path + "." + name
 			out = append(out, p)
-			if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeFor[Duration]() {
+			switch {
+			case f.Type.Kind() == reflect.Struct:
 				walk(f.Type, p)
+			case f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct:
+				walk(f.Type.Elem(), p+".0") // the items' keys, as item 0
 			}
 		}
 	}
@@ -33,7 +37,33 @@ var keys = sync.OnceValue(func() []string {
 // when none is near: one a few edits away, or the only one that ends in the
 // same name (muster.server.redis for muster.server.fleet.redis).
 func nearestKey(unknown string) string {
-	unknown = strings.ToLower(unknown)
+	// An item's keys are known as item 0's: compare as item 0, and name
+	// the item asked about.
+	segs := strings.Split(strings.ToLower(unknown), ".")
+	var items []int // positions of item numbers
+	for i, s := range segs {
+		if s != "" && strings.Trim(s, "0123456789") == "" {
+			items = append(items, i)
+		}
+	}
+	if len(items) == 0 {
+		return nearestPath(strings.Join(segs, "."))
+	}
+	orig := slices.Clone(segs)
+	for _, i := range items {
+		segs[i] = "0"
+	}
+	best := strings.Split(nearestPath(strings.Join(segs, ".")), ".")
+	for _, i := range items {
+		if i < len(best) && best[i] == "0" {
+			best[i] = orig[i]
+		}
+	}
+	return strings.Join(best, ".")
+}
+
+// nearestPath is nearestKey for a path without item numbers.
+func nearestPath(unknown string) string {
 	best, bestDist := "", 3+len(unknown)/10
 	for _, k := range keys() {
 		if d := editDistance(unknown, k); d < bestDist {

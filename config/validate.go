@@ -48,7 +48,10 @@ func (c Config) Validate() error {
 	case f.NodeID != "" && backplane.ValidateName("node id", f.NodeID) != nil:
 		return bad("server.fleet.node-id", "want a name of at most 256 bytes without { } : or NUL, got %s", quote(f.NodeID))
 	}
-	return c.validateKeys()
+	if err := c.validateKeys(); err != nil {
+		return err
+	}
+	return c.validateSections()
 }
 
 // MinKeyLen is the shortest security key (and relay secret) a server

@@ -1,0 +1,315 @@
+package config
+
+import (
+	"cmp"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/muster-gg/muster/lobby"
+	"github.com/muster-gg/muster/matchmaking"
+	"github.com/muster-gg/muster/room"
+)
+
+// Room is muster.room: the room host (room.Config, whose fields and
+// defaults these mirror). The ticket key is muster.security.key.
+type Room struct {
+	// Rate is the number of fixed steps per second, 1-1000. Default 60.
+	Rate int `yaml:"rate"`
+	// Workers is the number of step workers. Default 0: GOMAXPROCS.
+	Workers int `yaml:"workers"`
+	// MaxCatchUp is the most steps one pass runs for a room that fell
+	// behind. Default 4.
+	MaxCatchUp int `yaml:"max-catch-up"`
+	// ReadLimit is the largest frame a client may send, in bytes.
+	// Default 32768.
+	ReadLimit int `yaml:"read-limit"`
+	// SendQueue is how many frames may wait for a slow client before it is
+	// disconnected. Default 32.
+	SendQueue int `yaml:"send-queue"`
+	// PingInterval is how often a client is pinged. Default 10s.
+	PingInterval Duration `yaml:"ping-interval"`
+	// HelloTimeout bounds the wait for a client's hello. Default 10s.
+	HelloTimeout Duration `yaml:"hello-timeout"`
+	// TicketTTL is how long a connection ticket is valid. Default 30s.
+	TicketTTL Duration `yaml:"ticket-ttl"`
+	// MoveCooldown is how long a player just moved here is not moved
+	// again. Default 3s.
+	MoveCooldown Duration `yaml:"move-cooldown"`
+	// AwayTimeout ends a room whose seated players have all been
+	// disconnected this long. Default 60s.
+	AwayTimeout Duration `yaml:"away-timeout"`
+	// DrainGrace is the time between telling the players of the rooms left
+	// at the drain timeout and closing those rooms. Default 2s.
+	DrainGrace Duration `yaml:"drain-grace"`
+	// Limits are the connection rate limits and lockouts.
+	Limits RoomLimits `yaml:"limits"`
+}
+
+// RoomLimits is muster.room.limits (room.Limits).
+type RoomLimits struct {
+	// Store is where the counts are kept: "memory" (each server counts on
+	// its own) or "backplane" (once for the fleet). Default "memory".
+	Store string `yaml:"store"`
+	// Connects is how many connections an address may open per Window.
+	// Default 120.
+	Connects int `yaml:"connects"`
+	// Window is the rate limit's window. Default 60s.
+	Window Duration `yaml:"window"`
+	// Failures is how many failed hellos lock an address out. Default 20.
+	Failures int `yaml:"failures"`
+	// Lockout is how long a locked-out address is refused. Default 300s.
+	Lockout Duration `yaml:"lockout"`
+}
+
+// Matchmaking is muster.matchmaking: the matchmaking module
+// (matchmaking.Config) and its playlists.
+type Matchmaking struct {
+	// Tick is the interval between matching rounds. Default 0.1s.
+	Tick Duration `yaml:"tick"`
+	// Hold is how long a player who arrived with a queue handoff stays
+	// before gathering may move it again. Default 0: two fleet heartbeats.
+	Hold Duration `yaml:"hold"`
+	// Playlists are the queues players enqueue on. Default none: the game
+	// declares its own, or lists them here.
+	Playlists []Playlist `yaml:"playlists"`
+}
+
+// Playlist is one item of muster.matchmaking.playlists
+// (matchmaking.Playlist).
+type Playlist struct {
+	// Name names the playlist; required, 1-64 printable bytes, no spaces.
+	Name string `yaml:"name"`
+	// Teams is the number of teams in a match. Default 0: 2.
+	Teams int `yaml:"teams"`
+	// TeamSize is the number of players in a team. Default 0: 1.
+	TeamSize int `yaml:"team-size"`
+	// Rating is the rule on the players' ratings. Default: none, players
+	// are matched in the order they began to wait.
+	Rating Rating `yaml:"rating"`
+}
+
+// Rating is muster.matchmaking.playlists.N.rating
+// (matchmaking.RatingRule): ratings that differ by at most
+// window + widen × seconds waited, capped at max, may meet.
+type Rating struct {
+	// Window is the difference allowed at once. Default 0.
+	Window float64 `yaml:"window"`
+	// Widen is how much the window widens per second waited. Default 0.
+	Widen float64 `yaml:"widen"`
+	// Max caps the window; 0 means no cap. Default 0.
+	Max float64 `yaml:"max"`
+	// Default is the rating of a player who enqueues without one.
+	// Default 0.
+	Default float64 `yaml:"default"`
+}
+
+// Lobby is muster.lobby: the lobby module (lobby.Config).
+type Lobby struct {
+	// CodeLength is the length of the codes, 4 to 6. Default 5.
+	CodeLength int `yaml:"code-length"`
+	// MaxMembers is the most members a lobby holds. Default 8.
+	MaxMembers int `yaml:"max-members"`
+	// RoomKind is the Kind of the rooms lobbies start. Default "lobby".
+	RoomKind string `yaml:"room-kind"`
+	// Tick is the interval of the module's housekeeping. Default 0.25s.
+	Tick Duration `yaml:"tick"`
+	// ArrivalTimeout is how long a lobby moved by a drain keeps the place
+	// of a member who has not arrived yet. Default 30s.
+	ArrivalTimeout Duration `yaml:"arrival-timeout"`
+}
+
+// The sections' defaults, as config.yml spells them out.
+func defaultRoom() Room {
+	return Room{
+		Rate: 60, MaxCatchUp: 4, ReadLimit: 32 << 10, SendQueue: 32,
+		PingInterval: Duration(10 * time.Second), HelloTimeout: Duration(10 * time.Second),
+		TicketTTL: Duration(30 * time.Second), MoveCooldown: Duration(3 * time.Second),
+		AwayTimeout: Duration(time.Minute), DrainGrace: Duration(2 * time.Second),
+		Limits: RoomLimits{
+			Store: room.StoreMemory, Connects: 120, Window: Duration(time.Minute),
+			Failures: 20, Lockout: Duration(5 * time.Minute),
+		},
+	}
+}
+
+func defaultMatchmaking() Matchmaking {
+	return Matchmaking{Tick: Duration(100 * time.Millisecond)}
+}
+
+func defaultLobby() Lobby {
+	return Lobby{
+		CodeLength: 5, MaxMembers: 8, RoomKind: "lobby",
+		Tick: Duration(250 * time.Millisecond), ArrivalTimeout: Duration(30 * time.Second),
+	}
+}
+
+// RoomConfig returns the room host's configuration: muster.room, with
+// muster.security.key as the ticket key.
+func (c Config) RoomConfig() room.Config {
+	r := c.Room
+	return room.Config{
+		Rate:         r.Rate,
+		Workers:      r.Workers,
+		MaxCatchUp:   r.MaxCatchUp,
+		ReadLimit:    int64(r.ReadLimit),
+		SendQueue:    r.SendQueue,
+		PingInterval: time.Duration(r.PingInterval),
+		HelloTimeout: time.Duration(r.HelloTimeout),
+		Secret:       c.Security.Key,
+		TicketTTL:    time.Duration(r.TicketTTL),
+		MoveCooldown: time.Duration(r.MoveCooldown),
+		AwayTimeout:  time.Duration(r.AwayTimeout),
+		DrainGrace:   time.Duration(r.DrainGrace),
+		Limits: room.Limits{
+			Store:    r.Limits.Store,
+			Connects: r.Limits.Connects,
+			Window:   time.Duration(r.Limits.Window),
+			Failures: r.Limits.Failures,
+			Lockout:  time.Duration(r.Limits.Lockout),
+		},
+	}
+}
+
+// MatchmakingConfig returns the matchmaking module's configuration and the
+// playlists of muster.matchmaking.playlists, for matchmaking.New.
+func (c Config) MatchmakingConfig() (matchmaking.Config, []matchmaking.Playlist) {
+	m := c.Matchmaking
+	var pls []matchmaking.Playlist
+	for _, p := range m.Playlists {
+		pls = append(pls, matchmaking.Playlist{
+			Name: p.Name, Teams: p.Teams, TeamSize: p.TeamSize,
+			Rating: matchmaking.RatingRule{Window: p.Rating.Window, Widen: p.Rating.Widen, Max: p.Rating.Max, Default: p.Rating.Default},
+		})
+	}
+	return matchmaking.Config{Tick: time.Duration(m.Tick), Hold: time.Duration(m.Hold)}, pls
+}
+
+// LobbyConfig returns the lobby module's configuration: muster.lobby.
+func (c Config) LobbyConfig() lobby.Config {
+	l := c.Lobby
+	return lobby.Config{
+		CodeLength:     l.CodeLength,
+		MaxMembers:     l.MaxMembers,
+		RoomKind:       l.RoomKind,
+		Tick:           time.Duration(l.Tick),
+		ArrivalTimeout: time.Duration(l.ArrivalTimeout),
+	}
+}
+
+// validateSections checks muster.room, muster.matchmaking and muster.lobby
+// with the rules of room.New, matchmaking.New and lobby.New.
+func (c Config) validateSections() error {
+	bad := func(key, format string, args ...any) error {
+		return origin{}.errorf(ErrInvalid, "muster."+key, format, args...)
+	}
+	positive := func(key string, d Duration) error {
+		if d <= 0 {
+			return bad(key, "want a positive duration, got %s", d)
+		}
+		return nil
+	}
+	atLeast := func(key string, v, lo int) error {
+		if v < lo {
+			return bad(key, "want at least %d, got %d", lo, v)
+		}
+		return nil
+	}
+	r, l := c.Room, c.Room.Limits
+	for _, err := range []error{
+		func() error {
+			if r.Rate < 1 || r.Rate > 1000 {
+				return bad("room.rate", "want steps per second, 1-1000, got %d", r.Rate)
+			}
+			return nil
+		}(),
+		atLeast("room.workers", r.Workers, 0),
+		atLeast("room.max-catch-up", r.MaxCatchUp, 1),
+		atLeast("room.read-limit", r.ReadLimit, 1),
+		atLeast("room.send-queue", r.SendQueue, 1),
+		positive("room.ping-interval", r.PingInterval),
+		positive("room.hello-timeout", r.HelloTimeout),
+		positive("room.ticket-ttl", r.TicketTTL),
+		positive("room.move-cooldown", r.MoveCooldown),
+		positive("room.away-timeout", r.AwayTimeout),
+		positive("room.drain-grace", r.DrainGrace),
+		func() error {
+			if l.Store != room.StoreMemory && l.Store != room.StoreBackplane {
+				return bad("room.limits.store", "want memory or backplane, got %s", quote(l.Store))
+			}
+			return nil
+		}(),
+		atLeast("room.limits.connects", l.Connects, 1),
+		positive("room.limits.window", l.Window),
+		atLeast("room.limits.failures", l.Failures, 1),
+		positive("room.limits.lockout", l.Lockout),
+		positive("matchmaking.tick", c.Matchmaking.Tick),
+		func() error {
+			if c.Matchmaking.Hold < 0 {
+				return bad("matchmaking.hold", "want 0 (two fleet heartbeats) or a positive duration, got %s", c.Matchmaking.Hold)
+			}
+			return nil
+		}(),
+		c.validatePlaylists(),
+		func() error {
+			if n := c.Lobby.CodeLength; n < 4 || n > 6 {
+				return bad("lobby.code-length", "want 4-6, got %d", n)
+			}
+			return nil
+		}(),
+		atLeast("lobby.max-members", c.Lobby.MaxMembers, 1),
+		positive("lobby.tick", c.Lobby.Tick),
+		positive("lobby.arrival-timeout", c.Lobby.ArrivalTimeout),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validatePlaylists checks muster.matchmaking.playlists as matchmaking.New
+// does.
+func (c Config) validatePlaylists() error {
+	seen := make(map[string]int)
+	for i, p := range c.Matchmaking.Playlists {
+		key := "muster.matchmaking.playlists." + strconv.Itoa(i)
+		bad := func(field, format string, args ...any) error {
+			return origin{}.errorf(ErrInvalid, key+field, format, args...)
+		}
+		teams, size := cmp.Or(p.Teams, 2), cmp.Or(p.TeamSize, 1)
+		r := p.Rating
+		switch {
+		case !validPlaylistName(p.Name):
+			return bad(".name", "want 1-64 printable bytes without spaces, got %s", quote(p.Name))
+		case seen[p.Name] > 0:
+			return bad(".name", "playlist %s is also item %d", quote(p.Name), seen[p.Name]-1)
+		case teams < 1:
+			return bad(".teams", "want a positive number of teams, got %d", p.Teams)
+		case size < 1:
+			return bad(".team-size", "want a positive team size, got %d", p.TeamSize)
+		case teams*size > 1000:
+			return bad(".team-size", "a match of %d teams of %d is over the limit of 1000 players", teams, size)
+		case r.Window < 0 || math.IsInf(r.Window, 0) || math.IsNaN(r.Window):
+			return bad(".rating.window", "want a finite number, not negative, got %v", r.Window)
+		case r.Widen < 0 || math.IsInf(r.Widen, 0) || math.IsNaN(r.Widen):
+			return bad(".rating.widen", "want a finite number, not negative, got %v", r.Widen)
+		case r.Max < 0 || math.IsInf(r.Max, 0) || math.IsNaN(r.Max):
+			return bad(".rating.max", "want a finite number, not negative, got %v", r.Max)
+		case math.IsInf(r.Default, 0) || math.IsNaN(r.Default):
+			return bad(".rating.default", "want a finite number, got %v", r.Default)
+		}
+		seen[p.Name] = i + 1
+	}
+	return nil
+}
+
+// validPlaylistName reports whether s is 1-64 printable bytes without
+// spaces, matchmaking's rule for names and kinds.
+func validPlaylistName(s string) bool {
+	return s != "" && len(s) <= 64 && !strings.ContainsFunc(s, func(r rune) bool {
+		return !unicode.IsPrint(r) || unicode.IsSpace(r)
+	})
+}

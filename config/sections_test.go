@@ -1,0 +1,172 @@
+package config_test
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/muster-gg/muster/config"
+	"github.com/muster-gg/muster/lobby"
+	"github.com/muster-gg/muster/matchmaking"
+	"github.com/muster-gg/muster/room"
+)
+
+const sectionsFile = `muster:
+  room:
+    rate: 30
+    workers: 2
+    read-limit: 4096
+    ticket-ttl: 1m
+    move-cooldown: 1.5
+    limits:
+      store: backplane
+      connects: 60
+  matchmaking:
+    tick: 50ms
+    hold: 4
+    playlists:
+      - name: duel
+      - {name: squad, teams: 2, team-size: 4, rating: {window: 100, widen: 10.5, max: 400, default: 1000}}
+  lobby:
+    code-length: 6
+    max-members: 4
+    room-kind: party
+  security:
+    key: 0123456789abcdef
+`
+
+// TestSections: muster.room, muster.matchmaking (with its playlists) and
+// muster.lobby reach the packages' Configs, the environment over the file.
+func TestSections(t *testing.T) {
+	t.Parallel()
+	c, err := config.Parse([]byte(sectionsFile), []string{
+		"MUSTER__MATCHMAKING__PLAYLISTS__1__TEAM_SIZE=3",
+		"MUSTER__MATCHMAKING__PLAYLISTS__2__NAME=ffa",
+		"MUSTER__MATCHMAKING__PLAYLISTS__2__TEAMS=8",
+		"MUSTER__ROOM__LIMITS__LOCKOUT=10m",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := config.Default().RoomConfig()
+	wantRoom := room.Config{
+		Rate: 30, Workers: 2, MaxCatchUp: 4, ReadLimit: 4096, SendQueue: 32,
+		PingInterval: 10 * time.Second, HelloTimeout: 10 * time.Second, Secret: "0123456789abcdef",
+		TicketTTL: time.Minute, MoveCooldown: 1500 * time.Millisecond, AwayTimeout: time.Minute, DrainGrace: 2 * time.Second,
+		Limits: room.Limits{Store: room.StoreBackplane, Connects: 60, Window: def.Limits.Window, Failures: 20, Lockout: 10 * time.Minute},
+	}
+	if got := c.RoomConfig(); !reflect.DeepEqual(got, wantRoom) {
+		t.Errorf("RoomConfig =\n%+v\nwant\n%+v", got, wantRoom)
+	}
+	mc, pls := c.MatchmakingConfig()
+	wantPls := []matchmaking.Playlist{
+		{Name: "duel"},
+		{Name: "squad", Teams: 2, TeamSize: 3, Rating: matchmaking.RatingRule{Window: 100, Widen: 10.5, Max: 400, Default: 1000}},
+		{Name: "ffa", Teams: 8},
+	}
+	if mc != (matchmaking.Config{Tick: 50 * time.Millisecond, Hold: 4 * time.Second}) || !reflect.DeepEqual(pls, wantPls) {
+		t.Errorf("MatchmakingConfig = %+v, %+v", mc, pls)
+	}
+	if got, want := c.LobbyConfig(), (lobby.Config{CodeLength: 6, MaxMembers: 4, RoomKind: "party", Tick: 250 * time.Millisecond, ArrivalTimeout: 30 * time.Second}); got != want {
+		t.Errorf("LobbyConfig = %+v, want %+v", got, want)
+	}
+	// The packages take them as they are.
+	m, err := matchmaking.New(mc, pls...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Playlists(); got[0].Teams != 2 || got[0].TeamSize != 1 {
+		t.Errorf("duel with the package's defaults = %+v", got[0])
+	}
+	if _, err := lobby.New(c.LobbyConfig()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBadSections: each section's bad values, named by key and variable.
+func TestBadSections(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, file string
+		environ    []string
+		want       string
+		err        error
+	}{
+		{name: "rate", file: "muster:\n  room:\n    rate: 0\n",
+			want: "config: muster.room.rate / MUSTER__ROOM__RATE: want steps per second, 1-1000, got 0 (line 3)", err: config.ErrInvalid},
+		{name: "store", environ: []string{"MUSTER__ROOM__LIMITS__STORE=redis"},
+			want: `config: muster.room.limits.store / MUSTER__ROOM__LIMITS__STORE: want memory or backplane, got "redis" (from the environment)`, err: config.ErrInvalid},
+		{name: "move cooldown", file: "muster:\n  room:\n    move-cooldown: -1\n",
+			want: "config: muster.room.move-cooldown / MUSTER__ROOM__MOVE_COOLDOWN: want a positive duration, got -1s (line 3)", err: config.ErrInvalid},
+		{name: "code length", file: "muster:\n  lobby:\n    code-length: 9\n",
+			want: "config: muster.lobby.code-length / MUSTER__LOBBY__CODE_LENGTH: want 4-6, got 9 (line 3)", err: config.ErrInvalid},
+		{name: "playlists not a list", file: "muster:\n  matchmaking:\n    playlists: duel\n",
+			want: `config: muster.matchmaking.playlists / MUSTER__MATCHMAKING__PLAYLISTS: want a list, got "duel" (line 3)`, err: config.ErrInvalid},
+		{name: "playlist without a name", file: "muster:\n  matchmaking:\n    playlists:\n      - name: duel\n      - teams: 3\n",
+			want: `config: muster.matchmaking.playlists.1.name / MUSTER__MATCHMAKING__PLAYLISTS__1__NAME: want 1-64 printable bytes without spaces, got ""`, err: config.ErrInvalid},
+		{name: "playlist twice", file: "muster:\n  matchmaking:\n    playlists:\n      - name: duel\n      - name: duel\n",
+			want: `config: muster.matchmaking.playlists.1.name / MUSTER__MATCHMAKING__PLAYLISTS__1__NAME: playlist "duel" is also item 0 (line 5)`, err: config.ErrInvalid},
+		{name: "playlist too big", file: "muster:\n  matchmaking:\n    playlists:\n      - {name: big, teams: 100, team-size: 11}\n",
+			want: `config: muster.matchmaking.playlists.0.team-size / MUSTER__MATCHMAKING__PLAYLISTS__0__TEAM_SIZE: a match of 100 teams of 11 is over the limit of 1000 players (line 4)`, err: config.ErrInvalid},
+		{name: "negative rating", environ: []string{"MUSTER__MATCHMAKING__PLAYLISTS__0__NAME=duel", "MUSTER__MATCHMAKING__PLAYLISTS__0__RATING__WINDOW=-5"},
+			want: `config: muster.matchmaking.playlists.0.rating.window / MUSTER__MATCHMAKING__PLAYLISTS__0__RATING__WINDOW: want a finite number, not negative, got -5 (from the environment)`, err: config.ErrInvalid},
+		{name: "not a number", environ: []string{"MUSTER__MATCHMAKING__PLAYLISTS__0__RATING__MAX=inf"},
+			want: `config: muster.matchmaking.playlists.0.rating.max / MUSTER__MATCHMAKING__PLAYLISTS__0__RATING__MAX: want a number, got "inf" (from the environment)`, err: config.ErrInvalid},
+		{name: "misspelt item key", file: "muster:\n  matchmaking:\n    playlists:\n      - name: duel\n        team_size: 2\n",
+			want: `config: muster.matchmaking.playlists.0.team_size / MUSTER__MATCHMAKING__PLAYLISTS__0__TEAM_SIZE: unknown key; did you mean muster.matchmaking.playlists.0.team-size? (line 5)`, err: config.ErrUnknownKey},
+		{name: "list by variable", environ: []string{"MUSTER__MATCHMAKING__PLAYLISTS=duel"},
+			want: `config: muster.matchmaking.playlists / MUSTER__MATCHMAKING__PLAYLISTS: names a list; set its items' keys, such as MUSTER__MATCHMAKING__PLAYLISTS__0__NAME (from the environment)`, err: config.ErrUnknownKey},
+		{name: "bad item number", environ: []string{"MUSTER__MATCHMAKING__PLAYLISTS__X__NAME=duel"},
+			want: `config: muster.matchmaking.playlists.x.name / MUSTER__MATCHMAKING__PLAYLISTS__X__NAME: want an item number 0-99 after MUSTER__MATCHMAKING__PLAYLISTS, got "x" (from the environment)`, err: config.ErrUnknownKey},
+		{name: "item number too big", environ: []string{"MUSTER__MATCHMAKING__PLAYLISTS__100__NAME=duel"},
+			want: `config: muster.matchmaking.playlists.100.name / MUSTER__MATCHMAKING__PLAYLISTS__100__NAME: want an item number 0-99 after MUSTER__MATCHMAKING__PLAYLISTS, got "100" (from the environment)`, err: config.ErrUnknownKey},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var err error
+			if tt.environ != nil {
+				_, err = config.Load("", tt.environ)
+			} else {
+				_, err = config.Parse([]byte(tt.file), nil)
+			}
+			if err == nil || err.Error() != tt.want || !errors.Is(err, tt.err) {
+				t.Errorf("error\n got %v\nwant %s", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestSectionsAgreeWithPackages: a section Validate accepts, the package
+// accepts; one the package refuses, Validate refuses first.
+func TestSectionsAgreeWithPackages(t *testing.T) {
+	t.Parallel()
+	for _, env := range [][]string{
+		{"MUSTER__MATCHMAKING__PLAYLISTS__0__NAME=duel"},
+		{"MUSTER__MATCHMAKING__PLAYLISTS__0__NAME=" + strings.Repeat("d", 65)},
+		{"MUSTER__MATCHMAKING__PLAYLISTS__0__NAME=a b"},
+		{"MUSTER__MATCHMAKING__PLAYLISTS__0__NAME=d", "MUSTER__MATCHMAKING__PLAYLISTS__0__TEAMS=-1"},
+		{"MUSTER__MATCHMAKING__PLAYLISTS__0__NAME=d", "MUSTER__MATCHMAKING__PLAYLISTS__0__TEAMS=1000"},
+		{"MUSTER__MATCHMAKING__PLAYLISTS__0__NAME=d", "MUSTER__MATCHMAKING__PLAYLISTS__0__TEAMS=1001"},
+		{"MUSTER__MATCHMAKING__PLAYLISTS__0__NAME=d", "MUSTER__MATCHMAKING__PLAYLISTS__1__NAME=d"},
+		{"MUSTER__MATCHMAKING__PLAYLISTS__0__NAME=d", "MUSTER__MATCHMAKING__PLAYLISTS__0__RATING__DEFAULT=-3"},
+		{"MUSTER__MATCHMAKING__PLAYLISTS__0__NAME=d", "MUSTER__MATCHMAKING__HOLD=-1"},
+		{"MUSTER__MATCHMAKING__PLAYLISTS__0__NAME=d", "MUSTER__LOBBY__CODE_LENGTH=4", "MUSTER__LOBBY__MAX_MEMBERS=1"},
+		{"MUSTER__MATCHMAKING__PLAYLISTS__0__NAME=d", "MUSTER__LOBBY__CODE_LENGTH=3"},
+		{"MUSTER__MATCHMAKING__PLAYLISTS__0__NAME=d", "MUSTER__LOBBY__MAX_MEMBERS=-2"},
+		{"MUSTER__MATCHMAKING__PLAYLISTS__0__NAME=d", "MUSTER__LOBBY__ARRIVAL_TIMEOUT=-1"},
+	} {
+		c := config.Default()
+		if err := config.ApplyEnv(&c, env); err != nil {
+			t.Fatal(err)
+		}
+		valid := c.Validate()
+		mc, pls := c.MatchmakingConfig()
+		_, merr := matchmaking.New(mc, pls...)
+		_, lerr := lobby.New(c.LobbyConfig())
+		if started := errors.Join(merr, lerr); (valid == nil) != (started == nil) {
+			t.Errorf("%q: Validate = %v but the packages say %v", env, valid, started)
+		}
+	}
+}
