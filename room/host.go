@@ -208,6 +208,7 @@ type Host[Sim, Input, Player any] struct {
 
 	redirects sync.Map // reason → *atomic.Uint64
 	handoffs  atomic.Uint64
+	limited   atomic.Uint64 // connections closed for sending too fast
 
 	mu      sync.Mutex
 	running bool
@@ -441,11 +442,14 @@ type Stats struct {
 	Redirects map[string]uint64
 	// Handoffs counts the handoffs written for players moved away.
 	Handoffs uint64
+	// Limited counts the connections closed (StatusLimited) for sending
+	// more messages than Limits.Messages and Limits.Burst allow.
+	Limited uint64
 }
 
 // Stats returns the host's counters.
 func (h *Host[Sim, Input, Player]) Stats() Stats {
-	st := Stats{Load: h.Load(), Redirects: map[string]uint64{}, Handoffs: h.handoffs.Load()}
+	st := Stats{Load: h.Load(), Redirects: map[string]uint64{}, Handoffs: h.handoffs.Load(), Limited: h.limited.Load()}
 	h.mu.Lock()
 	st.Rooms, st.Seated, st.Connected = len(h.rooms), len(h.seated), len(h.clients)
 	h.mu.Unlock()

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/muster-gg/muster/fleet"
 )
 
@@ -106,5 +108,66 @@ func TestLostClaimUnseatsAndRejoinGoesToHolder(t *testing.T) {
 	}
 	if m := readUntil(t, cx, "redirect"); m["node"] != "s1" {
 		t.Fatalf("redirect %v, want to s1", m)
+	}
+}
+
+// A connection that sends faster than Limits.Messages allows is closed
+// with StatusLimited and counted; the others are not touched (#16.5).
+func TestFloodingConnectionIsLimited(t *testing.T) {
+	h, srv := startHost(t, Config{Limits: Limits{Messages: 10, Burst: 20}})
+	connect := func(id string) *websocket.Conn {
+		tk, _ := h.Tickets().Issue(id)
+		c := dial(t, wsURL(srv.URL, "ticket="+tk))
+		send(t, c, `{"type":"hello","data":{"mode":"new"}}`)
+		readUntil(t, c, "welcome")
+		return c
+	}
+	victim := connect("victim")
+	flooder := connect("flooder")
+	if _, err := h.OpenRoom(t.Context(), Info{ID: "r", Players: []string{"victim", "flooder"}}); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for range 500 {
+			if flooder.Write(t.Context(), websocket.MessageText, []byte(`{"type":"input","data":1}`)) != nil {
+				return
+			}
+		}
+	}()
+	if code := closeCode(t, flooder); code != StatusLimited {
+		t.Fatalf("a flooding connection closed with %d, want %d", code, StatusLimited)
+	}
+	if n := h.Stats().Limited; n != 1 {
+		t.Fatalf("Stats.Limited %d, want 1", n)
+	}
+	send(t, victim, `{"type":"input","data":1}`)
+	if !h.Connected("victim") {
+		t.Fatal("the other player was disconnected")
+	}
+}
+
+func TestTokenBucket(t *testing.T) {
+	var b bucket
+	now := time.Unix(1000, 0)
+	for i := range 20 {
+		if !b.take(now, 10, 20) {
+			t.Fatalf("message %d of the burst refused", i)
+		}
+	}
+	if b.take(now, 10, 20) {
+		t.Fatal("a message past the burst was allowed")
+	}
+	now = now.Add(100 * time.Millisecond) // one token at 10/s
+	if !b.take(now, 10, 20) || b.take(now, 10, 20) {
+		t.Fatal("after 100ms at 10/s exactly one more message should pass")
+	}
+	now = now.Add(time.Hour)
+	for i := range 20 {
+		if !b.take(now, 10, 20) {
+			t.Fatalf("after a long pause, message %d of a full burst refused", i)
+		}
+	}
+	if b.take(now, 10, 20) {
+		t.Fatal("the bucket filled past its burst")
 	}
 }

@@ -32,6 +32,15 @@ type Limits struct {
 
 	// Lockout is how long a locked-out address is refused. Default 5m.
 	Lockout time.Duration `yaml:"lockout"`
+
+	// Messages is how many messages a connection may send per second on
+	// average (a token bucket); one that sends faster is closed with
+	// StatusLimited (4005). Default 120: twice a 60 Hz input stream.
+	Messages int `yaml:"messages"`
+
+	// Burst is how many messages a connection may send at once above the
+	// average. Default 240.
+	Burst int `yaml:"burst"`
 }
 
 func (l Limits) withDefaults() (Limits, error) {
@@ -50,6 +59,12 @@ func (l Limits) withDefaults() (Limits, error) {
 	if l.Lockout == 0 {
 		l.Lockout = 5 * time.Minute
 	}
+	if l.Messages == 0 {
+		l.Messages = 120
+	}
+	if l.Burst == 0 {
+		l.Burst = 240
+	}
 	switch {
 	case l.Store != StoreMemory && l.Store != StoreBackplane:
 		return l, configError("limits.store", "%q is neither memory nor backplane", l.Store)
@@ -61,6 +76,10 @@ func (l Limits) withDefaults() (Limits, error) {
 		return l, configError("limits.window", "%s is negative", l.Window)
 	case l.Lockout < 0:
 		return l, configError("limits.lockout", "%s is negative", l.Lockout)
+	case l.Messages < 0:
+		return l, configError("limits.messages", "%d is negative", l.Messages)
+	case l.Burst < 0:
+		return l, configError("limits.burst", "%d is negative", l.Burst)
 	}
 	return l, nil
 }
@@ -84,4 +103,27 @@ func (l *limiter) allowConnect(ctx context.Context, ip string) bool {
 // failed counts a failed hello from ip towards its lockout.
 func (l *limiter) failed(ctx context.Context, ip string) {
 	l.counter.Increment(ctx, "lockout:"+ip, l.cfg.Lockout, 1)
+}
+
+// bucket is a connection's token bucket for its messages. Only the
+// connection's reader uses it.
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+// take takes a token for a message at now, refilling at rate per second
+// up to burst, and reports whether there was one.
+func (b *bucket) take(now time.Time, rate, burst int) bool {
+	if b.last.IsZero() {
+		b.tokens = float64(burst)
+	} else {
+		b.tokens = min(float64(burst), b.tokens+now.Sub(b.last).Seconds()*float64(rate))
+	}
+	b.last = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
 }

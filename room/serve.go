@@ -291,12 +291,19 @@ func (h *Host[Sim, Input, Player]) forward(ctx context.Context, c *Client, to fl
 }
 
 func (h *Host[Sim, Input, Player]) readLoop(ctx context.Context, c *Client) {
+	var limit bucket
+	lim := h.cfg.Limits
 	for {
 		_, frame, err := c.conn.Read(ctx)
 		if err != nil {
 			if websocket.CloseStatus(err) == websocket.StatusMessageTooBig {
 				c.Close(websocket.StatusMessageTooBig, "frame too big")
 			}
+			return
+		}
+		if !limit.take(time.Now(), lim.Messages, lim.Burst) {
+			h.limited.Add(1)
+			c.Close(StatusLimited, "too many messages")
 			return
 		}
 		typ, body, err := h.codec.Decode(frame)
