@@ -28,6 +28,12 @@
 // TURNCredentials mints coturn use-auth-secret credentials; MintToken and
 // ParseToken are the game-server tokens home mints and nodes check.
 //
+// On a node, a Muster game server plugs in through two room interfaces:
+// TokenChecker is a room.TicketChecker that admits players with home's
+// tokens (each redeemed once), and RoomReporter is a room.RoomWatcher that
+// sends every room's full state home through the Node agent, from its own
+// goroutine (Run).
+//
 // # Trust
 //
 // Keys are 256 random bits, shown once, kept at home only as SHA-256

@@ -2,6 +2,7 @@ package federation
 
 import (
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -36,6 +37,9 @@ type tokenPayload struct {
 	R string `json:"r"`
 	N string `json:"n,omitempty"`
 	E int64  `json:"e"`
+	// J is a nonce, so that two tokens for one player, room and second
+	// differ and each can be redeemed once.
+	J string `json:"j,omitempty"`
 }
 
 // MintToken returns t as "v1.<payload>.<signature>", base64url without
@@ -49,7 +53,9 @@ func MintToken(secret []byte, t Token) (string, error) {
 	case t.Expires.Unix() <= 0:
 		return "", fmt.Errorf("%w: token needs an expiry", ErrInvalid)
 	}
-	data, err := json.Marshal(tokenPayload{P: t.PlayerID, R: t.RoomID, N: t.NodeID, E: t.Expires.Unix()})
+	var nonce [9]byte
+	_, _ = rand.Read(nonce[:])
+	data, err := json.Marshal(tokenPayload{P: t.PlayerID, R: t.RoomID, N: t.NodeID, E: t.Expires.Unix(), J: base64.RawURLEncoding.EncodeToString(nonce[:])})
 	if err != nil {
 		return "", err
 	}

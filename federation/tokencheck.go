@@ -1,0 +1,115 @@
+package federation
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/muster-gg/muster/room"
+)
+
+// TokenCheckerConfig configures a TokenChecker. NewTokenChecker copies it.
+type TokenCheckerConfig struct {
+	// Secret is the game-server token secret shared with home (MintToken's
+	// secret), at least 16 bytes. Required.
+	Secret []byte `yaml:"-"`
+
+	// NodeID is this node's id at home; a token minted for another node is
+	// refused. Default empty: the node is not checked.
+	NodeID string `yaml:"node-id"`
+
+	// Counter records redeemed tokens, once for every server that shares
+	// it: a room host's fleet (fleet.Fleet implements it). Default a
+	// counter in this process's memory.
+	Counter room.Counter `yaml:"-"`
+
+	// Now is the clock for expiry. Default time.Now.
+	Now func() time.Time `yaml:"-"`
+}
+
+// TokenChecker admits players with the game-server tokens home mints
+// (MintToken): it is a room.TicketChecker, for a node's room host
+// (room.Host.AddTicketChecker, or muster.WithTicketCheckers), and each
+// token is redeemed once. Safe for concurrent use; it starts nothing.
+type TokenChecker struct {
+	secret  []byte
+	nodeID  string
+	counter room.Counter
+	now     func() time.Time
+}
+
+var _ room.TicketChecker = (*TokenChecker)(nil)
+
+// NewTokenChecker returns a TokenChecker for cfg.
+func NewTokenChecker(cfg TokenCheckerConfig) (*TokenChecker, error) {
+	if len(cfg.Secret) < minTokenSecret {
+		return nil, fmt.Errorf("%w: token Secret must be at least %d bytes", ErrInvalidConfig, minTokenSecret)
+	}
+	if cfg.NodeID != "" && !validID(cfg.NodeID) {
+		return nil, fmt.Errorf("%w: NodeID %q is not a node id", ErrInvalidConfig, cfg.NodeID)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Counter == nil {
+		cfg.Counter = &memCounter{now: cfg.Now, m: map[string]memCount{}}
+	}
+	return &TokenChecker{secret: append([]byte(nil), cfg.Secret...), nodeID: cfg.NodeID, counter: cfg.Counter, now: cfg.Now}, nil
+}
+
+// CheckTicket implements room.TicketChecker: it returns the player a home
+// token admits. A ticket that is not a valid home token for this node
+// (malformed, forged, expired, for another node, or already used) gets an
+// error wrapping room.ErrTicket; a counter that cannot be reached, an
+// error that does not.
+func (c *TokenChecker) CheckTicket(ctx context.Context, ticket string) (string, error) {
+	now := c.now()
+	t, err := ParseToken(c.secret, ticket, now)
+	if err != nil {
+		return "", fmt.Errorf("%w: home token: %w", room.ErrTicket, err)
+	}
+	if c.nodeID != "" && t.NodeID != "" && t.NodeID != c.nodeID {
+		return "", fmt.Errorf("%w: home token for another node", room.ErrTicket)
+	}
+	// The signature is unique to each minted token: redeem it once, for as
+	// long as the token could be used.
+	sig := ticket[strings.LastIndexByte(ticket, '.')+1:]
+	n, err := c.counter.Increment(ctx, "fedtoken:"+sig, t.Expires.Sub(now)+time.Minute, 1)
+	if err != nil {
+		return "", fmt.Errorf("redeem home token: %w", err)
+	}
+	if n != 1 {
+		return "", fmt.Errorf("%w: home token already used", room.ErrTicket)
+	}
+	return t.PlayerID, nil
+}
+
+// memCounter is a room.Counter in memory, for one process.
+type memCounter struct {
+	now   func() time.Time
+	mu    sync.Mutex
+	m     map[string]memCount
+	calls int
+}
+
+func (m *memCounter) Increment(_ context.Context, key string, ttl time.Duration, by int64) (int64, error) {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.calls++; m.calls%1024 == 0 {
+		for k, c := range m.m {
+			if !now.Before(c.expires) {
+				delete(m.m, k)
+			}
+		}
+	}
+	c := m.m[key]
+	if !now.Before(c.expires) {
+		c = memCount{expires: now.Add(ttl)}
+	}
+	c.n += by
+	m.m[key] = c
+	return c.n, nil
+}

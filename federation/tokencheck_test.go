@@ -1,0 +1,124 @@
+package federation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/muster-gg/muster/room"
+)
+
+type failingCounter struct{}
+
+func (failingCounter) Increment(context.Context, string, time.Duration, int64) (int64, error) {
+	return 0, errors.New("store unreachable")
+}
+
+func TestTokenChecker(t *testing.T) {
+	t.Parallel()
+	c := newClock()
+	tc, err := NewTokenChecker(TokenCheckerConfig{Secret: tokenSecret, NodeID: "au-sydney", Now: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	mint := func(tok Token) string {
+		t.Helper()
+		if tok.Expires.IsZero() {
+			tok.Expires = c.Now().Add(time.Minute)
+		}
+		s, err := MintToken(tokenSecret, tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	good := mint(Token{PlayerID: "alice", RoomID: "r1", NodeID: "au-sydney"})
+	if id, err := tc.CheckTicket(ctx, good); err != nil || id != "alice" {
+		t.Fatalf("a home token: %q %v", id, err)
+	}
+	// Two tokens minted alike are two tokens.
+	again := mint(Token{PlayerID: "alice", RoomID: "r1", NodeID: "au-sydney"})
+	if id, err := tc.CheckTicket(ctx, again); err != nil || id != "alice" {
+		t.Fatalf("a second token for the same room: %q %v", id, err)
+	}
+	forged, _ := MintToken([]byte("another-secret-0123456789"), Token{PlayerID: "alice", RoomID: "r1", Expires: c.Now().Add(time.Minute)})
+	tests := []struct {
+		name, ticket string
+	}{
+		{"reused", good},
+		{"a room host's own ticket", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA.c2lnbmF0dXJl"},
+		{"empty", ""},
+		{"garbage", "v1.!!!.???"},
+		{"forged", forged},
+		{"for another node", mint(Token{PlayerID: "bob", RoomID: "r1", NodeID: "jp-tokyo"})},
+		{"expired", mint(Token{PlayerID: "bob", RoomID: "r1", Expires: c.Now()})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if id, err := tc.CheckTicket(ctx, tt.ticket); !errors.Is(err, room.ErrTicket) || id != "" {
+				t.Fatalf("CheckTicket = %q, %v; want an error wrapping room.ErrTicket", id, err)
+			}
+		})
+	}
+	// A token with no node is good on any node.
+	if id, err := tc.CheckTicket(ctx, mint(Token{PlayerID: "carol", RoomID: "r2"})); err != nil || id != "carol" {
+		t.Fatalf("a token for any node: %q %v", id, err)
+	}
+	// A counter that cannot be reached is not a bad ticket (try again).
+	down, _ := NewTokenChecker(TokenCheckerConfig{Secret: tokenSecret, Counter: failingCounter{}, Now: c.Now})
+	if _, err := down.CheckTicket(ctx, mint(Token{PlayerID: "dan", RoomID: "r3"})); err == nil || errors.Is(err, room.ErrTicket) {
+		t.Fatalf("with the counter down: %v", err)
+	}
+	if _, err := NewTokenChecker(TokenCheckerConfig{Secret: []byte("short")}); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("short secret: %v", err)
+	}
+}
+
+// TestRoomReporter: a room host's states reach home as full snapshots from
+// the reporter's own goroutine; RoomChanged never blocks, even with Run
+// not running.
+func TestRoomReporter(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		e := newLiveEnv(t)
+		nodeKey := e.createNode("au-sydney", "AU", true)
+		a := startAgent(t, e, NodeConfig{NodeKey: nodeKey, KeyFile: filepath.Join(t.TempDir(), "k")}, nil)
+		rep := NewRoomReporter(a.Node, quiet())
+		// Before Run: noted, never blocking.
+		for i := range 5000 {
+			rep.RoomChanged(room.RoomState{ID: "r1", Kind: "duel", Players: []string{fmt.Sprint("p", i)}})
+		}
+		rep.RoomChanged(room.RoomState{ID: "r1", Kind: "duel", Players: []string{"alice", "bob"}})
+		rep.RoomChanged(room.RoomState{ID: "r2", Kind: "lobby", Players: []string{"carol"}})
+		synctest.Wait() // joined and announced
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- rep.Run(ctx) }()
+		synctest.Wait()
+		r1, err := e.home.Room(ctx, "r1")
+		if err != nil || !slices.Equal(r1.Members, []string{"alice", "bob"}) || r1.Properties["kind"] != "duel" {
+			t.Fatalf("r1 at home: %+v %v", r1, err)
+		}
+		if r2, err := e.home.Room(ctx, "r2"); err != nil || !slices.Equal(r2.Members, []string{"carol"}) {
+			t.Fatalf("r2 at home: %+v %v", r2, err)
+		}
+		rep.RoomChanged(room.RoomState{ID: "r1", Kind: "duel", Players: []string{"alice", "bob"}, Ended: true})
+		synctest.Wait()
+		if _, err := e.home.Room(ctx, "r1"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("ended room at home: %v", err)
+		}
+		if err := rep.Run(ctx); !errors.Is(err, ErrRunning) {
+			t.Fatalf("second Run: %v", err)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
