@@ -34,7 +34,9 @@ type Backplane interface {
 	Leave(ctx context.Context, id string) error
 
 	// Claim records owner as the holder of every key, replacing whoever
-	// held them.
+	// held them. Each claim gets a lease tied to owner's liveness: it
+	// expires when owner's record would, unless Reassert renews it (a claim
+	// made while owner has no live record has no lease).
 	Claim(ctx context.Context, owner string, keys ...Key) error
 
 	// ClaimUnique records owner as the holder of key unless a live node

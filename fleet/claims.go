@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/muster-gg/muster/backplane"
 )
@@ -155,34 +156,48 @@ func (f *Fleet) Arrive(ctx context.Context, kind, id string) (holder Node, hando
 	return holder, handoff, nil
 }
 
-// reassert claims again every unit in held, after the backplane came back
-// or lost its state. A unit some other live server claimed meanwhile is
-// left to it and dropped from this server's claims.
-func (f *Fleet) reassert(ctx context.Context, held map[backplane.Key]bool) {
-	lostTo := 0
-	for key := range held {
-		cctx, cancel := context.WithTimeout(ctx, f.cfg.CallTimeout)
-		holder, err := f.bp.ClaimUnique(cctx, f.cfg.NodeID, key)
-		cancel()
-		if err != nil {
-			f.logger.Warn("re-assert claims; will retry when the backplane returns", "err", err)
-			f.mu.Lock()
-			f.attached = false // the next heartbeat that succeeds tries again
-			f.mu.Unlock()
-			return
-		}
-		if holder != f.cfg.NodeID {
-			lostTo++
-			f.mu.Lock()
-			delete(f.held, key)
-			fn := f.onLost
-			f.mu.Unlock()
-			if fn != nil {
-				fn(key.Kind, key.ID)
-			}
+// reassert claims again every unit in held and renews the claims' lease,
+// in one round trip. A unit some other live server claimed meanwhile is
+// left to it, dropped from this server's claims, and reported to the
+// OnClaimLost function.
+func (f *Fleet) reassert(ctx context.Context, held []backplane.Key) {
+	cctx, cancel := context.WithTimeout(ctx, f.cfg.CallTimeout)
+	lost, err := f.bp.Reassert(cctx, f.cfg.NodeID, MissedHeartbeats*f.cfg.Heartbeat, held...)
+	cancel()
+	if err != nil {
+		f.logger.Warn("re-assert claims; will retry at the next heartbeat", "claims", len(held), "err", err)
+		return
+	}
+	f.mu.Lock()
+	fn := f.onLost
+	var gone []backplane.Key
+	for _, k := range lost {
+		if f.held[k] {
+			delete(f.held, k)
+			gone = append(gone, k)
 		}
 	}
-	if lostTo > 0 {
-		f.logger.Info("claims now held by other servers were dropped", "count", lostTo)
+	// A unit released while the call was in flight may have been written
+	// back: release it again.
+	var again bool
+	for _, k := range held {
+		if !f.held[k] && !slices.Contains(lost, k) && !f.leaving {
+			f.pending[k], again = true, true
+		}
+	}
+	f.mu.Unlock()
+	if again {
+		select {
+		case f.flushKick <- struct{}{}:
+		default:
+		}
+	}
+	if len(gone) > 0 {
+		f.logger.Info("claims now held by other servers were dropped", "count", len(gone))
+	}
+	if fn != nil {
+		for _, k := range gone {
+			fn(k.Kind, k.ID)
+		}
 	}
 }

@@ -92,8 +92,10 @@ func (f *Fleet) Drain(ctx context.Context) error {
 }
 
 // DrainOnSignal waits for one of sigs (SIGTERM and SIGINT when none are
-// given), then drains the server and returns the drain's error. It returns
-// nil at once when ctx ends first.
+// given), then drains the server and returns the drain's error. A second
+// signal during the drain cuts it short, as the drain timeout would (the
+// second Ctrl-C of an impatient operator). It returns nil at once when ctx
+// ends first.
 func (f *Fleet) DrainOnSignal(ctx context.Context, sigs ...os.Signal) error {
 	if len(sigs) == 0 {
 		sigs = []os.Signal{syscall.SIGTERM, os.Interrupt}
@@ -107,7 +109,42 @@ func (f *Fleet) DrainOnSignal(ctx context.Context, sigs ...os.Signal) error {
 	case <-f.left:
 		return nil
 	case sig := <-ch:
-		f.logger.Info("signal received; draining", "signal", sig.String())
-		return f.Drain(context.WithoutCancel(ctx))
+		f.logger.Info("signal received; draining (a second signal cuts the drain short)", "signal", sig.String())
+		dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		defer cancel()
+		stop := make(chan struct{})
+		var watcher sync.WaitGroup
+		watcher.Go(func() {
+			select {
+			case sig := <-ch:
+				f.logger.Warn("second signal; cutting the drain short", "signal", sig.String())
+				cancel()
+			case <-stop:
+			}
+		})
+		defer watcher.Wait()
+		defer close(stop)
+		return f.Drain(dctx)
 	}
+}
+
+// goDrain starts a drain on a goroutine that Run waits for, unless Run has
+// ended or the server has left: then it reports false.
+func (f *Fleet) goDrain() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	select {
+	case <-f.left:
+		return false
+	default:
+	}
+	if f.ended {
+		return false
+	}
+	f.wg.Add(1) // under f.mu: Run sets ended under it before it waits
+	go func() {
+		defer f.wg.Done()
+		f.Drain(context.Background())
+	}()
+	return true
 }

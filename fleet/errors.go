@@ -9,4 +9,10 @@ var (
 
 	// ErrHeld reports that a unique unit is claimed by another live server.
 	ErrHeld = errors.New("fleet: claimed by another server")
+
+	// ErrConfig reports a configuration New cannot run with.
+	ErrConfig = errors.New("fleet: invalid config")
+
+	// ErrRunning reports a second call of Run.
+	ErrRunning = errors.New("fleet: Run was called twice")
 )

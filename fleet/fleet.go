@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -41,6 +42,9 @@ type Fleet struct {
 	nextExp  time.Time            // the earliest of expires
 	attached bool                 // the last heartbeat reached the backplane
 	beaten   bool                 // at least one heartbeat reached it
+	lastOK   time.Time            // when the last heartbeat that reached it was sent
+	running  bool                 // Run was called
+	ended    bool                 // Run has returned or is returning
 	held     map[backplane.Key]bool
 	pending  map[backplane.Key]bool // released by ReleaseLater, not yet written
 	onLost   func(kind, id string)
@@ -58,6 +62,9 @@ func New(cfg Config, bp backplane.Backplane, logger *slog.Logger) (*Fleet, error
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
+	}
+	if bp == nil {
+		return nil, fmt.Errorf("%w: the backplane is nil (use backplane/memory for one server)", ErrConfig)
 	}
 	if logger == nil {
 		logger = slog.Default()
@@ -89,7 +96,19 @@ func (f *Fleet) Config() Config { return f.cfg }
 // wait three heartbeats. Run returns when every goroutine the Fleet started
 // has ended.
 func (f *Fleet) Run(ctx context.Context) error {
+	f.mu.Lock()
+	if f.running {
+		f.mu.Unlock()
+		return ErrRunning
+	}
+	f.running = true
+	f.mu.Unlock()
 	defer f.wg.Wait()
+	defer func() {
+		f.mu.Lock()
+		f.ended = true // no goroutine is added to f.wg after this
+		f.mu.Unlock()
+	}()
 	stop := make(chan struct{})
 	var flusher sync.WaitGroup
 	flusher.Go(func() { f.flushLoop(ctx, stop) })
@@ -128,26 +147,51 @@ func (f *Fleet) step(ctx context.Context) {
 	self := f.selfLocked()
 	f.mu.Unlock()
 
+	ttl := MissedHeartbeats * f.cfg.Heartbeat
+	sent := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, f.cfg.CallTimeout)
-	nodes, created, err := f.bp.Heartbeat(cctx, backplane.Node{ID: self.ID, Data: self.encode()}, MissedHeartbeats*f.cfg.Heartbeat)
+	nodes, created, err := f.bp.Heartbeat(cctx, backplane.Node{ID: self.ID, Data: self.encode()}, ttl)
 	cancel()
 
 	f.mu.Lock()
 	if err != nil {
 		wasAttached := f.attached
 		f.attached = false
-		f.view = map[string]Node{self.ID: self}
-		f.expires = nil
+		// One failed heartbeat says little about the others: a slow call
+		// on a busy machine fails as an outage does. Each peer stays in
+		// view until its record has expired for sure, a ttl after the
+		// last heartbeat that reached the backplane, or sooner when the
+		// backplane said so; the server is alone only when its failures
+		// span the ttl.
+		gone := f.lastOK.Add(ttl)
+		for id := range f.view {
+			if id == self.ID {
+				continue
+			}
+			// A peer the backplane reported healthy (its record had more
+			// than half a ttl to live) probably heartbeat since: it is
+			// given the full ttl. One that was missing heartbeats keeps
+			// the expiry the backplane gave it.
+			if at, ok := f.expires[id]; !ok || at.Sub(f.lastOK) > ttl/2 {
+				if f.expires == nil {
+					f.expires = make(map[string]time.Time)
+				}
+				f.expires[id] = gone
+			}
+		}
+		f.nextExp = time.Time{}
+		f.view[self.ID] = self
+		f.pruneLocked()
 		f.mu.Unlock()
 		if wasAttached || !f.beaten {
-			f.logger.Warn("backplane unreachable; serving alone", "err", err)
+			f.logger.Warn("backplane unreachable; the others stay in view until their records expire", "err", err)
 			f.beaten = true // log "unreachable at start" once too
 		}
 		return
 	}
 	returned := !f.attached && f.beaten
 	lost := created && f.beaten && !returned
-	f.attached, f.beaten = true, true
+	f.attached, f.beaten, f.lastOK = true, true, sent
 	now := time.Now()
 	view := make(map[string]Node, len(nodes))
 	raw := make(map[string][]byte, len(nodes))
@@ -174,7 +218,7 @@ func (f *Fleet) step(ctx context.Context) {
 	}
 	view[self.ID] = self
 	f.view, f.raw, f.expires, f.nextExp = view, raw, expires, time.Time{}
-	held := maps.Clone(f.held)
+	held := slices.Collect(maps.Keys(f.held))
 	f.mu.Unlock()
 
 	switch {
@@ -183,7 +227,10 @@ func (f *Fleet) step(ctx context.Context) {
 	case lost:
 		f.logger.Warn("backplane lost this server's record; re-asserting claims", "claims", len(held))
 	}
-	if (returned || lost) && len(held) > 0 {
+	// Every heartbeat renews the claims' lease, in one round trip: a claim
+	// lost to a failover is written again, and one whose release was lost
+	// runs out within a ttl.
+	if len(held) > 0 {
 		f.reassert(ctx, held)
 	}
 }

@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"net"
@@ -62,13 +61,10 @@ func (f *Fleet) Handler() http.Handler {
 			http.Error(w, "drain: only from loopback or with the drain token", http.StatusForbidden)
 			return
 		}
-		select {
-		case <-f.left:
+		if !f.goDrain() {
 			http.Error(w, "drain: this server has left the fleet", http.StatusConflict)
 			return
-		default:
 		}
-		f.wg.Go(func() { f.Drain(context.Background()) })
 		w.WriteHeader(http.StatusAccepted)
 		w.Write([]byte("draining\n"))
 	})

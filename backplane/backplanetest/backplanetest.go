@@ -172,10 +172,6 @@ func testExpiry(t *testing.T, h Harness) {
 	wantIDs(t, "after refresh", liveIDs(t, b), "long", "short")
 	h.Advance(t, 200*time.Millisecond)
 	wantIDs(t, "after expiry", liveIDs(t, b), "long")
-	// The claim outlives its holder, which the view no longer lists.
-	if got := locate(t, b, backplane.Key{Kind: "player", ID: "p1"}); got != "short" {
-		t.Fatalf("Locate of an expired node's claim = %q, want short", got)
-	}
 	// An expired node that heartbeats again is back, and told so.
 	view, created, err := a.Heartbeat(ctxT(t), node("short"), time.Minute)
 	must(t, err)
@@ -390,6 +386,9 @@ func testClaimLease(t *testing.T, h Harness) {
 	heartbeat(t, b, "b", time.Minute)
 	k := func(id string) backplane.Key { return backplane.Key{Kind: "player", ID: id} }
 	must(t, b.Claim(ctxT(t), "a", k("kept"), k("lost"), k("released")))
+	// A claim's first lease is its holder's record's.
+	heartbeat(t, b, "c", time.Second)
+	must(t, b.Claim(ctxT(t), "c", k("cs")))
 	_, err := b.Reassert(ctxT(t), "a", time.Second, k("kept"), k("lost"), k("released"))
 	must(t, err)
 	must(t, b.Release(ctxT(t), "a", k("released")))
@@ -405,6 +404,9 @@ func testClaimLease(t *testing.T, h Harness) {
 	}
 	if got := locate(t, b, k("lost")); got != "" {
 		t.Errorf("a claim past its lease: Locate = %q, want none", got)
+	}
+	if got := locate(t, b, k("cs")); got != "" {
+		t.Errorf("a claim past its holder's record: Locate = %q, want none", got)
 	}
 	if owner, _, err := b.Arrive(ctxT(t), k("lost"), "b", "lost"); err != nil || owner != "" {
 		t.Errorf("a claim past its lease: Arrive = %q, %v; want none", owner, err)

@@ -220,9 +220,13 @@ func (b *Backplane) Claim(ctx context.Context, owner string, keys ...backplane.K
 	if err := backplane.ValidateClaim(owner, keys...); err != nil {
 		return err
 	}
-	return b.do(ctx, true, func(c *cluster, _ time.Time) error {
+	return b.do(ctx, true, func(c *cluster, now time.Time) error {
+		var expires time.Time // the owner's record's: no lease without one
+		if c.live(owner, now) {
+			expires = c.nodes[owner].expires
+		}
 		for _, k := range keys {
-			c.claims[k] = claim{owner: owner}
+			c.claims[k] = claim{owner: owner, expires: expires}
 		}
 		return nil
 	})

@@ -37,6 +37,20 @@ redis.call('SET', KEYS[2], ARGV[1])
 return ARGV[1]
 `)
 
+	// KEYS: owner's node key, claims... ARGV: owner. The claims' lease is
+	// the record's remaining life; none without a record.
+	claimScript = goredis.NewScript(`
+local ttl = redis.call('PTTL', KEYS[1])
+for i = 2, #KEYS do
+  if ttl > 0 then
+    redis.call('SET', KEYS[i], ARGV[1], 'PX', ttl)
+  else
+    redis.call('SET', KEYS[i], ARGV[1])
+  end
+end
+return 0
+`)
+
 	// KEYS: index, claims... ARGV: owner, lease ms. Returns the positions
 	// (from 1) of the claims another live node holds.
 	reassertScript = goredis.NewScript(claimLua + `
@@ -54,6 +68,25 @@ return lost
 )
 
 func (b *Backplane) expIndexKey() string { return b.prefix + "v:exp" }
+
+// Claim implements backplane.Backplane with one script call.
+func (b *Backplane) Claim(ctx context.Context, owner string, keys ...backplane.Key) error {
+	if err := backplane.ValidateClaim(owner, keys...); err != nil {
+		return err
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	ks := make([]string, 1, len(keys)+1)
+	ks[0] = b.nodeKey(owner)
+	for _, k := range keys {
+		ks = append(ks, b.claimKey(k))
+	}
+	if err := claimScript.Run(ctx, b.rdb, ks, owner).Err(); err != nil {
+		return wrap("claim", err)
+	}
+	return nil
+}
 
 // ClaimUnique implements backplane.Backplane.
 func (b *Backplane) ClaimUnique(ctx context.Context, owner string, key backplane.Key) (string, error) {

@@ -165,24 +165,6 @@ return n
 `)
 )
 
-// Claim implements backplane.Backplane with one MSET.
-func (b *Backplane) Claim(ctx context.Context, owner string, keys ...backplane.Key) error {
-	if err := backplane.ValidateClaim(owner, keys...); err != nil {
-		return err
-	}
-	if len(keys) == 0 {
-		return nil
-	}
-	pairs := make([]any, 0, 2*len(keys))
-	for _, k := range keys {
-		pairs = append(pairs, b.claimKey(k), owner)
-	}
-	if err := b.rdb.MSet(ctx, pairs...).Err(); err != nil {
-		return wrap("claim", err)
-	}
-	return nil
-}
-
 // Release implements backplane.Backplane with one script call.
 func (b *Backplane) Release(ctx context.Context, owner string, keys ...backplane.Key) error {
 	if len(keys) == 0 {

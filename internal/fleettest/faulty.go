@@ -21,12 +21,13 @@ type Faulty struct {
 	mu    sync.Mutex
 	cut   bool
 	fail  map[string]error
+	drop  map[string]bool
 	calls map[string]int
 }
 
 // NewFaulty wraps bp.
 func NewFaulty(bp backplane.Backplane) *Faulty {
-	return &Faulty{Backplane: bp, fail: make(map[string]error), calls: make(map[string]int)}
+	return &Faulty{Backplane: bp, fail: make(map[string]error), drop: make(map[string]bool), calls: make(map[string]int)}
 }
 
 // Calls returns how many calls of the named operation (a method name of
@@ -54,6 +55,21 @@ func (f *Faulty) Fail(op string, err error) {
 		return
 	}
 	f.fail[op] = err
+}
+
+// Drop makes calls of the named operation succeed without reaching the
+// store (true), as a write acknowledged and then lost in a failover, or
+// reach it again (false). Release and Claim can be dropped.
+func (f *Faulty) Drop(op string, drop bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.drop[op] = drop
+}
+
+func (f *Faulty) dropped(op string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.drop[op]
 }
 
 func (f *Faulty) check(op string) error {
@@ -92,7 +108,7 @@ func (f *Faulty) Leave(ctx context.Context, id string) error {
 
 // Claim implements backplane.Backplane.
 func (f *Faulty) Claim(ctx context.Context, owner string, keys ...backplane.Key) error {
-	if err := f.check("Claim"); err != nil {
+	if err := f.check("Claim"); err != nil || f.dropped("Claim") {
 		return err
 	}
 	return f.Backplane.Claim(ctx, owner, keys...)
@@ -108,7 +124,7 @@ func (f *Faulty) ClaimUnique(ctx context.Context, owner string, key backplane.Ke
 
 // Release implements backplane.Backplane.
 func (f *Faulty) Release(ctx context.Context, owner string, keys ...backplane.Key) error {
-	if err := f.check("Release"); err != nil {
+	if err := f.check("Release"); err != nil || f.dropped("Release") {
 		return err
 	}
 	return f.Backplane.Release(ctx, owner, keys...)
