@@ -26,6 +26,16 @@ type Config struct {
 	// ArrivalTimeout is how long a lobby moved by a drain keeps the place
 	// of a member who has not arrived yet. Default 30s.
 	ArrivalTimeout time.Duration `yaml:"arrival-timeout"`
+
+	// CodeFailures is how many wrong lobby codes (malformed, or naming no
+	// lobby) one client address may try in CodeLockout before its joins
+	// are refused with ErrLocked until the window ends. Counted once for
+	// the whole fleet through its counter (in memory without a fleet), so
+	// codes cannot be guessed by spreading tries over servers. Default 20.
+	CodeFailures int `yaml:"code-failures"`
+
+	// CodeLockout is the window of CodeFailures. Default 10m.
+	CodeLockout time.Duration `yaml:"code-lockout"`
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -44,6 +54,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.ArrivalTimeout == 0 {
 		c.ArrivalTimeout = 30 * time.Second
 	}
+	if c.CodeFailures == 0 {
+		c.CodeFailures = 20
+	}
+	if c.CodeLockout == 0 {
+		c.CodeLockout = 10 * time.Minute
+	}
 	switch {
 	case c.CodeLength < 4 || c.CodeLength > 6:
 		return c, fmt.Errorf("%w: Config.CodeLength %d is outside 4-6", ErrConfig, c.CodeLength)
@@ -53,6 +69,10 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: Config.Tick %v is negative", ErrConfig, c.Tick)
 	case c.ArrivalTimeout < 0:
 		return c, fmt.Errorf("%w: Config.ArrivalTimeout %v is negative", ErrConfig, c.ArrivalTimeout)
+	case c.CodeFailures < 0:
+		return c, fmt.Errorf("%w: Config.CodeFailures %d is negative (muster.lobby.code-failures, MUSTER__LOBBY__CODE_FAILURES)", ErrConfig, c.CodeFailures)
+	case c.CodeLockout < 0:
+		return c, fmt.Errorf("%w: Config.CodeLockout %v is negative (muster.lobby.code-lockout, MUSTER__LOBBY__CODE_LOCKOUT)", ErrConfig, c.CodeLockout)
 	}
 	return c, nil
 }

@@ -36,6 +36,11 @@ var (
 	// lobby is, or no code could be claimed; the player may try again.
 	ErrUnavailable = errors.New("lobby: try again later")
 
+	// ErrLocked is reported to a client address that tried
+	// Config.CodeFailures wrong codes within Config.CodeLockout: its joins
+	// are refused until the window ends.
+	ErrLocked = errors.New("lobby: too many wrong codes; try again later")
+
 	// ErrNotAttached is returned by Run for a module not added to a host
 	// with room.Host.Use.
 	ErrNotAttached = errors.New("lobby: module not attached to a host")

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/drainloop"
 	"github.com/muster-gg/muster/room"
@@ -36,6 +37,8 @@ type Module struct {
 	rooms    map[string]*lobby // running match room → lobby
 	reserved map[string]bool   // codes being claimed
 	waits    map[string]*wait  // moves waiting for the cooldown
+	ips      map[string]string // player → address of its last join, for the code lockout
+	local    room.Counter      // counts wrong codes without a fleet
 	draining bool
 	nextRoom uint64
 }
@@ -84,6 +87,8 @@ func New(cfg Config) (*Module, error) {
 		rooms:    make(map[string]*lobby),
 		reserved: make(map[string]bool),
 		waits:    make(map[string]*wait),
+		ips:      make(map[string]string),
+		local:    memory.New(),
 	}, nil
 }
 
@@ -119,6 +124,13 @@ func (m *Module) HandleMessage(ctx context.Context, c *room.Client, typ string, 
 		if err := m.codec.Unmarshal(body, &req); err != nil {
 			return fmt.Errorf("lobby.join: %w", err)
 		}
+		if m.locked(ctx, c.IP()) {
+			m.fail(c.ID(), ErrLocked)
+			return nil
+		}
+		m.mu.Lock()
+		m.ips[c.ID()] = c.IP()
+		m.mu.Unlock()
 		m.join(ctx, c.ID(), req.Code, c.CooldownFrom())
 	case MsgLeave:
 		m.leave(ctx, c.ID())
@@ -148,6 +160,7 @@ func (m *Module) Disconnected(c *room.Client) {
 func (m *Module) disconnected(id string) {
 	m.mu.Lock()
 	delete(m.waits, id)
+	delete(m.ips, id)
 	l := m.players[id]
 	if l == nil {
 		m.mu.Unlock()
@@ -260,7 +273,44 @@ func (m *Module) Lobbies() int {
 }
 
 func (m *Module) fail(id string, err error) {
+	if errors.Is(err, ErrNoLobby) || errors.Is(err, ErrBadCode) {
+		m.codeFailed(id)
+	}
 	m.env.Send(id, ErrorPacket{Type: TypeError, Error: err.Error()})
+}
+
+// counter counts wrong codes: once for the fleet, or in memory.
+func (m *Module) counter() room.Counter {
+	if f := m.env.Fleet(); f != nil {
+		return f
+	}
+	return m.local
+}
+
+// locked reports whether address ip tried Config.CodeFailures wrong
+// codes within the lockout window. A counter that fails locks nobody out.
+func (m *Module) locked(ctx context.Context, ip string) bool {
+	if ip == "" {
+		return false
+	}
+	n, err := m.counter().Increment(ctx, "lobby-code-fail:"+ip, m.cfg.CodeLockout, 0)
+	return err == nil && n >= int64(m.cfg.CodeFailures)
+}
+
+// codeFailed counts a wrong code tried by player id towards the lockout
+// of the address it joined from.
+func (m *Module) codeFailed(id string) {
+	m.mu.Lock()
+	ip := m.ips[id]
+	m.mu.Unlock()
+	if ip == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if _, err := m.counter().Increment(ctx, "lobby-code-fail:"+ip, m.cfg.CodeLockout, 1); err != nil {
+		m.logger.Debug("count a wrong lobby code", "err", err)
+	}
 }
 
 // create makes a lobby with player id as its host, under a code claimed
