@@ -2,6 +2,7 @@
 // of regional nodes.
 //
 //	muster-home serve [-addr 127.0.0.1:8080] [-redis URL] [-cluster NAME] [-admin-token TOKEN]
+//	    [-max-rooms-per-server 1000] [-max-report-bytes 16384]
 //	muster-home node create -id au-sydney -country AU [-name Sydney] [-region Oceania]
 //	muster-home node approve ID
 //	muster-home node revoke ID
@@ -150,6 +151,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	game := fs.String("home-game", "", "home's own game server address, listed in the regions")
 	turn := fs.String("home-turn", "", "home's own TURN server, listed in the regions")
 	stun := fs.String("home-stun", "", "home's own STUN server, listed in the regions")
+	maxRooms := fs.Int("max-rooms-per-server", 0, "open rooms one node server may report (default 1000)")
+	maxReport := fs.Int64("max-report-bytes", 0, "bytes of one room report (default 16384)")
 	if pos, err := parse(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
@@ -167,7 +170,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 			services[name] = v
 		}
 	}
-	home, err := federation.NewHome(federation.HomeConfig{AdminToken: c.token, Services: services}, bp, logger)
+	home, err := federation.NewHome(federation.HomeConfig{
+		AdminToken: c.token, Services: services,
+		MaxRoomsPerServer: *maxRooms, MaxReportBytes: *maxReport,
+	}, bp, logger)
 	if err != nil {
 		return err
 	}
