@@ -41,14 +41,17 @@ func WithModules(m ...room.Module) Option {
 	return func(o *options) { o.modules = append(o.modules, m...) }
 }
 
-// WithPlaylists adds a matchmaking module with these playlists (see
-// package matchmaking): clients send {"type":"queue","playlist":name}.
+// WithPlaylists adds these playlists to those of
+// muster.matchmaking.playlists; with any, the server runs a matchmaking
+// module (see package matchmaking): clients send
+// {"type":"queue","data":{"playlist":name}}.
 func WithPlaylists(pl ...matchmaking.Playlist) Option {
 	return func(o *options) { o.playlists = append(o.playlists, pl...) }
 }
 
-// WithLobbies adds a lobby module (see package lobby): clients create a
-// lobby, share its code, and start a room with their friends.
+// WithLobbies adds a lobby module configured by muster.lobby (see package
+// lobby): clients create a lobby, share its code, and start a room with
+// their friends.
 func WithLobbies() Option {
 	return func(o *options) { o.lobbies = true }
 }

@@ -99,7 +99,7 @@ func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.
 	}
 	s.fleet = fl
 
-	h, err := room.New(game, room.Config{Secret: cfg.Secret()}, s.logger)
+	h, err := room.New(game, cfg.RoomConfig(), s.logger)
 	if err != nil {
 		s.closeBackplane()
 		return nil, err
@@ -117,8 +117,9 @@ func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.
 	}
 	s.host = h
 	modules := o.modules
-	if len(o.playlists) > 0 {
-		mm, err := matchmaking.New(matchmaking.Config{}, o.playlists...)
+	mmCfg, playlists := cfg.MatchmakingConfig()
+	if playlists = append(playlists, o.playlists...); len(playlists) > 0 {
+		mm, err := matchmaking.New(mmCfg, playlists...)
 		if err != nil {
 			s.closeBackplane()
 			return nil, err
@@ -126,7 +127,7 @@ func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.
 		modules = append(modules, mm)
 	}
 	if o.lobbies {
-		lb, err := lobby.New(lobby.Config{})
+		lb, err := lobby.New(cfg.LobbyConfig())
 		if err != nil {
 			s.closeBackplane()
 			return nil, err

@@ -181,3 +181,51 @@ func TestCheckersAndWatchers(t *testing.T) {
 		t.Fatalf("watcher told %+v, want room r1 of kind test", st)
 	}
 }
+
+// Playlists from config.yml run a queue without WithPlaylists.
+func TestConfigPlaylists(t *testing.T) {
+	cfg, err := config.Parse([]byte("muster:\n  matchmaking:\n    playlists:\n      - name: from-config\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := muster.New(Counter{}, cfg, quiet, muster.WithListener(l), muster.WithGuestTickets("/ticket"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	tk, err := s.Tickets().Issue("p1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := websocket.Dial(ctx, "ws://"+l.Addr().String()+"/play?ticket="+tk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	c.Write(ctx, websocket.MessageText, []byte(`{"type":"hello","data":{"mode":"new"}}`))
+	c.Write(ctx, websocket.MessageText, []byte(`{"type":"queue","data":{"playlist":"from-config"}}`))
+	for {
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), `"queue.waiting"`) {
+			return // queued on the playlist config.yml declared
+		}
+		if strings.Contains(string(b), `"error"`) {
+			t.Fatalf("queue on a playlist from config.yml: %s", b)
+		}
+	}
+}
