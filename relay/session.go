@@ -360,15 +360,20 @@ var errWrite = errors.New("relay: write failed")
 
 // finish ends the pump after err.
 func (p *pump) finish(err error) {
-	switch err {
-	case errClosed:
-		// All that is left of the source is its side of the handshake.
-		p.src.closing()
-	case errWrite:
+	if err == errWrite {
 		// The destination is gone: closing it makes the other pump's read
 		// fail, and that pump tells our source.
 		_ = p.dst.conn.Close()
 		return
+	}
+	// Whatever is left of dst is the close handshake, bounded in time
+	// before anything is written, so that a peer that stopped reading
+	// cannot hold a write (and the side's lock) for ever.
+	p.dst.closing()
+	switch err {
+	case errClosed:
+		// All that is left of the source is its side of the handshake.
+		p.src.closing()
 	case errTooBig, errProtocol:
 		code := websocket.StatusMessageTooBig
 		if err == errProtocol {
@@ -388,8 +393,6 @@ func (p *pump) finish(err error) {
 		p.dst.close(websocket.StatusGoingAway, "")
 		_ = p.src.conn.Close()
 	}
-	// Whatever the other pump still reads of dst is the close handshake.
-	p.dst.closing()
 }
 
 // process passes on what p.buf[headroom:end] holds and returns where the
