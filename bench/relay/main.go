@@ -11,6 +11,7 @@
 //
 //	go run ./bench/relay
 //	go run ./bench/relay -conns 64 -size 1024 -duration 2s -rounds 5
+//	go run ./bench/relay -relay-procs 1   # the relaying process on one P, as nginx on one worker
 //
 // The client runs in this process; the relaying server a, the echo server b
 // and nginx each run in their own process, as they would in a fleet. It
@@ -55,6 +56,7 @@ func main() {
 		rounds   = flag.Int("rounds", 10, "measured rounds per path and scenario")
 		maxRT    = flag.Int64("max", 2_000_000, "most round trips in one round")
 		only     = flag.String("only", "", "measure only this path (direct, relay or nginx), for profiling")
+		procs    = flag.Int("relay-procs", 0, "GOMAXPROCS of the relaying process a (0: the Go default), to compare with nginx's one worker")
 		cpuprof  = flag.String("cpuprofile", "", "write a CPU profile of the serving process to this file (with -serve)")
 		serveID  = flag.String("serve", "", "internal: run as server `id` (a or b) in a child process")
 		peer     = flag.String("peer", "", "internal: address of node b, for -serve a")
@@ -68,6 +70,7 @@ func main() {
 		return
 	}
 	onlyPath = *only
+	relayProcs = *procs
 	if err := run(*conns, *size, *duration, *rounds, *maxRT, *cpuprof); err != nil {
 		log.Fatal(err)
 	}
@@ -326,6 +329,10 @@ func measure(p path, conns, size int, duration time.Duration, maxRT int64) (resu
 	return r, nil
 }
 
+// relayProcs is the GOMAXPROCS of the relaying process; 0 leaves Go's
+// default.
+var relayProcs int
+
 // startChild runs this program as server id in a child process and returns
 // its address and a function that stops it.
 func startChild(id, peer, cpuprof string) (addr string, pid int, stop func(), err error) {
@@ -335,6 +342,9 @@ func startChild(id, peer, cpuprof string) (addr string, pid int, stop func(), er
 	}
 	cmd := exec.Command(exe, "-serve", id, "-peer", peer, "-cpuprofile", cpuprof)
 	cmd.Stderr = os.Stderr
+	if id == "a" && relayProcs > 0 {
+		cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(relayProcs))
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
