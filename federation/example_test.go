@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/muster-gg/muster"
 	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/federation"
 )
@@ -130,4 +131,36 @@ func ExampleTURNCredentials() {
 	user, pass := federation.TURNCredentials("s3cret", "alice", 0, time.Unix(1700003600, 0))
 	fmt.Println(user, pass)
 	// Output: 1700003600:alice YAFdW/YDZewZsR1QSgUk2IrfbRI=
+}
+
+// ExampleRoomReporter wires a node's Muster game server to home: the
+// server admits players with home's tokens and reports every room's full
+// state, through the agent that runs in the same process.
+func ExampleRoomReporter() {
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	node, err := federation.NewNode(federation.NodeConfig{
+		HomeURL:  "https://home.example.org",
+		NodeKey:  os.Getenv("MUSTER_NODE_NODE_KEY"), // only for the first run
+		KeyFile:  "/var/lib/muster-node/server-key",
+		Services: map[string]string{federation.ServiceGame: "wss://au.example.org/play"},
+	}, logger)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	tokens, err := federation.NewTokenChecker(federation.TokenCheckerConfig{
+		Secret: []byte(os.Getenv("MUSTER_FEDERATION_TOKEN_SECRET")), // home's token secret
+		NodeID: "au-sydney",
+	})
+	if err != nil {
+		fmt.Println(err) // no secret in this example's environment
+		return
+	}
+	rooms := federation.NewRoomReporter(node, logger)
+	opts := []muster.Option{muster.WithTicketCheckers(tokens), muster.WithRoomWatchers(rooms)}
+	_ = opts // muster.New(game, cfg, opts...); then tokens.UseCounter(server.Fleet())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	go rooms.Run(ctx) // and node.Run(ctx), and the server's Run(ctx)
+	// Output: federation: invalid config: token Secret must be at least 16 bytes
 }

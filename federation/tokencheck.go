@@ -36,8 +36,9 @@ type TokenCheckerConfig struct {
 type TokenChecker struct {
 	secret  []byte
 	nodeID  string
-	counter room.Counter
 	now     func() time.Time
+	mu      sync.Mutex
+	counter room.Counter
 }
 
 var _ room.TicketChecker = (*TokenChecker)(nil)
@@ -59,6 +60,15 @@ func NewTokenChecker(cfg TokenCheckerConfig) (*TokenChecker, error) {
 	return &TokenChecker{secret: append([]byte(nil), cfg.Secret...), nodeID: cfg.NodeID, counter: cfg.Counter, now: cfg.Now}, nil
 }
 
+// UseCounter makes c record redeemed tokens from now on, such as the
+// fleet of the server the checker was given to (muster.Server.Fleet), so
+// that each token is redeemed once across the node's servers.
+func (c *TokenChecker) UseCounter(counter room.Counter) {
+	c.mu.Lock()
+	c.counter = counter
+	c.mu.Unlock()
+}
+
 // CheckTicket implements room.TicketChecker: it returns the player a home
 // token admits. A ticket that is not a valid home token for this node
 // (malformed, forged, expired, for another node, or already used) gets an
@@ -76,7 +86,10 @@ func (c *TokenChecker) CheckTicket(ctx context.Context, ticket string) (string, 
 	// The signature is unique to each minted token: redeem it once, for as
 	// long as the token could be used.
 	sig := ticket[strings.LastIndexByte(ticket, '.')+1:]
-	n, err := c.counter.Increment(ctx, "fedtoken:"+sig, t.Expires.Sub(now)+time.Minute, 1)
+	c.mu.Lock()
+	counter := c.counter
+	c.mu.Unlock()
+	n, err := counter.Increment(ctx, "fedtoken:"+sig, t.Expires.Sub(now)+time.Minute, 1)
 	if err != nil {
 		return "", fmt.Errorf("redeem home token: %w", err)
 	}
