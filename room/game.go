@@ -43,6 +43,17 @@ type AfterStepper[Sim, Input, Player any] interface {
 	AfterSteps(r *Room[Sim, Input, Player])
 }
 
+// RoomEnder is an optional hook of a Game, called once when a room ends,
+// whatever ends it: the game's End, the drain timeout (ReasonDrained),
+// abandonment (ReasonAbandoned), a panic of the game (ReasonPanic) or the
+// host stopping (ReasonStopped). The room's Sim and Players are still
+// there: the place to save results. It runs on the room's step worker (or
+// in Run once the workers have stopped), so it must not block: hand the
+// results to a goroutine of the game's own. A panic in it is logged.
+type RoomEnder[Sim, Input, Player any] interface {
+	RoomEnded(r *Room[Sim, Input, Player], reason string)
+}
+
 // Loader is an optional hook of a Game that weighs a room for the server's
 // capacity. Without it a room weighs as many as its seated players.
 type Loader[Sim any] interface {
@@ -58,7 +69,9 @@ type Redirector interface {
 
 // DrainNotifier is an optional hook of a Game: the packet sent to every
 // player still in a room when the server's drain times out, shortly before
-// the room is closed, and to waiting players with nowhere to go.
+// the room is closed, and to waiting players with nowhere to go. Without
+// it the host sends DrainingPacket; a ServerDraining that returns nil
+// sends nothing.
 type DrainNotifier interface {
 	ServerDraining() Packet
 }

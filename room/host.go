@@ -198,6 +198,7 @@ type Host[Sim, Input, Player any] struct {
 	before BeforeStepper[Sim, Input, Player]
 	after  AfterStepper[Sim, Input, Player]
 	loader Loader[Sim]
+	ender  RoomEnder[Sim, Input, Player]
 
 	server   Server
 	fleet    Fleet
@@ -247,6 +248,7 @@ func New[Sim, Input, Player any](game Game[Sim, Input, Player], cfg Config, logg
 	h.before, _ = game.(BeforeStepper[Sim, Input, Player])
 	h.after, _ = game.(AfterStepper[Sim, Input, Player])
 	h.loader, _ = game.(Loader[Sim])
+	h.ender, _ = game.(RoomEnder[Sim, Input, Player])
 	local := memory.New() // counters until a fleet is bound
 	h.tickets = newTickets(cfg.Secret, cfg.TicketTTL, local)
 	h.limits = &limiter{cfg: cfg.Limits, counter: local}
@@ -697,11 +699,9 @@ func (h *Host[Sim, Input, Player]) drain(ctx context.Context) error {
 	if h.waitRooms(ctx) {
 		return nil
 	}
-	if dn, ok := h.game.(DrainNotifier); ok {
-		if p := dn.ServerDraining(); p != nil {
-			for _, r := range h.runningRooms() {
-				r.Broadcast(p)
-			}
+	if p := h.DrainPacket(); p != nil {
+		for _, r := range h.runningRooms() {
+			r.Broadcast(p)
 		}
 	}
 	t := time.NewTimer(h.cfg.DrainGrace)
@@ -785,13 +785,26 @@ func (h *Host[Sim, Input, Player]) FreeLoad() int {
 	return limit - h.Load()
 }
 
-// DrainPacket implements ModuleHost: the game's ServerDraining packet, or
-// nil.
+// DrainPacket implements ModuleHost: the game's ServerDraining packet
+// (nil when it returns nil: the game opted out), or without a
+// DrainNotifier the default {type:"server_draining", reason}.
 func (h *Host[Sim, Input, Player]) DrainPacket() Packet {
 	if dn, ok := any(h.game).(DrainNotifier); ok {
 		return dn.ServerDraining()
 	}
-	return nil
+	return DrainingPacket{Type: "server_draining", Reason: DrainReason}
+}
+
+// DrainReason is the reason of the default drain packet.
+const DrainReason = "the server is shutting down: no new match starts here; a match that outlasts the drain timeout is ended"
+
+// DrainingPacket is the default packet that tells a player the server
+// drains, sent when the game has no DrainNotifier: to the players of the
+// rooms still running at the drain timeout, shortly before those rooms are
+// ended, and to waiting players with nowhere to go.
+type DrainingPacket struct {
+	Type   string `json:"type"` // "server_draining"
+	Reason string `json:"reason"`
 }
 
 // Client returns the connection of player id on this host.

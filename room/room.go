@@ -70,6 +70,10 @@ func (r *Room[Sim, Input, Player]) Info() Info { return r.info }
 // Sim returns the room's state. Only the game's hooks may use it.
 func (r *Room[Sim, Input, Player]) Sim() Sim { return r.sim }
 
+// Dt returns the length of one fixed step: a second divided by the host's
+// Config.Rate.
+func (r *Room[Sim, Input, Player]) Dt() time.Duration { return r.host.sched.period }
+
 // Step returns the number of the step running (in FixedStep) or last run.
 func (r *Room[Sim, Input, Player]) Step() uint64 { return r.steps }
 
@@ -221,6 +225,21 @@ func (r *Room[Sim, Input, Player]) pass(t uint64) (alive bool) {
 	return true
 }
 
+// tellEnded runs the game's RoomEnded hook, if any; a panic in it is
+// logged and goes no further.
+func (r *Room[Sim, Input, Player]) tellEnded(why string) {
+	h := r.host
+	if h.ender == nil {
+		return
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			h.logger.Error("RoomEnded panicked", "room_id", r.info.ID, "panic", fmt.Sprint(p))
+		}
+	}()
+	h.ender.RoomEnded(r, why)
+}
+
 // seatsChanged keeps the room's load (its seated players, for a game
 // without a Loader) and its away flag current after a seat was added or
 // removed, or a player connected or went away. r.mu must be held.
@@ -287,7 +306,8 @@ func (r *Room[Sim, Input, Player]) apply(events []event[Input]) {
 	clear(events) // drop references to inputs
 }
 
-// finish ends the room: seats are released and connected players told.
+// finish ends the room: the game's RoomEnded runs, seats are released
+// and connected players told.
 func (r *Room[Sim, Input, Player]) finish(why string) {
 	r.mu.Lock()
 	if r.ended {
@@ -295,6 +315,9 @@ func (r *Room[Sim, Input, Player]) finish(why string) {
 		return
 	}
 	r.ended = true
+	r.mu.Unlock()
+	r.tellEnded(why)
+	r.mu.Lock()
 	seats := r.seats
 	r.seats = map[string]*seat[Player]{}
 	r.seatsChanged()

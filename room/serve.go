@@ -266,10 +266,8 @@ func (h *Host[Sim, Input, Player]) sendAway(ctx context.Context, c *Client, data
 			return
 		}
 	}
-	if dn, ok := h.game.(DrainNotifier); ok {
-		if p := dn.ServerDraining(); p != nil {
-			c.Send(p)
-		}
+	if p := h.DrainPacket(); p != nil {
+		c.Send(p)
 	}
 }
 

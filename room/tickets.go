@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/muster-gg/muster/backplane/memory"
 )
 
 // Counter counts once for all servers: the fleet implements it with its
@@ -24,6 +26,16 @@ type Counter interface {
 // a nonce, signed with HMAC-SHA256. Any server with the same secret can
 // check a ticket, and each is redeemed once across the fleet (through the
 // Counter). Safe for concurrent use.
+//
+// The format, for a sign-in service written in another language:
+//
+//	key    = HMAC-SHA256(secret, "muster ticket v1")
+//	body   = expiry (8 bytes, big-endian Unix seconds) | nonce (12 random bytes) | player id (1-128 bytes of UTF-8)
+//	ticket = base64url(body) "." base64url(HMAC-SHA256(key, body))   (base64url without padding)
+//
+// The client passes it as ?ticket=. A ticket is refused after its expiry
+// and on its second use anywhere in the fleet: the nonce is counted
+// through the fleet's backplane by the server that redeems it.
 type Tickets struct {
 	key     []byte
 	ttl     time.Duration
@@ -33,6 +45,24 @@ type Tickets struct {
 
 // maxPlayerID bounds a player id carried by a ticket.
 const maxPlayerID = 128
+
+// NewTickets returns a minter of tickets for secret (the fleet's
+// security key, room.Config.Secret) valid for ttl (30s when 0), for a
+// sign-in service that runs apart from the game servers: its Issue makes
+// tickets any server of the fleet redeems, once. Its own Redeem counts
+// uses in this process only; servers redeem with Host.Tickets.
+func NewTickets(secret string, ttl time.Duration) (*Tickets, error) {
+	if secret == "" {
+		return nil, fmt.Errorf("%w: NewTickets needs the fleet's secret (muster.security.key, MUSTER__SECURITY__KEY)", ErrConfig)
+	}
+	if ttl < 0 {
+		return nil, configError("ticket-ttl", "%s is negative", ttl)
+	}
+	if ttl == 0 {
+		ttl = 30 * time.Second
+	}
+	return newTickets(secret, ttl, memory.New()), nil
+}
 
 func newTickets(secret string, ttl time.Duration, counter Counter) *Tickets {
 	m := hmac.New(sha256.New, []byte(secret))

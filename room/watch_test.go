@@ -134,3 +134,45 @@ func TestConfigErrorsAreErrConfig(t *testing.T) {
 		})
 	}
 }
+
+func TestNewTicketsForASignInService(t *testing.T) {
+	signIn, err := NewTickets("fleet secret", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, srv := startHost(t, Config{Secret: "fleet secret"})
+	tk, err := signIn.Issue("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, wsURL(srv.URL, "ticket="+tk))
+	send(t, c, `{"type":"hello","data":{"mode":"new"}}`)
+	if m := readUntil(t, c, "welcome"); m["player"] != "alice" {
+		t.Fatalf("welcome %v", m)
+	}
+	if _, err := h.Tickets().Redeem(t.Context(), tk); !errors.Is(err, ErrTicket) {
+		t.Fatalf("second use of a sign-in ticket: %v, want ErrTicket", err)
+	}
+	other, _ := NewTickets("another fleet", 0)
+	tk, _ = other.Issue("mallory")
+	if _, err := h.Tickets().Redeem(t.Context(), tk); !errors.Is(err, ErrTicket) {
+		t.Fatalf("a ticket of another secret: %v, want ErrTicket", err)
+	}
+	if _, err := NewTickets("", 0); !errors.Is(err, ErrConfig) {
+		t.Fatalf("NewTickets without a secret: %v, want ErrConfig", err)
+	}
+}
+
+func TestDt(t *testing.T) {
+	h, err := New[*csim, int, *cplayer](newCounter(), Config{Rate: 50}, quietLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.OpenRoom(t.Context(), Info{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Dt() != 20*time.Millisecond {
+		t.Fatalf("Dt %v at 50 Hz", r.Dt())
+	}
+}

@@ -1,0 +1,106 @@
+package room
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// ender is the counter game with a RoomEnded hook that records each end
+// with the room's total and players.
+type ender struct {
+	*counter
+	emu   sync.Mutex
+	ends  []string
+	ended chan struct{}
+}
+
+func (g *ender) RoomEnded(r *Room[*csim, int, *cplayer], reason string) {
+	if r.ID() == "boom-in-end" {
+		panic("the hook panics")
+	}
+	g.emu.Lock()
+	g.ends = append(g.ends, r.ID()+" "+reason+" "+strings.Join(slices.Sorted(slices.Values(r.Players())), ","))
+	g.emu.Unlock()
+	g.ended <- struct{}{}
+}
+
+func (g *ender) seen() []string {
+	g.emu.Lock()
+	defer g.emu.Unlock()
+	return slices.Sorted(slices.Values(g.ends))
+}
+
+func TestRoomEnderToldOfEveryEnd(t *testing.T) {
+	g := &ender{counter: newCounter(), ended: make(chan struct{}, 10)}
+	g.onStep = func(r *Room[*csim, int, *cplayer]) {
+		if r.ID() == "boom" {
+			panic("game bug")
+		}
+	}
+	h, err := New[*csim, int, *cplayer](g, Config{}, quietLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	waitRunning(h)
+	open := func(id string, players ...string) *Room[*csim, int, *cplayer] {
+		r, err := h.OpenRoom(t.Context(), Info{ID: id, Players: players})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	open("over", "a", "b").End("finished")
+	<-g.ended
+	open("boom", "c")
+	<-g.ended
+	open("boom-in-end").End("x") // its hook panics: logged, the host goes on
+	open("running", "e")
+	cancel()
+	<-done
+	<-g.ended
+	want := []string{
+		"boom panic c",
+		"over finished a,b",
+		"running server-stopped e",
+	}
+	if got := g.seen(); !slices.Equal(got, want) {
+		t.Fatalf("ends\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestRoomEnderToldOfAbandonment(t *testing.T) {
+	g := &ender{counter: newCounter(), ended: make(chan struct{}, 10)}
+	h, err := New[*csim, int, *cplayer](g, Config{AwayTimeout: time.Millisecond}, quietLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runHost(t, h)
+	if _, err := h.OpenRoom(t.Context(), Info{ID: "left-alone", Players: []string{"d"}}); err != nil {
+		t.Fatal(err)
+	}
+	<-g.ended // nobody connected: abandoned after 1ms
+	if got := g.seen(); !slices.Equal(got, []string{"left-alone abandoned d"}) {
+		t.Fatalf("ends %v", got)
+	}
+}
+
+func TestDefaultDrainPacketSaysLongMatchesEnd(t *testing.T) {
+	h, err := New[*csim, int, *cplayer](newCounter(), Config{}, quietLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := h.DrainPacket().(DrainingPacket)
+	if !ok || p.Type != "server_draining" || !strings.Contains(p.Reason, "drain timeout is ended") {
+		t.Fatalf("default drain packet %#v", h.DrainPacket())
+	}
+	if p := (&Host[*csim, int, *cplayer]{game: draining{newCounter()}}).DrainPacket(); p == nil {
+		t.Fatal("the game's own drain packet was replaced")
+	}
+}
