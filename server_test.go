@@ -143,27 +143,10 @@ func (w watcher) RoomChanged(s room.RoomState) { w <- s }
 // Tickets minted elsewhere are accepted through WithTicketCheckers, and
 // WithRoomWatchers is told of the rooms.
 func TestCheckersAndWatchers(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	rooms := make(watcher, 16)
-	s, err := muster.New(Counter{}, config.Default(), quiet, muster.WithListener(l),
-		muster.WithTicketCheckers(homeTokens{}), muster.WithRoomWatchers(rooms))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	defer func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
-
-	c, _, err := websocket.Dial(ctx, "ws://"+l.Addr().String()+"/play?ticket=home-token-1", nil)
+	s, addr := startServer(t, config.Default(), muster.WithTicketCheckers(homeTokens{}), muster.WithRoomWatchers(rooms))
+	ctx := t.Context()
+	c, _, err := websocket.Dial(ctx, "ws://"+addr+"/play?ticket=home-token-1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,28 +171,13 @@ func TestConfigPlaylists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := muster.New(Counter{}, cfg, quiet, muster.WithListener(l), muster.WithGuestTickets("/ticket"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	defer func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	s, addr := startServer(t, cfg)
+	ctx := t.Context()
 	tk, err := s.Tickets().Issue("p1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _, err := websocket.Dial(ctx, "ws://"+l.Addr().String()+"/play?ticket="+tk, nil)
+	c, _, err := websocket.Dial(ctx, "ws://"+addr+"/play?ticket="+tk, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,4 +196,29 @@ func TestConfigPlaylists(t *testing.T) {
 			t.Fatalf("queue on a playlist from config.yml: %s", b)
 		}
 	}
+}
+
+// startServer runs a server with cfg and opts on a loopback port of its
+// own until the test ends, and returns it with its address.
+func startServer(t *testing.T, cfg config.Config, opts ...muster.Option) (*muster.Server, string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := muster.New(Counter{}, cfg, append([]muster.Option{muster.WithListener(l), quiet}, opts...)...)
+	if err != nil {
+		l.Close()
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	return s, l.Addr().String()
 }
