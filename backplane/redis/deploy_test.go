@@ -44,8 +44,10 @@ func TestConformanceExternal(t *testing.T) {
 	}, true)
 }
 
+// The deployment tests run one at a time: the suite's races are sized
+// for one store on a busy machine.
+
 func TestConformanceAuth(t *testing.T) {
-	t.Parallel()
 	srv := testbin.StartRedisWith(t, testbin.RedisOptions{
 		Password: "default-pw",
 		Users:    []string{"app on >app-pw ~* &* +@all"},
@@ -65,7 +67,6 @@ func TestConformanceAuth(t *testing.T) {
 }
 
 func TestConformanceTLS(t *testing.T) {
-	t.Parallel()
 	ca := testbin.NewCA(t)
 	cert, key := ca.Issue(t, "client")
 	srv := testbin.StartRedisWith(t, testbin.RedisOptions{TLS: ca})
@@ -89,15 +90,14 @@ func TestConformanceTLS(t *testing.T) {
 }
 
 func TestConformanceSentinel(t *testing.T) {
-	t.Parallel()
 	g := testbin.StartSentinelGroup(t)
 	conformance(t, redis.Config{URL: sentinelURL(g)}, false)
 }
 
 func TestConformanceCluster(t *testing.T) {
-	t.Parallel()
 	rc := testbin.StartRedisCluster(t)
 	conformance(t, redis.Config{URL: clusterURL(rc)}, false)
+	t.Run("Failover", func(t *testing.T) { clusterFailover(t, rc) })
 }
 
 // sentinelURL is the address of g's master through its sentinels, with
