@@ -1,0 +1,62 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"syscall"
+)
+
+// Addr returns the address to listen on: muster.server.http.host and
+// port, such as "0.0.0.0:8080".
+func (c Config) Addr() string {
+	return net.JoinHostPort(c.Server.HTTP.Host, strconv.Itoa(c.Server.HTTP.Port))
+}
+
+// Listen listens on Addr. A port already in use, or one the process may
+// not bind, is an *Error that names muster.server.http.port and
+// MUSTER__SERVER__HTTP__PORT, so that the one line at start-up says what
+// to change.
+func (c Config) Listen(ctx context.Context) (net.Listener, error) {
+	var lc net.ListenConfig
+	l, err := lc.Listen(ctx, "tcp", c.Addr())
+	switch {
+	case err == nil:
+		return l, nil
+	case errors.Is(err, syscall.EADDRINUSE):
+		return nil, &Error{Key: "muster.server.http.port", Err: ErrInvalid,
+			Problem: fmt.Sprintf("port %d is in use on %s (another server running?); choose another port", c.Server.HTTP.Port, hostOrAll(c.Server.HTTP.Host))}
+	case errors.Is(err, syscall.EACCES):
+		return nil, &Error{Key: "muster.server.http.port", Err: ErrInvalid,
+			Problem: fmt.Sprintf("port %d may not be bound by this process (below 1024?); choose another port", c.Server.HTTP.Port)}
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
+		return nil, &Error{Key: "muster.server.http.host", Err: ErrInvalid,
+			Problem: fmt.Sprintf("%s is not an address of this machine", quote(c.Server.HTTP.Host))}
+	}
+	return nil, fmt.Errorf("config: listen on %s: %w", c.Addr(), err)
+}
+
+// URL returns a URL to open for a server listening at addr: with an
+// unspecified address (0.0.0.0, ::) it names localhost, such as
+// "http://localhost:8080".
+func URL(addr net.Addr) string {
+	ap, err := netip.ParseAddrPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String()
+	}
+	host := ap.Addr().Unmap().String()
+	if ap.Addr().IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, strconv.Itoa(int(ap.Port())))
+}
+
+func hostOrAll(h string) string {
+	if h == "" || h == "0.0.0.0" || h == "::" {
+		return "every interface"
+	}
+	return h
+}

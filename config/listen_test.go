@@ -1,0 +1,60 @@
+package config_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"testing"
+
+	"github.com/muster-gg/muster/config"
+)
+
+// TestListenBusyPort: a port in use is one line that names the key and
+// its variable.
+func TestListenBusyPort(t *testing.T) {
+	t.Parallel()
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	port := busy.Addr().(*net.TCPAddr).Port
+	c := config.Default()
+	c.Server.HTTP.Host, c.Server.HTTP.Port = "127.0.0.1", port
+	l, err := c.Listen(context.Background())
+	if err == nil {
+		l.Close()
+		t.Fatal("listened on a busy port")
+	}
+	want := "config: muster.server.http.port / MUSTER__SERVER__HTTP__PORT: port " + strconv.Itoa(port) + " is in use on 127.0.0.1 (another server running?); choose another port"
+	if err.Error() != want || !errors.Is(err, config.ErrInvalid) {
+		t.Errorf("error\n got %v\nwant %s", err, want)
+	}
+
+	c.Server.HTTP.Port = 1
+	c.Server.HTTP.Host = "127.0.0.1"
+	if l, err := c.Listen(context.Background()); err == nil {
+		l.Close() // running as root: port 1 is free to bind
+	} else if want := "config: muster.server.http.port / MUSTER__SERVER__HTTP__PORT: port 1 may not be bound by this process (below 1024?); choose another port"; err.Error() != want {
+		t.Errorf("error\n got %v\nwant %s", err, want)
+	}
+}
+
+func TestURL(t *testing.T) {
+	t.Parallel()
+	for addr, want := range map[string]string{
+		"0.0.0.0:8080":   "http://localhost:8080",
+		"[::]:8080":      "http://localhost:8080",
+		"127.0.0.2:9000": "http://127.0.0.2:9000",
+		"[fd00::1]:80":   "http://[fd00::1]:80",
+	} {
+		a, err := net.ResolveTCPAddr("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := config.URL(a); got != want {
+			t.Errorf("URL(%s) = %s, want %s", addr, got, want)
+		}
+	}
+}
