@@ -13,6 +13,10 @@ var (
 	// ErrConfig reports a configuration New cannot run with.
 	ErrConfig = errors.New("fleet: invalid config")
 
+	// ErrDuplicateID reports that another running server has this
+	// server's node id: Run returns it and the server must not start.
+	ErrDuplicateID = errors.New("fleet: node id in use by another server")
+
 	// ErrRunning reports a second call of Run.
 	ErrRunning = errors.New("fleet: Run was called twice")
 )

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -43,6 +44,8 @@ type Fleet struct {
 	attached bool                 // the last heartbeat reached the backplane
 	beaten   bool                 // at least one heartbeat reached it
 	lastOK   time.Time            // when the last heartbeat that reached it was sent
+	okBeats  int                  // heartbeats that reached it
+	instance string               // this process's mark in its record
 	running  bool                 // Run was called
 	ended    bool                 // Run has returned or is returning
 	held     map[backplane.Key]bool
@@ -80,6 +83,7 @@ func New(cfg Config, bp backplane.Backplane, logger *slog.Logger) (*Fleet, error
 		held:      make(map[backplane.Key]bool),
 		pending:   make(map[backplane.Key]bool),
 	}
+	f.instance = rand.Text()[:12]
 	f.view = map[string]Node{cfg.NodeID: f.selfLocked()}
 	return f, nil
 }
@@ -119,7 +123,14 @@ func (f *Fleet) Run(ctx context.Context) error {
 	t := time.NewTicker(f.cfg.Heartbeat)
 	defer t.Stop()
 	for {
-		f.step(ctx)
+		if err := f.step(ctx); err != nil {
+			f.mu.Lock()
+			f.leaving = true // and never leave: the record is the other's
+			f.mu.Unlock()
+			close(f.left)
+			f.logger.Error("stopping", "err", err)
+			return err
+		}
 		select {
 		case <-ctx.Done():
 			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.cfg.CallTimeout)
@@ -135,17 +146,34 @@ func (f *Fleet) Run(ctx context.Context) error {
 }
 
 // step is one heartbeat: publish the record, read the view, and re-assert
-// the claims when the backplane has come back or lost its state.
-func (f *Fleet) step(ctx context.Context) {
+// the claims when the backplane has come back or lost its state. It
+// returns ErrDuplicateID when another running server has this node id.
+func (f *Fleet) step(ctx context.Context) error {
 	f.beatMu.Lock()
 	defer f.beatMu.Unlock()
 	f.mu.Lock()
 	if f.leaving {
 		f.mu.Unlock()
-		return
+		return nil
 	}
 	self := f.selfLocked()
+	checkDup := f.okBeats > 0 && f.okBeats <= MissedHeartbeats
 	f.mu.Unlock()
+
+	// For a ttl after start, a record of this id that another process
+	// wrote after this one's is another running server with the same id (a
+	// record found at the very first heartbeat may be this server's
+	// previous life, which writes no more).
+	if checkDup {
+		cctx, cancel := context.WithTimeout(ctx, f.cfg.CallTimeout)
+		nodes, err := f.bp.Nodes(cctx)
+		cancel()
+		for _, bn := range nodes {
+			if n, ok := decodeNode(bn.ID, bn.Data); ok && err == nil && n.ID == self.ID && n.Instance != "" && n.Instance != f.instance {
+				return fmt.Errorf("%w: %q: another running server writes this node id's record; give each server its own muster.server.fleet.node-id (MUSTER__SERVER__FLEET__NODE_ID)", ErrDuplicateID, self.ID)
+			}
+		}
+	}
 
 	ttl := MissedHeartbeats * f.cfg.Heartbeat
 	sent := time.Now()
@@ -187,11 +215,15 @@ func (f *Fleet) step(ctx context.Context) {
 			f.logger.Warn("backplane unreachable; the others stay in view until their records expire", "err", err)
 			f.beaten = true // log "unreachable at start" once too
 		}
-		return
+		return nil
 	}
 	returned := !f.attached && f.beaten
 	lost := created && f.beaten && !returned
 	f.attached, f.beaten, f.lastOK = true, true, sent
+	f.okBeats++
+	if !created && f.okBeats == 1 {
+		defer f.logger.Warn("a live record with this node id was found at start: this server's previous life, or another server with the same muster.server.fleet.node-id")
+	}
 	now := time.Now()
 	view := make(map[string]Node, len(nodes))
 	raw := make(map[string][]byte, len(nodes))
@@ -233,6 +265,7 @@ func (f *Fleet) step(ctx context.Context) {
 	if len(held) > 0 {
 		f.reassert(ctx, held)
 	}
+	return nil
 }
 
 // heartbeatNow asks Run for a heartbeat without waiting for the ticker, so
@@ -256,6 +289,7 @@ func (f *Fleet) selfLocked() Node {
 		Load:            f.shown,
 		MaxLoad:         f.cfg.MaxLoad,
 		Stats:           maps.Clone(f.stats),
+		Instance:        f.instance,
 	}
 }
 
@@ -388,6 +422,15 @@ func (f *Fleet) pruneLocked() {
 	f.nextExp = next
 }
 
+// Detached reports whether the backplane has never been reached although
+// the server tried: then it serves alone since start, and the readiness
+// probe says so.
+func (f *Fleet) Detached() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.beaten && f.okBeats == 0
+}
+
 // Attached reports whether the last heartbeat reached the backplane.
 func (f *Fleet) Attached() bool {
 	f.mu.Lock()
@@ -425,6 +468,7 @@ func (f *Fleet) leave(ctx context.Context) error {
 		return err
 	}
 	f.leaving = true
+	attached := f.attached
 	f.view = map[string]Node{f.cfg.NodeID: f.selfLocked()}
 	f.expires = nil
 	held := slices.Collect(maps.Keys(f.held))
@@ -445,6 +489,11 @@ func (f *Fleet) leave(ctx context.Context) error {
 	err := f.bp.Leave(ctx, f.cfg.NodeID)
 	if err != nil {
 		f.logger.Warn("leave the fleet; the others will drop this server after three heartbeats", "err", err)
+		if !attached {
+			// Detached: the others cannot reach this server's record
+			// either, and it expires unaided. Not a failure to exit with.
+			err = nil
+		}
 	} else {
 		f.logger.Info("left the fleet")
 	}

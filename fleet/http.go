@@ -32,7 +32,8 @@ type Capacity struct {
 // Handler serves the probes, under their full paths (mount it at the root
 // or at "/muster/server/"): GET PathLive (200 while the process works),
 // GET PathReady (200 only while ready; 503 when starting, full, draining or
-// leaving), GET PathCapacity (a Capacity as JSON), and POST PathDrain,
+// leaving, and 503 "detached" while the backplane has never been
+// reached), GET PathCapacity (a Capacity as JSON), and POST PathDrain,
 // which starts a drain when its TCP peer is a loopback address and no
 // proxy forwarded it, or when it carries "Authorization: Bearer
 // <DrainToken>".
@@ -43,6 +44,12 @@ func (f *Fleet) Handler() http.Handler {
 	})
 	r.HandleFunc("GET "+PathReady, func(w http.ResponseWriter, _ *http.Request) {
 		s := f.State()
+		if s == StateReady && f.Detached() {
+			// The backplane was never reached: this server is a fleet
+			// of one until it is.
+			http.Error(w, "detached", http.StatusServiceUnavailable)
+			return
+		}
 		if s != StateReady {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}

@@ -29,6 +29,9 @@ type Node struct {
 	Load            int              `json:"load"`
 	MaxLoad         int              `json:"max_load"`
 	Stats           map[string]int64 `json:"stats,omitempty"`
+	// Instance marks the process that wrote the record, so that two
+	// servers started with one node id find each other out.
+	Instance string `json:"instance,omitempty"`
 }
 
 // Stat returns the statistic a module published under name, such as

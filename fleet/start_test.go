@@ -1,0 +1,117 @@
+package fleet_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/internal/fleettest"
+)
+
+// A second server started with a node id in use refuses to run, naming the
+// setting, and leaves the first one's record alone.
+func TestDuplicateNodeID(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startSeen(t, 2)
+		// Long after the first one started, and out of its phase, as a
+		// real one is.
+		time.Sleep((fleet.MissedHeartbeats+1)*hb + hb/2)
+		bp, err := c.Store.Cluster("default")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dup, err := fleet.New(fleet.Config{NodeID: "s0", Heartbeat: hb}, bp, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- dup.Run(t.Context()) }()
+		dup.MarkReady()
+		time.Sleep(fleet.MissedHeartbeats * hb)
+		synctest.Wait()
+		select {
+		case err := <-done:
+			if !errors.Is(err, fleet.ErrDuplicateID) ||
+				!strings.Contains(err.Error(), "muster.server.fleet.node-id") ||
+				!strings.Contains(err.Error(), "MUSTER__SERVER__FLEET__NODE_ID") {
+				t.Fatalf("Run with a node id in use = %v", err)
+			}
+		default:
+			t.Fatal("a second server with node id s0 still runs after a ttl")
+		}
+		time.Sleep(hb)
+		synctest.Wait()
+		if got := ids(c.Servers[1].Fleet); got != "[s0 s1]" {
+			t.Fatalf("after the duplicate stopped, s1 sees %s", got)
+		}
+	})
+}
+
+// A server restarted with its id while its previous life's record lives
+// starts.
+func TestRestartWithSameID(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startSeen(t, 2)
+		c.Servers[0].Kill()
+		bp, err := c.Store.Cluster("default")
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := fleet.New(fleet.Config{NodeID: "s0", Heartbeat: hb}, bp, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- again.Run(ctx) }()
+		time.Sleep(2 * fleet.MissedHeartbeats * hb)
+		synctest.Wait()
+		select {
+		case err := <-done:
+			t.Fatalf("a restarted server stopped: %v", err)
+		default:
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// With the backplane unreachable from the start, the readiness probe says
+// "detached", and leaving still ends well.
+func TestDetachedAtStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := fleettest.Start(t, 0, nil)
+		s := c.Add(fleet.Config{NodeID: "a"})
+		s.Backplane.Cut(true)
+		time.Sleep(hb)
+		synctest.Wait()
+		// Cut after Add's first heartbeat may have landed: start afresh.
+		s2bp := fleettest.NewFaulty(s.Backplane)
+		s2bp.Cut(true)
+		f, err := fleet.New(fleet.Config{NodeID: "b", Heartbeat: hb}, s2bp, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- f.Run(ctx) }()
+		f.MarkReady()
+		synctest.Wait()
+		if code := probe(f.Handler(), "GET", fleet.PathReady, "127.0.0.1:1", ""); code != 503 || !f.Detached() {
+			t.Fatalf("ready with the backplane never reached = %d, detached %v", code, f.Detached())
+		}
+		if err := f.Drain(context.Background()); err != nil {
+			t.Fatalf("drain while detached = %v, want nil", err)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
