@@ -61,8 +61,11 @@ type Loader[Sim any] interface {
 }
 
 // Redirector is an optional hook of a Game: the packet that tells a client
-// to reconnect to another server. Without it, or when it returns nil,
-// nobody is ever moved.
+// to reconnect to another server. Without it the host sends
+// RedirectPacket, so a fleet moves players (to their room's server, to a
+// match, out of a draining server). A game opts out of every move by
+// implementing Redirect and returning nil: nobody is ever moved, and Run
+// logs a warning when a fleet is bound.
 type Redirector interface {
 	Redirect(r Redirect) Packet
 }
@@ -95,6 +98,13 @@ type Redirect struct {
 	PublicAddress string
 	// Reason is one of ReasonRejoin, ReasonQueue, ReasonLobby, ReasonDrain.
 	Reason string
+	// PlayerID is the player moved.
+	PlayerID string
+	// Ticket is a fresh ticket for the player, for its reconnection.
+	Ticket string
+	// Query is the ready reconnect query, without "?": NodeParam=NodeID
+	// and ticket=Ticket, URL-encoded.
+	Query string
 }
 
 // Info describes a room when it is opened.

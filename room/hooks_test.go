@@ -2,6 +2,7 @@ package room
 
 import (
 	"context"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -102,5 +103,31 @@ func TestDefaultDrainPacketSaysLongMatchesEnd(t *testing.T) {
 	}
 	if p := (&Host[*csim, int, *cplayer]{game: draining{newCounter()}}).DrainPacket(); p == nil {
 		t.Fatal("the game's own drain packet was replaced")
+	}
+}
+
+// Without a Redirector the host moves players with its own packet, which
+// carries a fresh ticket and the reconnect query.
+func TestDefaultRedirectPacket(t *testing.T) {
+	a, b, urlA := twoServers(t, func() Game[*csim, int, *cplayer] { return newCounter() })
+	if _, err := b.OpenRoom(t.Context(), Info{ID: "match", Players: []string{"p1"}}); err != nil {
+		t.Fatal(err)
+	}
+	tk, _ := a.Tickets().Issue("p1")
+	c := dial(t, wsURL(urlA, "ticket="+tk))
+	send(t, c, `{"type":"hello","data":{"mode":"rejoin"}}`)
+	rd := readUntil(t, c, "redirect")
+	if rd["node"] != "s1" || rd["param"] != "node" || rd["reason"] != ReasonRejoin {
+		t.Fatalf("redirect %v", rd)
+	}
+	q, err := url.ParseQuery(rd["query"].(string))
+	if err != nil || q.Get("node") != "s1" || q.Get("ticket") != rd["ticket"] {
+		t.Fatalf("query %q (%v), want node=s1 and the ticket", rd["query"], err)
+	}
+	// The ticket and query take the player to its seat on B through A.
+	c = dial(t, wsURL(urlA, rd["query"].(string)))
+	send(t, c, `{"type":"hello","data":{"mode":"rejoin"}}`)
+	if m := readUntil(t, c, "welcome"); m["node"] != "s1" || m["room"] != "match" {
+		t.Fatalf("welcome after the redirect %v, want s1's room", m)
 	}
 }

@@ -353,6 +353,9 @@ func (h *Host[Sim, Input, Player]) Run(ctx context.Context) error {
 	}
 	h.running = true
 	h.mu.Unlock()
+	if rd, ok := h.game.(Redirector); ok && h.fleet != nil && rd.Redirect(Redirect{NodeID: "probe", Reason: ReasonRejoin}) == nil {
+		h.logger.Warn("the game's Redirect returns nil: the fleet moves no player (to its room's server, a match, or off a draining server)")
+	}
 
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	var wg sync.WaitGroup

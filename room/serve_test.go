@@ -336,8 +336,13 @@ func TestArrivalIsOneRoundTrip(t *testing.T) {
 	}
 }
 
+// noMoves is the counter game opted out of moves.
+type noMoves struct{ *counter }
+
+func (noMoves) Redirect(Redirect) Packet { return nil }
+
 func TestNilRedirectMovesNobody(t *testing.T) {
-	a, b, urlA := twoServers(t, func() Game[*csim, int, *cplayer] { return newCounter() })
+	a, b, urlA := twoServers(t, func() Game[*csim, int, *cplayer] { return noMoves{newCounter()} })
 	if _, err := b.OpenRoom(t.Context(), Info{ID: "match", Players: []string{"p1"}}); err != nil {
 		t.Fatal(err)
 	}
