@@ -77,6 +77,12 @@ type Capacity struct {
 	// queue entries elsewhere and is not ready for new connections.
 	// Default 200.
 	MaxLoad int `yaml:"max-load"`
+	// LoadStep is how far the load must move before the load the others
+	// see changes, so that a record need not be rewritten and read again
+	// at every heartbeat (ready or full is always exact, and so is a load
+	// of 0 or within a step of MaxLoad). Default 0: MaxLoad/20, at least 1;
+	// -1 publishes the exact load.
+	LoadStep int `yaml:"load-step"`
 }
 
 // Drain is muster.server.drain.

@@ -170,3 +170,19 @@ func TestSectionsAgreeWithPackages(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadStep: the published load's step is a key, passed to the fleet.
+func TestLoadStep(t *testing.T) {
+	t.Parallel()
+	c, err := config.Load("", []string{"MUSTER__SERVER__CAPACITY__LOAD_STEP=-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := c.FleetConfig("n1", "10.0.0.1"); f.LoadStep != -1 {
+		t.Errorf("FleetConfig.LoadStep = %d, want -1", f.LoadStep)
+	}
+	_, err = config.Load("", []string{"MUSTER__SERVER__CAPACITY__LOAD_STEP=-2"})
+	if want := "config: muster.server.capacity.load-step / MUSTER__SERVER__CAPACITY__LOAD_STEP: want 0 (max-load/20), -1 (exact) or a positive step, got -2 (from the environment)"; err == nil || err.Error() != want {
+		t.Errorf("error\n got %v\nwant %s", err, want)
+	}
+}

@@ -31,6 +31,8 @@ func (c Config) Validate() error {
 		return bad("server.http.real-ip-header", "want a header name such as X-Real-IP, or \"\", got %s", quote(h.RealIPHeader))
 	case c.Server.Capacity.MaxLoad < 1:
 		return bad("server.capacity.max-load", "want a positive integer, got %d", c.Server.Capacity.MaxLoad)
+	case c.Server.Capacity.LoadStep < -1:
+		return bad("server.capacity.load-step", "want 0 (max-load/20), -1 (exact) or a positive step, got %d", c.Server.Capacity.LoadStep)
 	case c.Server.Drain.Timeout <= 0:
 		return bad("server.drain.timeout", "want a positive duration, got %s", c.Server.Drain.Timeout)
 	case redisErr != nil:

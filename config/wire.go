@@ -57,6 +57,7 @@ func (c Config) FleetConfig(nodeID, ip string) fleet.Config {
 		NodeParam:       f.NodeParam,
 		Heartbeat:       time.Duration(f.Heartbeat),
 		MaxLoad:         c.Server.Capacity.MaxLoad,
+		LoadStep:        c.Server.Capacity.LoadStep,
 		DrainTimeout:    time.Duration(c.Server.Drain.Timeout),
 		DrainToken:      c.Server.Drain.Token,
 	}
