@@ -59,6 +59,15 @@ type Config struct {
 	// address with "Authorization: Bearer <token>". Default "": loopback
 	// only.
 	DrainToken string `yaml:"drain-token"`
+
+	// Key is the security key (muster.security.key). When set, every
+	// record is signed with an HMAC under a key derived from it, and
+	// records that are unsigned or signed with another key are dropped
+	// from the view (counted by RejectedRecords): only a server that holds
+	// the key can join the view or name an address to relay to. Default
+	// none: records are neither signed nor checked, for a single server
+	// or a trusted backplane.
+	Key []byte `yaml:"-"`
 }
 
 // MissedHeartbeats is how many heartbeats a server may miss before it is

@@ -30,31 +30,34 @@ type Fleet struct {
 	// writes the record back after the server has left.
 	beatMu sync.Mutex
 
-	mu       sync.Mutex
-	ready    bool
-	draining bool
-	leaving  bool
-	load     int // exact
-	shown    int // published: moves in steps of LoadStep
-	stats    map[string]int64
-	view     map[string]Node      // live servers, self included
-	raw      map[string][]byte    // the bytes each record in view was decoded from
-	expires  map[string]time.Time // when records in view expire, if soon
-	nextExp  time.Time            // the earliest of expires
-	attached bool                 // the last heartbeat reached the backplane
-	beaten   bool                 // at least one heartbeat reached it
-	lastOK   time.Time            // when the last heartbeat that reached it was sent
-	okBeats  int                  // heartbeats that reached it
-	instance string               // this process's mark in its record
-	running  bool                 // Run was called
-	ended    bool                 // Run has returned or is returning
-	held     map[backplane.Key]bool
-	pending  map[backplane.Key]bool // released by ReleaseLater, not yet written
-	onLost   func(kind, id string)
-	drainers []Drainer
-	local    localCounters // Increment's fallback
-	drain    *drainRun
-	leaveErr error
+	mu          sync.Mutex
+	ready       bool
+	draining    bool
+	leaving     bool
+	load        int // exact
+	shown       int // published: moves in steps of LoadStep
+	stats       map[string]int64
+	view        map[string]Node      // live servers, self included
+	raw         map[string][]byte    // the bytes each record in view was decoded from
+	expires     map[string]time.Time // when records in view expire, if soon
+	nextExp     time.Time            // the earliest of expires
+	attached    bool                 // the last heartbeat reached the backplane
+	beaten      bool                 // at least one heartbeat reached it
+	lastOK      time.Time            // when the last heartbeat that reached it was sent
+	okBeats     int                  // heartbeats that reached it
+	instance    string               // this process's mark in its record
+	signKey     []byte               // derived from cfg.Key; nil: unsigned
+	rejected    int64                // records dropped for their signature
+	rejectedIDs map[string][]byte    // the last record dropped, by id
+	running     bool                 // Run was called
+	ended       bool                 // Run has returned or is returning
+	held        map[backplane.Key]bool
+	pending     map[backplane.Key]bool // released by ReleaseLater, not yet written
+	onLost      func(kind, id string)
+	drainers    []Drainer
+	local       localCounters // Increment's fallback
+	drain       *drainRun
+	leaveErr    error
 
 	wg sync.WaitGroup // goroutines started by the Fleet (drains from HTTP)
 }
@@ -84,6 +87,7 @@ func New(cfg Config, bp backplane.Backplane, logger *slog.Logger) (*Fleet, error
 		pending:   make(map[backplane.Key]bool),
 	}
 	f.instance = rand.Text()[:12]
+	f.signKey = recordKey(cfg.Key)
 	f.view = map[string]Node{cfg.NodeID: f.selfLocked()}
 	return f, nil
 }
@@ -169,7 +173,8 @@ func (f *Fleet) step(ctx context.Context) error {
 		nodes, err := f.bp.Nodes(cctx)
 		cancel()
 		for _, bn := range nodes {
-			if n, ok := decodeNode(bn.ID, bn.Data); ok && err == nil && n.ID == self.ID && n.Instance != "" && n.Instance != f.instance {
+			rec, signed := verify(f.signKey, bn.Data)
+			if n, ok := decodeNode(bn.ID, rec); signed && ok && err == nil && n.ID == self.ID && n.Instance != "" && n.Instance != f.instance {
 				return fmt.Errorf("%w: %q: another running server writes this node id's record; give each server its own muster.server.fleet.node-id (MUSTER__SERVER__FLEET__NODE_ID)", ErrDuplicateID, self.ID)
 			}
 		}
@@ -178,7 +183,7 @@ func (f *Fleet) step(ctx context.Context) error {
 	ttl := MissedHeartbeats * f.cfg.Heartbeat
 	sent := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, f.cfg.CallTimeout)
-	nodes, created, err := f.bp.Heartbeat(cctx, backplane.Node{ID: self.ID, Data: self.encode()}, ttl)
+	nodes, created, err := f.bp.Heartbeat(cctx, backplane.Node{ID: self.ID, Data: sign(f.signKey, self.encode())}, ttl)
 	cancel()
 
 	f.mu.Lock()
@@ -233,7 +238,19 @@ func (f *Fleet) step(ctx context.Context) error {
 		// them again would cost each server K decodes a heartbeat.
 		n, ok := f.view[bn.ID]
 		if !ok || !bytes.Equal(f.raw[bn.ID], bn.Data) {
-			if n, ok = decodeNode(bn.ID, bn.Data); !ok {
+			rec, signed := verify(f.signKey, bn.Data)
+			if !signed {
+				if f.rejectedIDs[bn.ID] == nil || !bytes.Equal(f.rejectedIDs[bn.ID], bn.Data) {
+					f.rejected++ // once per record, not per heartbeat
+					if f.rejectedIDs == nil {
+						f.rejectedIDs = make(map[string][]byte)
+					}
+					f.rejectedIDs[bn.ID] = bn.Data
+					f.logger.Warn("dropped a fleet record not signed with this fleet's key", "node", bn.ID)
+				}
+				continue
+			}
+			if n, ok = decodeNode(bn.ID, rec); !ok {
 				continue
 			}
 		}
@@ -429,6 +446,17 @@ func (f *Fleet) Detached() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.beaten && f.okBeats == 0
+}
+
+// RejectedRecords returns how many records were dropped from the view
+// because they were unsigned or not signed with this fleet's key (each
+// distinct record counted once): a non-zero count means someone writes
+// records into the backplane without the security key, or a server runs
+// with another key.
+func (f *Fleet) RejectedRecords() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.rejected
 }
 
 // Attached reports whether the last heartbeat reached the backplane.

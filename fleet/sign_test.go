@@ -1,0 +1,48 @@
+package fleet_test
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/muster-gg/muster/backplane"
+	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/internal/fleettest"
+)
+
+// Records that are unsigned or signed with another key are dropped from
+// the view and counted: whoever can write to the backplane cannot add a
+// member, nor steer the relay to an address of their choosing.
+func TestUnsignedRecordsDropped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		key := []byte("the fleet's security key")
+		c := fleettest.Start(t, 2, func(_ int, cfg *fleet.Config) { cfg.Key = key })
+		c.Add(fleet.Config{NodeID: "other-key", Heartbeat: hb, InternalAddress: "127.0.0.1:9999", Key: []byte("some other key, 16+")})
+		bp, err := c.Store.Cluster("default")
+		if err != nil {
+			t.Fatal(err)
+		}
+		evil := []byte(`{"id":"evil","internal":"127.0.0.1:6379","state":"ready","load":0,"max_load":200}`)
+		forged := []byte(`{"id":"forged","internal":"127.0.0.1:6379","state":"ready","load":0,"max_load":200,"sig":"` +
+			"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff" + `"}`)
+		for id, data := range map[string][]byte{"evil": evil, "forged": forged} {
+			if _, _, err := bp.Heartbeat(t.Context(), backplane.Node{ID: id, Data: data}, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(2 * hb)
+		synctest.Wait()
+		s0 := c.Servers[0]
+		if got := ids(s0.Fleet); got != "[s0 s1]" {
+			t.Fatalf("s0 sees %s; want only the servers with the fleet's key", got)
+		}
+		for _, id := range []string{"evil", "forged", "other-key"} {
+			if addr, ok := s0.InternalAddress(id); ok {
+				t.Errorf("s0 would relay to %s at %s", id, addr)
+			}
+		}
+		if n := s0.RejectedRecords(); n != 3 {
+			t.Errorf("RejectedRecords = %d, want 3 (each record once)", n)
+		}
+	})
+}
