@@ -54,6 +54,16 @@ type RoomEnder[Sim, Input, Player any] interface {
 	RoomEnded(r *Room[Sim, Input, Player], reason string)
 }
 
+// Admitter is an optional hook of a Game that may refuse a player a seat
+// (the match has started, the player is banned from it). Admit runs on
+// the room's worker before the player's Join, for the players a room
+// opens with and for late joiners; an error refuses the seat: the player
+// is unseated and told {type:"join_refused", room, reason: the error's
+// text}, and Join never runs.
+type Admitter[Sim, Input, Player any] interface {
+	Admit(r *Room[Sim, Input, Player], id string) error
+}
+
 // Loader is an optional hook of a Game that weighs a room for the server's
 // capacity. Without it a room weighs as many as its seated players.
 type Loader[Sim any] interface {

@@ -2,6 +2,7 @@ package room
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"slices"
 	"strings"
@@ -129,5 +130,45 @@ func TestDefaultRedirectPacket(t *testing.T) {
 	send(t, c, `{"type":"hello","data":{"mode":"rejoin"}}`)
 	if m := readUntil(t, c, "welcome"); m["node"] != "s1" || m["room"] != "match" {
 		t.Fatalf("welcome after the redirect %v, want s1's room", m)
+	}
+}
+
+// picky is the counter game refusing players whose id starts with "x".
+type picky struct{ *counter }
+
+func (picky) Admit(r *Room[*csim, int, *cplayer], id string) error {
+	if strings.HasPrefix(id, "x") {
+		return errors.New("no x here")
+	}
+	return nil
+}
+
+func TestAdmitterRefusesJoin(t *testing.T) {
+	g := picky{newCounter()}
+	h, err := New[*csim, int, *cplayer](g, Config{}, quietLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runHost(t, h)
+	srv := newServer(t, h)
+	tk, _ := h.Tickets().Issue("xeno")
+	c := dial(t, wsURL(srv.URL, "ticket="+tk))
+	send(t, c, `{"type":"hello","data":{"mode":"new"}}`)
+	readUntil(t, c, "welcome")
+	if _, err := h.OpenRoom(t.Context(), Info{ID: "r", Players: []string{"ann", "xeno"}}); err != nil {
+		t.Fatal(err)
+	}
+	if m := readUntil(t, c, "join_refused"); m["room"] != "r" || m["reason"] != "no x here" {
+		t.Fatalf("join_refused %v", m)
+	}
+	for h.RoomOf("xeno") != "" {
+		time.Sleep(time.Millisecond)
+	}
+	r, _ := h.Room("r")
+	if got := r.Players(); !slices.Equal(got, []string{"ann"}) {
+		t.Fatalf("players %v, want ann alone", got)
+	}
+	if slices.Contains(g.lines("r"), "join xeno") {
+		t.Fatal("Join ran for a refused player")
 	}
 }

@@ -199,6 +199,7 @@ type Host[Sim, Input, Player any] struct {
 	after  AfterStepper[Sim, Input, Player]
 	loader Loader[Sim]
 	ender  RoomEnder[Sim, Input, Player]
+	admit  Admitter[Sim, Input, Player]
 
 	server   Server
 	fleet    Fleet
@@ -249,6 +250,7 @@ func New[Sim, Input, Player any](game Game[Sim, Input, Player], cfg Config, logg
 	h.after, _ = game.(AfterStepper[Sim, Input, Player])
 	h.loader, _ = game.(Loader[Sim])
 	h.ender, _ = game.(RoomEnder[Sim, Input, Player])
+	h.admit, _ = game.(Admitter[Sim, Input, Player])
 	local := memory.New() // counters until a fleet is bound
 	h.tickets = newTickets(cfg.Secret, cfg.TicketTTL, local)
 	h.limits = &limiter{cfg: cfg.Limits, counter: local}

@@ -116,6 +116,11 @@ type (
 		Type   string `json:"type"` // "retry"
 		Reason string `json:"reason"`
 	}
+	refusedPacket struct {
+		Type   string `json:"type"` // "join_refused"
+		Room   string `json:"room"`
+		Reason string `json:"reason"`
+	}
 	endPacket struct {
 		Type   string `json:"type"` // "room_end"
 		Room   string `json:"room"`

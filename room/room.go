@@ -284,9 +284,16 @@ func (r *Room[Sim, Input, Player]) apply(events []event[Input]) {
 		}
 		switch e.kind {
 		case evJoin:
-			if !s.joined {
-				s.player, s.joined = h.game.Join(r, e.id), true
+			if s.joined {
+				continue
 			}
+			if h.admit != nil {
+				if err := h.admit.Admit(r, e.id); err != nil {
+					r.refuse(e.id, err)
+					continue
+				}
+			}
+			s.player, s.joined = h.game.Join(r, e.id), true
 		case evLeave:
 			if s.joined {
 				h.game.Leave(r, s.player)
@@ -304,6 +311,18 @@ func (r *Room[Sim, Input, Player]) apply(events []event[Input]) {
 		}
 	}
 	clear(events) // drop references to inputs
+}
+
+// refuse unseats player id, whom the game's Admit refused, and tells it.
+func (r *Room[Sim, Input, Player]) refuse(id string, err error) {
+	h := r.host
+	r.mu.Lock()
+	delete(r.seats, id)
+	r.seatsChanged()
+	r.mu.Unlock()
+	h.unseat(id, r.info.ID)
+	h.Send(id, refusedPacket{Type: "join_refused", Room: r.info.ID, Reason: truncate(err.Error(), 200)})
+	h.roomChanged(r, false, nil)
 }
 
 // finish ends the room: the game's RoomEnded runs, seats are released
