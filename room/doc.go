@@ -3,9 +3,14 @@
 // serves the players' WebSocket connections.
 //
 // A game implements Game (and optionally BeforeStepper, AfterStepper,
-// Loader, Redirector and DrainNotifier). New makes a Host; Use adds
-// modules such as matchmaking and lobbies, UseServer binds capacity and
-// drain, UseFleet binds player claims, rejoin from anywhere and handoffs.
+// Admitter, RoomEnder, Loader, Redirector and DrainNotifier). New makes a
+// Host; Use adds modules such as matchmaking and lobbies, UseServer binds
+// capacity and drain, UseFleet binds player claims, rejoin from anywhere
+// and handoffs. Without a Redirector the host moves players with its own
+// RedirectPacket (a game opts out with a Redirect that returns nil);
+// without a DrainNotifier it sends DrainingPacket. AddRoomWatcher and
+// AddTicketChecker plug in what a federation needs: every room's state,
+// and tickets the host's own Tickets do not know.
 //
 // # Stepping
 //
@@ -22,8 +27,17 @@
 // A client connects to Handler with ?ticket=, says hello ("new" or
 // "rejoin") and is placed: back in its seat, sent to the server running its
 // room, or handed to the modules. Tickets are signed, valid 30 seconds and
-// redeemed once across the fleet. Bad input closes only that connection,
-// with a close code that says why.
+// redeemed once across the fleet (NewTickets mints them in a sign-in
+// service). Bad input closes only that connection, with a close code that
+// says why; a connection sending more than Limits.Messages is closed with
+// 4005.
+//
+// # Step workers do no I/O
+//
+// The game's hooks, RoomEndHandler, RoomWatcher and RoomEnder run on the
+// step workers: they must not block. The host itself never calls the
+// backplane there: a room's end and a player's leave queue their claims'
+// releases (Fleet.ReleaseLater) for the fleet's own goroutine.
 //
 // # Lifecycle
 //

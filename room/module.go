@@ -56,7 +56,8 @@ type ModuleHost interface {
 	// opened). math.MaxInt without a limit; may be negative.
 	FreeLoad() int
 	// DrainPacket is the packet that tells a player the server is
-	// draining, or nil when the game sends none.
+	// draining: the game's, DrainingPacket by default, or nil when the
+	// game opted out.
 	DrainPacket() Packet
 }
 
