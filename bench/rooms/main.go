@@ -224,12 +224,26 @@ func runBaseline(k int, measure time.Duration) (time.Duration, float64) {
 	return all.quantile(0.99), float64(miss) / (float64(k) * measure.Seconds() * rate)
 }
 
-// histogram counts durations in 25µs buckets up to 25ms.
-type histogram struct{ b [1001]atomic.Uint64 }
+// histogram counts durations in 25µs buckets up to 25ms, then 1ms
+// buckets up to about 2s, as the host's lateness does.
+type histogram struct{ b [1000 + 2000]atomic.Uint64 }
 
-func (h *histogram) record(d time.Duration) {
-	h.b[max(0, min(int(d/(25*time.Microsecond)), len(h.b)-1))].Add(1)
+func bucketOf(d time.Duration) int {
+	const fineTop = 1000 * 25 * time.Microsecond
+	if d < fineTop {
+		return max(0, int(d/(25*time.Microsecond)))
+	}
+	return min(1000+int((d-fineTop)/time.Millisecond), 2999)
 }
+
+func upper(i int) time.Duration {
+	if i < 1000 {
+		return time.Duration(i+1) * 25 * time.Microsecond
+	}
+	return 25*time.Millisecond + time.Duration(i-1000+1)*time.Millisecond
+}
+
+func (h *histogram) record(d time.Duration) { h.b[bucketOf(d)].Add(1) }
 
 func (h *histogram) quantile(q float64) time.Duration {
 	var total uint64
@@ -241,10 +255,10 @@ func (h *histogram) quantile(q float64) time.Duration {
 	for i := range h.b {
 		seen += h.b[i].Load()
 		if seen >= want && total > 0 {
-			return time.Duration(i+1) * 25 * time.Microsecond
+			return upper(i)
 		}
 	}
-	return time.Duration(len(h.b)) * 25 * time.Microsecond
+	return upper(len(h.b) - 1)
 }
 
 func heap() uint64 {
