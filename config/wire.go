@@ -60,6 +60,7 @@ func (c Config) FleetConfig(nodeID, ip string) fleet.Config {
 		LoadStep:        c.Server.Capacity.LoadStep,
 		DrainTimeout:    time.Duration(c.Server.Drain.Timeout),
 		DrainToken:      c.Server.Drain.Token,
+		Key:             []byte(c.Secret()), // signs the node records
 	}
 }
 
