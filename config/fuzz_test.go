@@ -53,3 +53,22 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRedactURL: the password of a Redis URL never survives RedactURL,
+// whatever characters it and the rest of the URL hold.
+func FuzzRedactURL(f *testing.F) {
+	f.Add("user", "S3cret", "redis", "")
+	f.Add("", "1234/x", "h", "?db=1")
+	f.Add("u", "p@ss", "h:1", "")
+	f.Add("u:v", "pw#x", "h", "/0")
+	f.Fuzz(func(t *testing.T, user, pass, host, rest string) {
+		s := "redis://" + user + ":" + pass + "@" + host + rest
+		out := config.RedactURL(s)
+		if len(pass) < 4 || strings.Contains(user+host+rest+"redis://:xxxxx@%", pass) {
+			return // too short to tell, or also elsewhere in the URL
+		}
+		if strings.Contains(out, pass) {
+			t.Fatalf("RedactURL(%q) = %q shows the password %q", s, out, pass)
+		}
+	})
+}

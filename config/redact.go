@@ -15,7 +15,13 @@ func RedactURL(s string) string {
 	if !strings.ContainsAny(s, "@?") {
 		return s
 	}
-	if u, err := url.Parse(s); err == nil {
+	start := 0
+	if i := strings.Index(s, "://"); i >= 0 {
+		start = i + 3
+	}
+	// An "@" that url.Parse did not take for the end of the user
+	// information (a password holding "/", "?" or "#") is hidden below.
+	if u, err := url.Parse(s); err == nil && (u.User != nil || !strings.Contains(s[start:], "@")) {
 		if q := u.Query(); u.RawQuery != "" {
 			hid := false
 			for k := range q {
@@ -29,10 +35,6 @@ func RedactURL(s string) string {
 			}
 		}
 		return u.Redacted()
-	}
-	start := 0
-	if i := strings.Index(s, "://"); i >= 0 {
-		start = i + 3
 	}
 	at := strings.LastIndex(s, "@")
 	if at < start {
