@@ -25,6 +25,10 @@ type Fleet interface {
 	Attached() bool
 }
 
+// recordRejecter is a Fleet that counts the records it dropped for their
+// signature, as *fleet.Fleet does.
+type recordRejecter interface{ RejectedRecords() int64 }
+
 // Rooms is what a Collector reads of a room host. Every *room.Host
 // implements it, whatever its type parameters.
 type Rooms interface {
@@ -62,6 +66,7 @@ type Collector struct {
 	src Sources
 
 	info, state, load, maxLoad, queue, nodes, attached *prometheus.Desc
+	rejected                                           *prometheus.Desc
 
 	rooms, connected, seated, redirects, handoffs, lateness, passes *prometheus.Desc
 
@@ -93,6 +98,8 @@ var reasons = []string{room.ReasonRejoin, room.ReasonQueue, room.ReasonLobby, ro
 //     included.
 //   - muster_backplane_attached: 1 when the last heartbeat reached the
 //     backplane.
+//   - muster_fleet_records_rejected_total: fleet records dropped from the
+//     view as unsigned or signed with another key (see fleet.Config.Key).
 //
 // Rooms:
 //   - muster_rooms: running rooms.
@@ -129,6 +136,7 @@ func NewCollector(src Sources) *Collector {
 		queue:    d("muster_queue_length", "Entries waiting in a playlist's queue on this server.", []string{"playlist"}, nil),
 		nodes:    d("muster_fleet_nodes", "Live servers in this server's view of the fleet, itself included.", nil, nil),
 		attached: d("muster_backplane_attached", "1 when the last heartbeat reached the backplane, 0 while serving alone.", nil, nil),
+		rejected: d("muster_fleet_records_rejected_total", "Fleet records dropped from the view as unsigned or signed with another key.", nil, nil),
 
 		rooms:     d("muster_rooms", "Running rooms.", nil, nil),
 		connected: d("muster_players_connected", "Players connected to this server.", nil, nil),
@@ -151,6 +159,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	if c.src.Fleet != nil {
 		for _, d := range []*prometheus.Desc{c.info, c.state, c.maxLoad, c.queue, c.nodes, c.attached} {
 			ch <- d
+		}
+		if _, ok := c.src.Fleet.(recordRejecter); ok {
+			ch <- c.rejected
 		}
 	}
 	if c.src.Fleet != nil || c.src.Rooms != nil {
@@ -192,6 +203,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(c.nodes, float64(len(f.Nodes())))
 		gauge(c.attached, b2f(f.Attached()))
+		if r, ok := f.(recordRejecter); ok {
+			counter(c.rejected, float64(r.RejectedRecords()))
+		}
 	}
 
 	if r := c.src.Rooms; r != nil {
