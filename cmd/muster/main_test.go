@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -82,7 +83,10 @@ type server struct {
 // internal address its own HTTP listener. It stops when the test ends.
 func startServer(t *testing.T, url, cluster, id string, withDashboard bool) *server {
 	t.Helper()
-	bp, err := redis.Open(redis.Config{URL: url, Cluster: cluster})
+	// A generous socket timeout: on a loaded machine a call can take more
+	// than the default 500ms; the fleet's own calls are bounded by its
+	// CallTimeout all the same.
+	bp, err := redis.Open(redis.Config{URL: url, Cluster: cluster, Timeout: waitFor})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +118,9 @@ func startServer(t *testing.T, url, cluster, id string, withDashboard bool) *ser
 	return &server{Fleet: fl, URL: hs.URL}
 }
 
-// waitNodes polls `muster nodes --json` until it lists want servers.
+// waitNodes polls `muster nodes --json` until it lists want servers, none
+// of them still starting (a server publishes "ready" a heartbeat after
+// MarkReady).
 func waitNodes(t *testing.T, want int, args ...string) []fleet.Node {
 	t.Helper()
 	deadline := time.Now().Add(waitFor)
@@ -125,7 +131,8 @@ func waitNodes(t *testing.T, want int, args ...string) []fleet.Node {
 			if err := json.Unmarshal([]byte(out), &list); err != nil {
 				t.Fatalf("nodes --json: %v\n%s", err, out)
 			}
-			if len(list) == want {
+			starting := slices.ContainsFunc(list, func(n fleet.Node) bool { return n.State == fleet.StateStarting })
+			if len(list) == want && !starting {
 				return list
 			}
 		}
@@ -158,8 +165,16 @@ func testFleetCommands(t *testing.T, url string) {
 	s0.SetStat("queue:squad", 0)
 	s1.SetStat("rooms", 3)
 	s1.SetStat("players", 6)
-	if err := s1.Claim(context.Background(), fleet.KindPlayer, "alice"); err != nil {
-		t.Fatal(err)
+	// The fleet bounds a claim by its short CallTimeout, which a loaded
+	// machine can overrun: try again until the claim is written.
+	for deadline := time.Now().Add(waitFor); ; {
+		err := s1.Claim(context.Background(), fleet.KindPlayer, "alice")
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
 	}
 
 	t.Run("nodes", func(t *testing.T) {
