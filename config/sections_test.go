@@ -186,3 +186,43 @@ func TestLoadStep(t *testing.T) {
 		t.Errorf("error\n got %v\nwant %s", err, want)
 	}
 }
+
+// nopGame is the smallest room.Game, for building a room.Host.
+type nopGame struct{}
+
+func (nopGame) NewSim(room.Info) struct{}                                          { return struct{}{} }
+func (nopGame) Join(*room.Room[struct{}, struct{}, struct{}], string) struct{}     { return struct{}{} }
+func (nopGame) Leave(*room.Room[struct{}, struct{}, struct{}], struct{})           {}
+func (nopGame) Input(*room.Room[struct{}, struct{}, struct{}], struct{}, struct{}) {}
+func (nopGame) FixedStep(*room.Room[struct{}, struct{}, struct{}])                 {}
+
+// TestRoomAgreesWithHost: muster.room values that Validate accepts,
+// room.New accepts, and the ones it refuses, Validate refuses.
+func TestRoomAgreesWithHost(t *testing.T) {
+	t.Parallel()
+	for _, env := range [][]string{
+		nil,
+		{"MUSTER__ROOM__RATE=1000", "MUSTER__ROOM__WORKERS=1", "MUSTER__ROOM__READ_LIMIT=1"},
+		{"MUSTER__ROOM__RATE=1001"},
+		{"MUSTER__ROOM__RATE=-1"},
+		{"MUSTER__ROOM__WORKERS=-1"},
+		{"MUSTER__ROOM__MAX_CATCH_UP=-1"},
+		{"MUSTER__ROOM__SEND_QUEUE=-1"},
+		{"MUSTER__ROOM__MOVE_COOLDOWN=-1"},
+		{"MUSTER__ROOM__PING_INTERVAL=1ms", "MUSTER__ROOM__TICKET_TTL=1ms"},
+		{"MUSTER__ROOM__LIMITS__STORE=backplane"},
+		{"MUSTER__ROOM__LIMITS__STORE=Memory"},
+		{"MUSTER__ROOM__LIMITS__CONNECTS=-1"},
+		{"MUSTER__ROOM__LIMITS__LOCKOUT=-1"},
+	} {
+		c := config.Default()
+		if err := config.ApplyEnv(&c, env); err != nil {
+			t.Fatal(err)
+		}
+		valid := c.Validate()
+		_, err := room.New[struct{}, struct{}, struct{}](nopGame{}, c.RoomConfig(), nil)
+		if (valid == nil) != (err == nil) {
+			t.Errorf("%q: Validate = %v but room.New = %v", env, valid, err)
+		}
+	}
+}
