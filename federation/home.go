@@ -653,10 +653,8 @@ func (h *Home) announce(ctx context.Context, p principal, req announceRequest) (
 	if err != nil {
 		return Announcement{}, err
 	}
-	// A server back from the dead had its rooms ended; so had an agent
-	// that restarted (a new epoch): a report from before is stale.
-	back := had && now.Sub(prev.LastSeen) >= h.cfg.SilentAfter
-	if req.Epoch != 0 && (!had || prev.Epoch != req.Epoch || back) {
+	// An agent that restarted (a new epoch) ended its earlier rooms.
+	if req.Epoch != 0 && (!had || prev.Epoch != req.Epoch) {
 		if err := h.endRooms(ctx, func(r RoomSnapshot) bool { return r.ServerID == id && r.Seq < req.Epoch }); err != nil {
 			return Announcement{}, err
 		}

@@ -122,3 +122,22 @@ func TestAgent(t *testing.T) {
 		t.Fatalf("a service without an address: exit %d", code)
 	}
 }
+
+// FuzzServicesFlag: the -service parser never panics, and what it keeps
+// is name=address pairs with both parts non-empty.
+func FuzzServicesFlag(f *testing.F) {
+	for _, s := range []string{"photon=203.0.113.9:22002", "turn=a:1,stun=a:1", "", ",", "=", "a=", "=b", "a=b=c", " a = b , c=d "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		s := services{}
+		if err := s.Set(v); err != nil {
+			return
+		}
+		for name, addr := range s {
+			if name == "" || addr == "" {
+				t.Fatalf("%q kept %q=%q", v, name, addr)
+			}
+		}
+	})
+}
