@@ -19,7 +19,7 @@ func FuzzArrive(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m.env, m.logger = hosttest.NopEnv{}, quiet
+		m.kit.Env, m.kit.Logger = hosttest.NopEnv{}, quiet
 		now := time.Unix(1_000_000, 0)
 		ctx := context.Background()
 		for _, id := range []string{"p1", "p2", "p3"} {

@@ -9,7 +9,6 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/muster-gg/muster/internal/fleettest"
 	"github.com/muster-gg/muster/internal/hosttest"
 	"github.com/muster-gg/muster/room"
 )
@@ -31,17 +30,13 @@ type (
 type cluster struct {
 	*hosttest.Socketless
 	t     *testing.T
-	fleet *fleettest.Cluster
 	nodes []*node
 }
 
 type node struct {
 	*hosttest.Node
-	c    *cluster
-	srv  *fleettest.Server
-	game *game
-	host *room.Host[*sim, int, string]
-	lm   *Module
+	c  *cluster
+	lm *Module
 }
 
 type moveRec struct {
@@ -69,28 +64,20 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 			if err := hn.Host.Use(lm); err != nil {
 				return err
 			}
-			lm.env, lm.manual = hn.Env(), !o.run // !run: the test steps it by hand
+			lm.kit.Env, lm.kit.Manual = hn.Env(), !o.run // !run: the test steps it by hand
 			hn.Arrive = func(ctx context.Context, id string, ho room.Handoff, now time.Time) {
 				lm.arrive(ctx, id, ho, now, now)
 			}
-			c.nodes = append(c.nodes, &node{Node: hn, c: c, srv: hn.Srv, game: hn.Game, host: hn.Host, lm: lm})
+			c.nodes = append(c.nodes, &node{Node: hn, c: c, lm: lm})
 			return nil
 		},
 	})
-	c.fleet = c.Fleet
 	return c
 }
 
-func (c *cluster) node(id string) *node {
-	for _, n := range c.nodes {
-		if n.srv.ID() == id {
-			return n
-		}
-	}
-	return nil
-}
+func (c *cluster) node(id string) *node { return hosttest.Find(c.nodes, id) }
 
-func (c *cluster) connect(n *node, id string) { c.Connect(n.srv.ID(), id) }
+func (c *cluster) connect(n *node, id string) { c.Connect(n.Srv.ID(), id) }
 
 func (c *cluster) allMoves() []moveRec {
 	var out []moveRec
@@ -135,7 +122,7 @@ func (c *cluster) create(n *node, id string) string {
 	n.lm.create(c.t.Context(), id, time.Now())
 	code := n.lm.LobbyOf(id)
 	if code == "" {
-		c.t.Fatalf("%s created no lobby on %s: %v", id, n.srv.ID(), c.last(id, TypeError))
+		c.t.Fatalf("%s created no lobby on %s: %v", id, n.Srv.ID(), c.last(id, TypeError))
 	}
 	return code
 }

@@ -35,8 +35,8 @@ func TestCodeWorksEverywhere(t *testing.T) {
 		synctest.Wait()
 
 		for _, id := range []string{"bea", "cid"} {
-			if got := c.Where(id); got != a.srv.ID() {
-				t.Fatalf("%s is on %s, want %s", id, got, a.srv.ID())
+			if got := c.Where(id); got != a.Srv.ID() {
+				t.Fatalf("%s is on %s, want %s", id, got, a.Srv.ID())
 			}
 		}
 		st, ok := a.lm.Lobby(code)
@@ -44,17 +44,17 @@ func TestCodeWorksEverywhere(t *testing.T) {
 			st.Members[1], st.Members[2] = st.Members[2], st.Members[1]
 		}
 		if !ok || st.Host != "host" || !reflect.DeepEqual(st.Members, []string{"host", "bea", "cid"}) {
-			t.Fatalf("lobby on %s: %+v, want host, bea, cid with host as host", a.srv.ID(), st)
+			t.Fatalf("lobby on %s: %+v, want host, bea, cid with host as host", a.Srv.ID(), st)
 		}
 		for _, id := range []string{"host", "bea", "cid"} {
 			p, _ := c.last(id, TypeState).(StatePacket)
-			if p.Code != code || p.Host != "host" || len(p.Members) != 3 || p.Node != a.srv.ID() {
+			if p.Code != code || p.Host != "host" || len(p.Members) != 3 || p.Node != a.Srv.ID() {
 				t.Errorf("%s was last told %+v", id, p)
 			}
 		}
 		for _, m := range c.allMoves() {
-			if m.reason != room.ReasonLobby || m.ho.Code != code || m.ho.Role != RoleMember || m.to != a.srv.ID() {
-				t.Errorf("move %+v, want a lobby move to %s as a member", m, a.srv.ID())
+			if m.reason != room.ReasonLobby || m.ho.Code != code || m.ho.Role != RoleMember || m.to != a.Srv.ID() {
+				t.Errorf("move %+v, want a lobby move to %s as a member", m, a.Srv.ID())
 			}
 		}
 
@@ -67,8 +67,8 @@ func TestCodeWorksEverywhere(t *testing.T) {
 			if _, ok := NormalizeCode(tc.code); !ok {
 				want = ErrBadCode
 			}
-			if p.Error != want.Error() || c.Where("dan") != b.srv.ID() {
-				t.Errorf("join %q: told %+v, at %s; want %v on %s", tc.code, p, c.Where("dan"), want, b.srv.ID())
+			if p.Error != want.Error() || c.Where("dan") != b.Srv.ID() {
+				t.Errorf("join %q: told %+v, at %s; want %v on %s", tc.code, p, c.Where("dan"), want, b.Srv.ID())
 			}
 		}
 	})
@@ -108,9 +108,9 @@ func TestRacingCreationsUniqueCodes(t *testing.T) {
 				t.Fatalf("code %s given to p%02d and %s", code, i, other)
 			}
 			seen[code] = fmt.Sprintf("p%02d", i)
-			where, err := c.nodes[(i+1)%3].srv.Locate(t.Context(), fleet.KindLobby, code)
-			if err != nil || where.ID != n.srv.ID() {
-				t.Fatalf("%s locates at %v (%v), want %s", code, where.ID, err, n.srv.ID())
+			where, err := c.nodes[(i+1)%3].Srv.Locate(t.Context(), fleet.KindLobby, code)
+			if err != nil || where.ID != n.Srv.ID() {
+				t.Fatalf("%s locates at %v (%v), want %s", code, where.ID, err, n.Srv.ID())
 			}
 		}
 		if draws.Load() <= 32 {
@@ -154,7 +154,7 @@ func TestNewHostWhenHostLeaves(t *testing.T) {
 			t.Fatal("the empty lobby is still open")
 		}
 		synctest.Wait() // the fleet writes the queued release
-		if _, err := c.nodes[1].srv.Locate(ctx, fleet.KindLobby, code); !errors.Is(err, fleet.ErrNotFound) {
+		if _, err := c.nodes[1].Srv.Locate(ctx, fleet.KindLobby, code); !errors.Is(err, fleet.ErrNotFound) {
 			t.Fatalf("the closed lobby's code still locates: %v", err)
 		}
 	})
@@ -177,8 +177,8 @@ func TestMatchAndAwayMembers(t *testing.T) {
 		}
 		a.lm.start(ctx, "host")
 		st, _ := a.lm.Lobby(code)
-		if !st.Playing || a.host.RoomOf("bea") != st.Room {
-			t.Fatalf("after start: %+v; bea in room %q", st, a.host.RoomOf("bea"))
+		if !st.Playing || a.Host.RoomOf("bea") != st.Room {
+			t.Fatalf("after start: %+v; bea in room %q", st, a.Host.RoomOf("bea"))
 		}
 		c.Disconnect("host")
 		a.lm.disconnected("host")
@@ -225,10 +225,10 @@ func TestDrainMovesLobbies(t *testing.T) {
 		}
 		time.Sleep(cooldown)
 		started := time.Now()
-		if err := g.srv.Drain(context.Background()); err != nil {
+		if err := g.Srv.Drain(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if took := time.Since(started); took >= g.srv.Config().DrainTimeout {
+		if took := time.Since(started); took >= g.Srv.Config().DrainTimeout {
 			t.Errorf("drain took %v: it hit the timeout", took)
 		}
 		if g.lm.Lobbies() != 0 {
@@ -239,7 +239,7 @@ func TestDrainMovesLobbies(t *testing.T) {
 			for _, n := range c.nodes[1:] {
 				if _, ok := n.lm.Lobby(code); ok {
 					if on != nil {
-						t.Errorf("lobby %s is on %s and %s", code, on.srv.ID(), n.srv.ID())
+						t.Errorf("lobby %s is on %s and %s", code, on.Srv.ID(), n.Srv.ID())
 					}
 					on = n
 				}
@@ -250,16 +250,16 @@ func TestDrainMovesLobbies(t *testing.T) {
 			}
 			st, _ := on.lm.Lobby(code)
 			if st.Host != w.host || !reflect.DeepEqual(st.Members, w.members) {
-				t.Errorf("lobby %s on %s: %+v, want host %s and %v", code, on.srv.ID(), st, w.host, w.members)
+				t.Errorf("lobby %s on %s: %+v, want host %s and %v", code, on.Srv.ID(), st, w.host, w.members)
 			}
 			for _, id := range w.members {
-				if c.Where(id) != on.srv.ID() {
-					t.Errorf("%s of %s is on %s, want %s", id, code, c.Where(id), on.srv.ID())
+				if c.Where(id) != on.Srv.ID() {
+					t.Errorf("%s of %s is on %s, want %s", id, code, c.Where(id), on.Srv.ID())
 				}
 			}
-			where, err := c.nodes[1].srv.Locate(ctx, fleet.KindLobby, code)
-			if err != nil || where.ID != on.srv.ID() {
-				t.Errorf("%s locates at %q (%v), want %s", code, where.ID, err, on.srv.ID())
+			where, err := c.nodes[1].Srv.Locate(ctx, fleet.KindLobby, code)
+			if err != nil || where.ID != on.Srv.ID() {
+				t.Errorf("%s locates at %q (%v), want %s", code, where.ID, err, on.Srv.ID())
 			}
 		}
 		for _, m := range c.allMoves() {
@@ -274,9 +274,9 @@ func TestDrainMovesLobbies(t *testing.T) {
 		if n := len(c.allMoves()); n != 15 {
 			t.Errorf("%d moves, want 15", n)
 		}
-		ended := g.game.Ended()
-		if ended != 2 || g.host.Rooms() != 0 {
-			t.Errorf("%d rooms finished by the game, %d still run; want both to finish", ended, g.host.Rooms())
+		ended := g.Game.Ended()
+		if ended != 2 || g.Host.Rooms() != 0 {
+			t.Errorf("%d rooms finished by the game, %d still run; want both to finish", ended, g.Host.Rooms())
 		}
 	})
 }
@@ -287,7 +287,7 @@ func TestDrainNowhereTells(t *testing.T) {
 		c := startCluster(t, clusterOpts{servers: 1, server: true, run: true})
 		a := c.nodes[0]
 		c.create(a, "host")
-		if err := a.srv.Drain(context.Background()); err != nil {
+		if err := a.Srv.Drain(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		if c.last("host", "server_draining") == nil {
@@ -301,19 +301,19 @@ func TestCreateWhileDrainingGoesElsewhere(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := startCluster(t, clusterOpts{servers: 2, server: true, run: true, matchLen: 10 * 60})
 		a, b := c.nodes[0], c.nodes[1]
-		if _, err := a.host.OpenRoom(t.Context(), room.Info{Players: []string{"x"}}); err != nil {
+		if _, err := a.Host.OpenRoom(t.Context(), room.Info{Players: []string{"x"}}); err != nil {
 			t.Fatal(err) // keeps a's drain going
 		}
 		done := make(chan error, 1)
-		go func() { done <- a.srv.Drain(context.Background()) }()
+		go func() { done <- a.Srv.Drain(context.Background()) }()
 		synctest.Wait()
 		c.connect(a, "p")
 		a.lm.create(t.Context(), "p", time.Now())
 		time.Sleep(cooldown + tick)
 		synctest.Wait()
 		code := b.lm.LobbyOf("p")
-		if code == "" || c.Where("p") != b.srv.ID() {
-			t.Fatalf("p is on %s in lobby %q, want a new lobby on %s", c.Where("p"), code, b.srv.ID())
+		if code == "" || c.Where("p") != b.Srv.ID() {
+			t.Fatalf("p is on %s in lobby %q, want a new lobby on %s", c.Where("p"), code, b.Srv.ID())
 		}
 		if st, _ := b.lm.Lobby(code); st.Host != "p" {
 			t.Fatalf("lobby %+v, want p as host", st)
@@ -374,7 +374,7 @@ func TestJoinFollowsDrainingLobby(t *testing.T) {
 		c.connect(joiner, "p")
 		time.Sleep(time.Second)
 		done := make(chan error, 1)
-		go func() { done <- a.srv.Drain(context.Background()) }()
+		go func() { done <- a.Srv.Drain(context.Background()) }()
 		synctest.Wait()
 		joiner.lm.join(t.Context(), "p", code, time.Now()) // a still holds the code
 		if err := <-done; err != nil {
@@ -383,14 +383,14 @@ func TestJoinFollowsDrainingLobby(t *testing.T) {
 		time.Sleep(cooldown)
 		synctest.Wait()
 		to := c.Where("host")
-		if to == a.srv.ID() || c.Where("p") != to {
+		if to == a.Srv.ID() || c.Where("p") != to {
 			t.Fatalf("host on %s, p on %s; want both on the server the lobby moved to", to, c.Where("p"))
 		}
 		if st, _ := c.node(to).lm.Lobby(code); st.Host != "host" || !reflect.DeepEqual(st.Members, []string{"host", "p"}) {
 			t.Fatalf("lobby on %s: %+v", to, st)
 		}
 		for _, m := range c.allMoves() {
-			if m.player == "p" && m.to == a.srv.ID() {
+			if m.player == "p" && m.to == a.Srv.ID() {
 				t.Fatal("p was sent to the draining server")
 			}
 		}

@@ -6,28 +6,24 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/drainloop"
+	"github.com/muster-gg/muster/internal/modkit"
 	"github.com/muster-gg/muster/room"
 )
 
-// Module is the lobby module of a room host: players create lobbies with
-// short codes that work on every server of the fleet, join them, and the
-// host starts a match for the members. Create it with New, add it with
-// room.Host.Use, and the host's Run runs Run. It is safe for
-// concurrent use.
+// Module is the lobby module of a room host. Players create lobbies whose
+// short codes work on every server of the fleet, friends join with the
+// code, and the host of the lobby starts a match for its members. New
+// creates it; room.Host.Use adds it, and the host's Run runs its Run.
+// Module is safe for concurrent use.
 type Module struct {
 	cfg      Config
-	manual   bool // tests: Run does nothing, the test calls step
-	env      room.ModuleHost
-	codec    room.Codec
-	logger   *slog.Logger
+	kit      modkit.Base   // the host it is attached to
 	gen      func() string // makes a candidate code
 	attempts int           // candidate codes tried per creation
 
@@ -39,7 +35,6 @@ type Module struct {
 	waits    map[string]*wait  // moves waiting for the cooldown
 	ips      map[string]string // player → address of its last join, for the code lockout
 	local    room.Counter      // counts wrong codes without a fleet
-	draining bool
 	nextRoom uint64
 }
 
@@ -79,6 +74,7 @@ func New(cfg Config) (*Module, error) {
 		return nil, err
 	}
 	return &Module{
+		kit:      modkit.NewBase("lobby", ErrNotAttached),
 		cfg:      cfg,
 		gen:      func() string { return newCode(cfg.CodeLength) },
 		attempts: 16,
@@ -93,17 +89,7 @@ func New(cfg Config) (*Module, error) {
 }
 
 // Attach implements room.Module. Host.Use calls it.
-func (m *Module) Attach(h room.ModuleHost) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.env != nil {
-		return errors.New("lobby: module attached twice")
-	}
-	m.env = h
-	m.codec = h.Codec()
-	m.logger = h.Logger().With("module", "lobby")
-	return nil
-}
+func (m *Module) Attach(h room.ModuleHost) error { return m.kit.Attach(h) }
 
 // MessageTypes implements room.MessageHandler.
 func (m *Module) MessageTypes() []string {
@@ -121,7 +107,7 @@ func (m *Module) HandleMessage(ctx context.Context, c *room.Client, typ string, 
 		var req struct {
 			Code string `json:"code"`
 		}
-		if err := m.codec.Unmarshal(body, &req); err != nil {
+		if err := m.kit.Codec.Unmarshal(body, &req); err != nil {
 			return fmt.Errorf("lobby.join: %w", err)
 		}
 		if m.locked(ctx, c.IP()) {
@@ -151,7 +137,7 @@ func (m *Module) Arrived(ctx context.Context, c *room.Client, ho room.Handoff) {
 // connection ends leaves its lobby, unless the lobby's match is running
 // (it may come back to its seat) or it is being moved.
 func (m *Module) Disconnected(c *room.Client) {
-	if m.env.Connected(c.ID()) {
+	if m.kit.Env.Connected(c.ID()) {
 		return // replaced by a newer connection
 	}
 	m.disconnected(c.ID())
@@ -209,26 +195,7 @@ func (m *Module) RoomEnded(info room.Info, _ string) {
 // joins waiting for the move cooldown, members moved with a lobby who
 // never arrived. The host's Run runs it; it returns nil when ctx ends.
 func (m *Module) Run(ctx context.Context) error {
-	m.mu.Lock()
-	attached := m.env != nil
-	m.mu.Unlock()
-	if !attached {
-		return ErrNotAttached
-	}
-	if m.manual {
-		<-ctx.Done()
-		return nil
-	}
-	t := time.NewTicker(m.cfg.Tick)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			m.step(ctx, time.Now())
-		}
-	}
+	return m.kit.Loop(ctx, m.cfg.Tick, 0, nil, m.step)
 }
 
 // Drain implements fleet.Drainer: every open lobby moves, with its code,
@@ -237,11 +204,7 @@ func (m *Module) Run(ctx context.Context) error {
 // are told (the game's ServerDraining packet). Drain returns when no
 // lobby is left here, or when ctx ends.
 func (m *Module) Drain(ctx context.Context) error {
-	m.mu.Lock()
-	m.draining = true
-	m.mu.Unlock()
-	drainloop.Run(ctx, m.cfg.Tick, m.step, m.tellRest)
-	return nil
+	return m.kit.Drain(ctx, m.cfg.Tick, m.step, m.tellRest)
 }
 
 // Lobby returns a snapshot of the lobby code on this server.
@@ -276,12 +239,12 @@ func (m *Module) fail(id string, err error) {
 	if errors.Is(err, ErrNoLobby) || errors.Is(err, ErrBadCode) {
 		m.codeFailed(id)
 	}
-	m.env.Send(id, ErrorPacket{Type: TypeError, Error: err.Error()})
+	m.kit.Env.Send(id, ErrorPacket{Type: TypeError, Error: err.Error()})
 }
 
 // counter counts wrong codes: once for the fleet, or in memory.
 func (m *Module) counter() room.Counter {
-	if f := m.env.Fleet(); f != nil {
+	if f := m.kit.Env.Fleet(); f != nil {
 		return f
 	}
 	return m.local
@@ -309,7 +272,7 @@ func (m *Module) codeFailed(id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if _, err := m.counter().Increment(ctx, "lobby-code-fail:"+ip, m.cfg.CodeLockout, 1); err != nil {
-		m.logger.Debug("count a wrong lobby code", "err", err)
+		m.kit.Logger.Debug("count a wrong lobby code", "err", err)
 	}
 }
 
@@ -323,7 +286,7 @@ func (m *Module) create(ctx context.Context, id string, arrived time.Time) {
 		m.mu.Unlock()
 		m.fail(id, ErrInLobby)
 		return
-	case m.draining:
+	case m.kit.Draining():
 		m.waits[id] = &wait{id: id, arrived: arrived, create: true}
 		m.mu.Unlock()
 		return
@@ -332,7 +295,7 @@ func (m *Module) create(ctx context.Context, id string, arrived time.Time) {
 
 	code, err := m.claim(ctx)
 	if err != nil {
-		m.logger.Warn("claim a lobby code", "player_id", id, "err", err)
+		m.kit.Logger.Warn("claim a lobby code", "player_id", id, "err", err)
 		m.fail(id, ErrUnavailable)
 		return
 	}
@@ -359,7 +322,7 @@ type uniqueClaimer interface {
 // claim finds a free code and claims it, reserved locally until the
 // caller drops the reservation.
 func (m *Module) claim(ctx context.Context) (string, error) {
-	f := m.env.Fleet()
+	f := m.kit.Env.Fleet()
 	uc, _ := f.(uniqueClaimer)
 	for range m.attempts {
 		code := m.gen()
@@ -405,7 +368,7 @@ func (m *Module) unreserve(code string) {
 // step worker (RoomEnded), so it only queues the release: the fleet
 // writes it from its own goroutine.
 func (m *Module) release(_ context.Context, code string) {
-	if f := m.env.Fleet(); f != nil {
+	if f := m.kit.Env.Fleet(); f != nil {
 		f.ReleaseLater(fleet.KindLobby, code)
 	}
 }
@@ -440,7 +403,7 @@ func (m *Module) join(ctx context.Context, id, raw string, arrived time.Time) {
 	}
 	m.mu.Unlock()
 
-	f := m.env.Fleet()
+	f := m.kit.Env.Fleet()
 	if f == nil {
 		m.fail(id, ErrNoLobby)
 		return
@@ -452,14 +415,14 @@ func (m *Module) join(ctx context.Context, id, raw string, arrived time.Time) {
 // lobby on a draining server is on its way elsewhere: the join waits and
 // locates it again.
 func (m *Module) locateAndMove(ctx context.Context, w *wait) {
-	f := m.env.Fleet()
+	f := m.kit.Env.Fleet()
 	n, err := f.Locate(ctx, fleet.KindLobby, w.code)
 	switch {
 	case errors.Is(err, fleet.ErrNotFound), err == nil && n.ID == f.ID():
 		m.fail(w.id, ErrNoLobby)
 		return
 	case err != nil:
-		m.logger.Warn("locate lobby", "player_id", w.id, "code", w.code, "err", err)
+		m.kit.Logger.Warn("locate lobby", "player_id", w.id, "code", w.code, "err", err)
 		m.fail(w.id, ErrUnavailable)
 		return
 	case n.State == fleet.StateDraining || n.State == fleet.StateLeaving:
@@ -477,7 +440,7 @@ func (m *Module) locateAndMove(ctx context.Context, w *wait) {
 // moveWait tries a join or creation move; within the cooldown it waits
 // for the next step.
 func (m *Module) moveWait(ctx context.Context, w *wait) {
-	d := handoff{Code: w.code, Role: RoleMember, Create: w.create, From: m.self()}
+	d := handoff{Code: w.code, Role: RoleMember, Create: w.create, From: m.kit.Self()}
 	reason := room.ReasonLobby
 	if w.create {
 		d.Role, reason = RoleHost, room.ReasonDrain
@@ -492,7 +455,7 @@ func (m *Module) moveWait(ctx context.Context, w *wait) {
 		}
 		m.mu.Unlock()
 	default:
-		m.logger.Warn("send a player to its lobby's server", "player_id", w.id, "code", w.code, "err", err)
+		m.kit.Logger.Warn("send a player to its lobby's server", "player_id", w.id, "code", w.code, "err", err)
 		m.fail(w.id, ErrUnavailable)
 	}
 }
@@ -502,7 +465,7 @@ func (m *Module) move(ctx context.Context, id string, to fleet.Node, reason stri
 	if err != nil {
 		return err
 	}
-	return m.env.MovePlayer(ctx, id, to, reason, &room.Handoff{Kind: HandoffKind, Data: data})
+	return m.kit.Env.MovePlayer(ctx, id, to, reason, &room.Handoff{Kind: HandoffKind, Data: data})
 }
 
 func (m *Module) leave(ctx context.Context, id string) {
@@ -516,7 +479,7 @@ func (m *Module) leave(ctx context.Context, id string) {
 	}
 	closed := m.removeLocked(l, id)
 	m.mu.Unlock()
-	m.env.Send(id, LeftPacket{Type: TypeLeft, Code: l.code})
+	m.kit.Env.Send(id, LeftPacket{Type: TypeLeft, Code: l.code})
 	m.closedOrChanged(ctx, l, closed)
 }
 
@@ -551,7 +514,7 @@ func (m *Module) start(ctx context.Context, id string) {
 	info := room.Info{ID: rid, Kind: m.cfg.RoomKind, Players: ids, Data: Match{Code: l.code, Host: l.host, Members: ids}}
 	m.mu.Unlock()
 
-	if err := m.env.Open(ctx, info); err != nil {
+	if err := m.kit.Env.Open(ctx, info); err != nil {
 		m.mu.Lock()
 		delete(m.rooms, rid)
 		if l.room == rid {
@@ -571,7 +534,7 @@ func (m *Module) arrive(ctx context.Context, id string, ho room.Handoff, arrived
 	}
 	var d handoff
 	if err := json.Unmarshal(ho.Data, &d); err != nil {
-		m.logger.Warn("undecodable lobby handoff dropped", "player_id", id, "err", err)
+		m.kit.Logger.Warn("undecodable lobby handoff dropped", "player_id", id, "err", err)
 		return
 	}
 	if d.Create {
@@ -579,7 +542,7 @@ func (m *Module) arrive(ctx context.Context, id string, ho room.Handoff, arrived
 		return
 	}
 	if code, ok := NormalizeCode(d.Code); !ok || code != d.Code {
-		m.logger.Warn("lobby handoff with a malformed code dropped", "player_id", id)
+		m.kit.Logger.Warn("lobby handoff with a malformed code dropped", "player_id", id)
 		return
 	}
 	m.mu.Lock()
@@ -631,9 +594,9 @@ func (m *Module) arrive(ctx context.Context, id string, ho room.Handoff, arrived
 	m.players[id] = l
 	m.mu.Unlock()
 	if recreated {
-		if f := m.env.Fleet(); f != nil {
+		if f := m.kit.Env.Fleet(); f != nil {
 			if err := f.Claim(ctx, fleet.KindLobby, d.Code); err != nil {
-				m.logger.Warn("claim a lobby moved here; re-asserted when the backplane returns", "code", d.Code, "err", err)
+				m.kit.Logger.Warn("claim a lobby moved here; re-asserted when the backplane returns", "code", d.Code, "err", err)
 			}
 		}
 	}
@@ -704,16 +667,9 @@ func (l *lobby) member(id string) *member {
 	return nil
 }
 
-func (m *Module) self() string {
-	if f := m.env.Fleet(); f != nil {
-		return f.ID()
-	}
-	return ""
-}
-
 // stateLocked is l's snapshot. m.mu must be held.
 func (m *Module) stateLocked(l *lobby) StatePacket {
-	p := StatePacket{Type: TypeState, Code: l.code, Host: l.host, Playing: l.room != "", Room: l.room, Node: m.self()}
+	p := StatePacket{Type: TypeState, Code: l.code, Host: l.host, Playing: l.room != "", Room: l.room, Node: m.kit.Self()}
 	p.Members = make([]string, len(l.members))
 	for i, mem := range l.members {
 		p.Members[i] = mem.id
@@ -737,7 +693,7 @@ func (m *Module) broadcast(l *lobby) {
 	}
 	m.mu.Unlock()
 	for _, id := range to {
-		m.env.Send(id, p)
+		m.kit.Env.Send(id, p)
 	}
 }
 
@@ -754,15 +710,8 @@ type lobbyMove struct {
 // to other servers. It returns the number of lobbies and waiting moves
 // still here.
 func (m *Module) step(ctx context.Context, now time.Time) int {
-	f := m.env.Fleet()
-	var (
-		self  string
-		nodes []fleet.Node
-	)
-	if f != nil {
-		self, nodes = f.ID(), f.Nodes()
-	}
-	cool := m.env.Config().MoveCooldown
+	self, nodes := m.kit.View()
+	cool := m.kit.Env.Config().MoveCooldown
 	cooled := func(arrived time.Time) bool { return !now.Before(arrived.Add(cool)) }
 
 	m.mu.Lock()
@@ -806,7 +755,7 @@ func (m *Module) step(ctx context.Context, now time.Time) int {
 		case dropped:
 			changed = append(changed, l)
 		}
-		if !m.draining || l.room != "" {
+		if !m.kit.Draining() || l.room != "" {
 			continue // a running match's lobby moves when its room ends
 		}
 		present, handed := 0, false
@@ -858,7 +807,7 @@ func (m *Module) step(ctx context.Context, now time.Time) int {
 			}
 		}
 	}
-	draining := m.draining
+	draining := m.kit.Draining()
 	m.mu.Unlock()
 
 	for _, code := range closed {
@@ -874,7 +823,7 @@ func (m *Module) step(ctx context.Context, now time.Time) int {
 		err := m.move(ctx, mv.mem.id, mv.to, room.ReasonDrain, mv.d)
 		m.mu.Lock()
 		switch {
-		case err == nil || errors.Is(err, room.ErrGone) || !m.env.Connected(mv.mem.id):
+		case err == nil || errors.Is(err, room.ErrGone) || !m.kit.Env.Connected(mv.mem.id):
 			// Moved (or gone): its place is on the target now. The lobby
 			// is closed here once nobody is left to move.
 			mv.mem.moving, mv.mem.present, mv.mem.handed = false, false, true
@@ -884,12 +833,12 @@ func (m *Module) step(ctx context.Context, now time.Time) int {
 		default:
 			mv.mem.moving = false // keeps its place; tried again next step
 			if !errors.Is(err, room.ErrCooldown) {
-				m.logger.Warn("hand a lobby member to another server", "player_id", mv.mem.id, "code", mv.l.code, "err", err)
+				m.kit.Logger.Warn("hand a lobby member to another server", "player_id", mv.mem.id, "code", mv.l.code, "err", err)
 			}
 		}
 		m.mu.Unlock()
 	}
-	drainloop.Tell(m.env, tell...)
+	modkit.Tell(m.kit.Env, tell...)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.lobbies) + len(m.waits)
@@ -908,7 +857,7 @@ func (m *Module) retry(ctx context.Context, w *wait, draining bool, nodes []flee
 	to, ok := drainTarget("create:"+w.id, nodes, self, "")
 	if !ok {
 		m.fail(w.id, ErrUnavailable)
-		drainloop.Tell(m.env, w.id)
+		modkit.Tell(m.kit.Env, w.id)
 		return
 	}
 	w.to = to
@@ -932,7 +881,7 @@ func (m *Module) tellRest() {
 		}
 	}
 	m.mu.Unlock()
-	drainloop.Tell(m.env, tell...)
+	modkit.Tell(m.kit.Env, tell...)
 }
 
 // drainTarget picks the server a draining server sends key to: the one it

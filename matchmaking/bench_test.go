@@ -75,7 +75,7 @@ func BenchmarkStep(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			m.env, m.logger = nopEnv{}, quiet
+			m.kit.Env, m.kit.Logger = nopEnv{}, quiet
 			ids := make([]string, benchBatch)
 			ratings := make([]float64, benchBatch)
 			rng := rand.New(rand.NewPCG(1, 2))

@@ -17,7 +17,7 @@ func FuzzArrive(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m.env, m.logger = nopEnv{}, quiet
+		m.kit.Env, m.kit.Logger = nopEnv{}, quiet
 		now := time.Unix(1_000_000, 0)
 		m.arrive("p1", room.Handoff{Kind: HandoffKind, Data: data}, now, now)
 		m.arrive("p2", room.Handoff{Kind: HandoffKind, Data: data}, now, now)

@@ -35,21 +35,21 @@ func TestQueuesGather(t *testing.T) {
 			if n == g {
 				want = 15
 			}
-			if got := n.host.Rooms(); got != want {
-				t.Errorf("%s runs %d rooms, want %d", n.srv.ID(), got, want)
+			if got := n.Host.Rooms(); got != want {
+				t.Errorf("%s runs %d rooms, want %d", n.Srv.ID(), got, want)
 			}
 		}
 		for i := range 30 {
 			id := fmt.Sprintf("p%02d", i)
-			if g.host.RoomOf(id) == "" {
-				t.Errorf("%s is not seated on the gather server %s (at %s)", id, g.srv.ID(), c.Where(id))
+			if g.Host.RoomOf(id) == "" {
+				t.Errorf("%s is not seated on the gather server %s (at %s)", id, g.Srv.ID(), c.Where(id))
 			}
 			moves := c.movesOf(id)
 			switch {
 			case c.nodes[i%3] == g && len(moves) != 0:
 				t.Errorf("%s queued on the gather server was moved: %v", id, moves)
-			case c.nodes[i%3] != g && (len(moves) != 1 || moves[0].to != g.srv.ID() || moves[0].reason != room.ReasonQueue):
-				t.Errorf("%s moves %+v, want one queue move to %s", id, moves, g.srv.ID())
+			case c.nodes[i%3] != g && (len(moves) != 1 || moves[0].to != g.Srv.ID() || moves[0].reason != room.ReasonQueue):
+				t.Errorf("%s moves %+v, want one queue move to %s", id, moves, g.Srv.ID())
 			}
 		}
 		// The rooms carry the playlist and teams.
@@ -70,22 +70,22 @@ func TestWaitedTimeMoves(t *testing.T) {
 		time.Sleep(4200 * time.Millisecond)
 		a.mm.step(t.Context(), time.Now())
 
-		if got := c.Where("p1"); got != b.srv.ID() {
-			t.Fatalf("p1 is on %s, want the gather server %s", got, b.srv.ID())
+		if got := c.Where("p1"); got != b.Srv.ID() {
+			t.Fatalf("p1 is on %s, want the gather server %s", got, b.Srv.ID())
 		}
 		waited, ok := b.mm.Waited("p1")
 		if !ok || waited != 4200*time.Millisecond {
-			t.Fatalf("p1 has waited %v on arrival at %s (queued %v), want 4.2s", waited, b.srv.ID(), ok)
+			t.Fatalf("p1 has waited %v on arrival at %s (queued %v), want 4.2s", waited, b.Srv.ID(), ok)
 		}
 		last := c.Sent("p1")[len(c.Sent("p1"))-1]
-		if w, ok := last.(WaitingPacket); !ok || w.WaitedMS != 4200 || w.Node != b.srv.ID() {
-			t.Fatalf("p1 was last told %#v, want a WaitingPacket with 4200 ms on %s", last, b.srv.ID())
+		if w, ok := last.(WaitingPacket); !ok || w.WaitedMS != 4200 || w.Node != b.Srv.ID() {
+			t.Fatalf("p1 was last told %#v, want a WaitingPacket with 4200 ms on %s", last, b.Srv.ID())
 		}
 		// The rating and the widened window moved too: a player 400
 		// points away, just arrived, is within p1's window (10 + 4.2*100).
 		c.queue(b, "p2", "duel", ptr(1900.0))
 		b.mm.step(t.Context(), time.Now())
-		if b.host.RoomOf("p1") == "" || b.host.RoomOf("p1") != b.host.RoomOf("p2") {
+		if b.Host.RoomOf("p1") == "" || b.Host.RoomOf("p1") != b.Host.RoomOf("p2") {
 			t.Fatal("p1 and p2 were not matched with p1's widened window")
 		}
 	})
@@ -108,21 +108,21 @@ func TestOverflow(t *testing.T) {
 		c.queue(g, "early", "squad", nil) // waits on the gather server
 		time.Sleep(cooldown)
 		synctest.Wait()
-		if c.Where("early") != g.srv.ID() || g.mm.Waiting("squad") != 1 {
-			t.Fatalf("early is on %s, want to wait on the gather server %s", c.Where("early"), g.srv.ID())
+		if c.Where("early") != g.Srv.ID() || g.mm.Waiting("squad") != 1 {
+			t.Fatalf("early is on %s, want to wait on the gather server %s", c.Where("early"), g.Srv.ID())
 		}
 
-		g.srv.SetLoad(maxLoad)
+		g.Srv.SetLoad(maxLoad)
 		time.Sleep(2 * fleettest.Heartbeat) // published, then read by all
 		synctest.Wait()
 		for _, n := range c.nodes {
-			if got := GatherOrder(c.playlist("squad"), n.srv.Nodes()); len(got) != 2 || got[0].ID != next.srv.ID() {
-				t.Fatalf("%s's order with %s full: %v, want %s first", n.srv.ID(), g.srv.ID(), got, next.srv.ID())
+			if got := GatherOrder(c.playlist("squad"), n.Srv.Nodes()); len(got) != 2 || got[0].ID != next.Srv.ID() {
+				t.Fatalf("%s's order with %s full: %v, want %s first", n.Srv.ID(), g.Srv.ID(), got, next.Srv.ID())
 			}
 		}
 		// The full server sent its waiting player on.
-		if m := c.movesOf("early"); len(m) != 1 || m[0].to != next.srv.ID() {
-			t.Fatalf("early's moves %+v, want one to %s", m, next.srv.ID())
+		if m := c.movesOf("early"); len(m) != 1 || m[0].to != next.Srv.ID() {
+			t.Fatalf("early's moves %+v, want one to %s", m, next.Srv.ID())
 		}
 		// New players anywhere flow to the next server.
 		c.queue(g, "new-g", "squad", nil)
@@ -130,17 +130,17 @@ func TestOverflow(t *testing.T) {
 		time.Sleep(cooldown + tick)
 		synctest.Wait()
 		for _, id := range []string{"new-g", "new-last"} {
-			if got := c.Where(id); got != next.srv.ID() {
-				t.Errorf("%s is on %s, want %s", id, got, next.srv.ID())
+			if got := c.Where(id); got != next.Srv.ID() {
+				t.Errorf("%s is on %s, want %s", id, got, next.Srv.ID())
 			}
 		}
 		if got := next.mm.Waiting("squad"); got != 3 {
-			t.Errorf("%d wait on %s, want 3", got, next.srv.ID())
+			t.Errorf("%d wait on %s, want 3", got, next.Srv.ID())
 		}
 
 		// Every server full: nobody moves, everyone waits where they are.
 		for _, n := range c.nodes {
-			n.srv.SetLoad(maxLoad)
+			n.Srv.SetLoad(maxLoad)
 		}
 		time.Sleep(2 * fleettest.Heartbeat)
 		synctest.Wait()
@@ -157,18 +157,18 @@ func TestOverflow(t *testing.T) {
 		}
 		for i, n := range c.nodes {
 			for j := range 3 {
-				if id := fmt.Sprintf("full-%d-%d", i, j); c.Where(id) != n.srv.ID() {
+				if id := fmt.Sprintf("full-%d-%d", i, j); c.Where(id) != n.Srv.ID() {
 					t.Errorf("%s moved to %s with no server with room", id, c.Where(id))
 				}
 			}
-			if n.host.Rooms() != 0 {
-				t.Errorf("%s opened rooms above its max-load", n.srv.ID())
+			if n.Host.Rooms() != 0 {
+				t.Errorf("%s opened rooms above its max-load", n.Srv.ID())
 			}
 			// Q5: the queue lengths are published with the heartbeat.
 			want := int64(n.mm.Waiting("squad"))
-			for _, seen := range c.nodes[0].srv.Nodes() {
-				if seen.ID == n.srv.ID() && seen.Stat("queue:squad") != want {
-					t.Errorf("%s publishes queue:squad=%d, want %d", n.srv.ID(), seen.Stat("queue:squad"), want)
+			for _, seen := range c.nodes[0].Srv.Nodes() {
+				if seen.ID == n.Srv.ID() && seen.Stat("queue:squad") != want {
+					t.Errorf("%s publishes queue:squad=%d, want %d", n.Srv.ID(), seen.Stat("queue:squad"), want)
 				}
 			}
 		}
@@ -208,12 +208,12 @@ func TestStaleViewBouncesNobody(t *testing.T) {
 
 		// g fills between two heartbeats: g knows at once, the others a
 		// heartbeat later.
-		g.srv.SetLoad(maxLoad)
-		if n, _ := next.srv.Node(g.srv.ID()); !n.HasRoom() {
+		g.Srv.SetLoad(maxLoad)
+		if n, _ := next.Srv.Node(g.Srv.ID()); !n.HasRoom() {
 			t.Fatal("test setup: next's view is not stale")
 		}
 		stepAll() // g hands on-g to next; next, whose view names g, keeps both
-		if n, _ := next.srv.Node(g.srv.ID()); !n.HasRoom() {
+		if n, _ := next.Srv.Node(g.Srv.ID()); !n.HasRoom() {
 			t.Fatal("test setup: next's view is no longer stale")
 		}
 		for range 3 * int(fleettest.Heartbeat/tick) {
@@ -222,15 +222,15 @@ func TestStaleViewBouncesNobody(t *testing.T) {
 		}
 
 		for _, id := range []string{"on-g", "on-next"} {
-			if got := c.Where(id); got != next.srv.ID() {
-				t.Errorf("%s is on %s, want %s", id, got, next.srv.ID())
+			if got := c.Where(id); got != next.Srv.ID() {
+				t.Errorf("%s is on %s, want %s", id, got, next.Srv.ID())
 			}
 		}
 		if m := c.movesOf("on-next"); len(m) != 0 {
 			t.Errorf("on-next, queued on the server the others were sending to, was moved: %+v", m)
 		}
-		if m := c.movesOf("on-g"); len(m) != 1 || m[0].to != next.srv.ID() {
-			t.Errorf("on-g moves %+v, want one to %s", m, next.srv.ID())
+		if m := c.movesOf("on-g"); len(m) != 1 || m[0].to != next.Srv.ID() {
+			t.Errorf("on-g moves %+v, want one to %s", m, next.Srv.ID())
 		}
 	})
 }
@@ -260,12 +260,12 @@ func TestPendingJoinNeverMoved(t *testing.T) {
 		}()
 		<-opening // p1 and p2 are matched; their room is being opened
 
-		g.srv.SetLoad(maxLoad) // g stops gathering
+		g.Srv.SetLoad(maxLoad) // g stops gathering
 		c.queue(g, "p3", "duel", nil)
 		time.Sleep(cooldown)
 		g.mm.step(ctx, time.Now()) // hands over what waits: p3 only
-		if c.Where("p3") != next.srv.ID() {
-			t.Errorf("p3 is on %s, want %s", c.Where("p3"), next.srv.ID())
+		if c.Where("p3") != next.Srv.ID() {
+			t.Errorf("p3 is on %s, want %s", c.Where("p3"), next.Srv.ID())
 		}
 		for _, id := range []string{"p1", "p2"} {
 			if m := c.movesOf(id); len(m) != 0 {
@@ -274,7 +274,7 @@ func TestPendingJoinNeverMoved(t *testing.T) {
 		}
 		close(release)
 		<-stepped
-		if g.host.RoomOf("p1") == "" || g.host.RoomOf("p1") != g.host.RoomOf("p2") {
+		if g.Host.RoomOf("p1") == "" || g.Host.RoomOf("p1") != g.Host.RoomOf("p2") {
 			t.Fatal("p1 and p2 did not join their room")
 		}
 	})
@@ -289,10 +289,10 @@ func TestHandoffWriteFailureKeepsPlace(t *testing.T) {
 		g, a := order[0], order[1]
 		c.queue(a, "p1", "duel", nil)
 		time.Sleep(cooldown + time.Second)
-		a.srv.Backplane.Fail("PutHandoff", fleettest.ErrInjected)
+		a.Srv.Backplane.Fail("PutHandoff", fleettest.ErrInjected)
 		a.mm.step(t.Context(), time.Now())
 
-		if c.Where("p1") != a.srv.ID() || len(c.movesOf("p1")) != 0 {
+		if c.Where("p1") != a.Srv.ID() || len(c.movesOf("p1")) != 0 {
 			t.Fatalf("p1 moved although its handoff could not be written: at %s, moves %+v", c.Where("p1"), c.movesOf("p1"))
 		}
 		for _, p := range c.Sent("p1") {
@@ -301,14 +301,14 @@ func TestHandoffWriteFailureKeepsPlace(t *testing.T) {
 			}
 		}
 		if w, ok := a.mm.Waited("p1"); !ok || w != cooldown+time.Second {
-			t.Fatalf("p1 waits %v (%v) on %s, want its place with 4s waited", w, ok, a.srv.ID())
+			t.Fatalf("p1 waits %v (%v) on %s, want its place with 4s waited", w, ok, a.Srv.ID())
 		}
 
-		a.srv.Backplane.Fail("PutHandoff", nil)
+		a.Srv.Backplane.Fail("PutHandoff", nil)
 		time.Sleep(time.Second)
 		a.mm.step(t.Context(), time.Now())
-		if c.Where("p1") != g.srv.ID() {
-			t.Fatalf("p1 is on %s after the backplane recovered, want %s", c.Where("p1"), g.srv.ID())
+		if c.Where("p1") != g.Srv.ID() {
+			t.Fatalf("p1 is on %s after the backplane recovered, want %s", c.Where("p1"), g.Srv.ID())
 		}
 		if w, _ := g.mm.Waited("p1"); w != 5*time.Second {
 			t.Fatalf("p1 has waited %v on arrival, want 5s", w)
@@ -326,8 +326,8 @@ func TestAloneIsLocal(t *testing.T) {
 		}
 		time.Sleep(tick)
 		synctest.Wait()
-		if n.host.Rooms() != 2 || len(c.allMoves()) != 0 {
-			t.Fatalf("alone: %d rooms, %d moves; want 2 rooms, no move", n.host.Rooms(), len(c.allMoves()))
+		if n.Host.Rooms() != 2 || len(c.allMoves()) != 0 {
+			t.Fatalf("alone: %d rooms, %d moves; want 2 rooms, no move", n.Host.Rooms(), len(c.allMoves()))
 		}
 	})
 }
@@ -344,7 +344,7 @@ func TestDrainHandsQueueOver(t *testing.T) {
 		if c.gather("duel")[0] != g {
 			// Open the running rooms on g directly.
 			for i := range 3 {
-				if _, err := g.host.OpenRoom(t.Context(), room.Info{Kind: "duel", Players: []string{fmt.Sprintf("r%da", i), fmt.Sprintf("r%db", i)}}); err != nil {
+				if _, err := g.Host.OpenRoom(t.Context(), room.Info{Kind: "duel", Players: []string{fmt.Sprintf("r%da", i), fmt.Sprintf("r%db", i)}}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -359,8 +359,8 @@ func TestDrainHandsQueueOver(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 		synctest.Wait()
-		if g.host.Rooms() != 3 || g.mm.Waiting("royale") != 50 {
-			t.Fatalf("before the drain: %d rooms, %d waiting on %s", g.host.Rooms(), g.mm.Waiting("royale"), g.srv.ID())
+		if g.Host.Rooms() != 3 || g.mm.Waiting("royale") != 50 {
+			t.Fatalf("before the drain: %d rooms, %d waiting on %s", g.Host.Rooms(), g.mm.Waiting("royale"), g.Srv.ID())
 		}
 		waitedAtDrain := map[string]time.Duration{}
 		for i := range 50 {
@@ -369,11 +369,11 @@ func TestDrainHandsQueueOver(t *testing.T) {
 		}
 
 		start := time.Now()
-		if err := g.srv.Drain(context.Background()); err != nil {
+		if err := g.Srv.Drain(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		took := time.Since(start)
-		if took >= g.srv.Config().DrainTimeout {
+		if took >= g.Srv.Config().DrainTimeout {
 			t.Errorf("drain took %v: it hit the timeout", took)
 		}
 		arrived := map[string]arrival{}
@@ -388,7 +388,7 @@ func TestDrainHandsQueueOver(t *testing.T) {
 			switch {
 			case !ok:
 				t.Errorf("%s was lost", id)
-			case a.node == g.srv.ID():
+			case a.node == g.Srv.ID():
 				t.Errorf("%s arrived on the draining server", id)
 			case a.waited < waitedAtDrain[id] || a.waited > waitedAtDrain[id]+cooldown:
 				// Moved within the cooldown of the drain's start at the latest.
@@ -398,12 +398,12 @@ func TestDrainHandsQueueOver(t *testing.T) {
 				t.Errorf("%s moves %+v, want one drain move carrying %v", id, m, a.waited)
 			}
 		}
-		ended := g.game.Ended()
-		if ended != 3 || g.host.Rooms() != 0 {
-			t.Errorf("%d rooms ended by the game, %d still run; want the 3 to finish", ended, g.host.Rooms())
+		ended := g.Game.Ended()
+		if ended != 3 || g.Host.Rooms() != 0 {
+			t.Errorf("%d rooms ended by the game, %d still run; want the 3 to finish", ended, g.Host.Rooms())
 		}
-		if g.srv.State() != fleet.StateLeaving {
-			t.Errorf("state after the drain: %s", g.srv.State())
+		if g.Srv.State() != fleet.StateLeaving {
+			t.Errorf("state after the drain: %s", g.Srv.State())
 		}
 	})
 }
@@ -415,7 +415,7 @@ func TestDrainNowhereTells(t *testing.T) {
 		c := startCluster(t, clusterOpts{servers: 1, server: true, run: true, fleet: func(_ int, cfg *fleet.Config) { cfg.DrainTimeout = 10 * time.Second }})
 		n := c.nodes[0]
 		c.queue(n, "p1", "duel", nil)
-		if err := n.srv.Drain(context.Background()); err != nil {
+		if err := n.Srv.Drain(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		told := 0
@@ -424,7 +424,7 @@ func TestDrainNowhereTells(t *testing.T) {
 				told++
 			}
 		}
-		if told != 1 || c.Where("p1") != n.srv.ID() {
+		if told != 1 || c.Where("p1") != n.Srv.ID() {
 			t.Fatalf("p1 told %d times, at %s; want told once, not moved", told, c.Where("p1"))
 		}
 	})
@@ -444,23 +444,23 @@ func TestNotSentBack(t *testing.T) {
 		c.queue(g, "drained", "duel", nil)
 		time.Sleep(cooldown)
 		g.mm.mu.Lock()
-		g.mm.draining = true // as if g drained; the others' views still show it ready
+		g.mm.kit.SetDraining(true) // as if g drained; the others' views still show it ready
 		g.mm.mu.Unlock()
 		g.mm.step(ctx, time.Now())
 		g.mm.mu.Lock()
-		g.mm.draining = false
+		g.mm.kit.SetDraining(false)
 		g.mm.mu.Unlock()
-		if c.Where("drained") != other.srv.ID() {
-			t.Fatalf("drained is on %s, want %s", c.Where("drained"), other.srv.ID())
+		if c.Where("drained") != other.Srv.ID() {
+			t.Fatalf("drained is on %s, want %s", c.Where("drained"), other.Srv.ID())
 		}
 		// An ordinary hand-over from g: other's view names g, and g's
 		// handoff says it does not drain.
 		c.connect(other, "gathered")
 		arrived := time.Now()
-		other.mm.arrive("gathered", room.Handoff{Kind: HandoffKind, Data: []byte(`{"playlist":"duel","from":"` + g.srv.ID() + `"}`)}, arrived, arrived)
+		other.mm.arrive("gathered", room.Handoff{Kind: HandoffKind, Data: []byte(`{"playlist":"duel","from":"` + g.Srv.ID() + `"}`)}, arrived, arrived)
 		guard := fleet.MissedHeartbeats * fleettest.Heartbeat
 		for time.Since(arrived) < guard+tick {
-			if time.Since(arrived) < guard && c.Where("gathered") != other.srv.ID() {
+			if time.Since(arrived) < guard && c.Where("gathered") != other.Srv.ID() {
 				t.Fatalf("gathered sent back after %v, within the guard", time.Since(arrived))
 			}
 			other.mm.step(ctx, time.Now())
@@ -470,8 +470,8 @@ func TestNotSentBack(t *testing.T) {
 			t.Errorf("drained moves %+v: sent back to the draining server", m)
 		}
 		m := c.movesOf("gathered")
-		if len(m) != 1 || m[0].to != g.srv.ID() {
-			t.Fatalf("gathered moves %+v, want one back to %s after the guard", m, g.srv.ID())
+		if len(m) != 1 || m[0].to != g.Srv.ID() {
+			t.Fatalf("gathered moves %+v, want one back to %s after the guard", m, g.Srv.ID())
 		}
 	})
 }
@@ -489,12 +489,12 @@ func watchSeats(c *cluster) *seatWatch {
 	w := &seatWatch{peak: map[string]int{}, seated: map[string]string{}}
 	for _, n := range c.nodes {
 		n.OpenHook = func(info room.Info) {
-			load := n.host.Load() + len(info.Players)
+			load := n.Host.Load() + len(info.Players)
 			w.mu.Lock()
 			defer w.mu.Unlock()
-			w.peak[n.srv.ID()] = max(w.peak[n.srv.ID()], load)
+			w.peak[n.Srv.ID()] = max(w.peak[n.Srv.ID()], load)
 			for _, id := range info.Players {
-				w.seated[id] = n.srv.ID()
+				w.seated[id] = n.Srv.ID()
 			}
 		}
 	}
@@ -542,21 +542,21 @@ func TestGatherServerSeatsUpToMaxLoad(t *testing.T) {
 				}
 				time.Sleep(tick)
 				synctest.Wait()
-				if got, want := g.host.Load(), 20; got != want {
-					t.Fatalf("%s seats %d after the first round, want %d (max-load %d)", g.srv.ID(), got, want, tc.maxLoad)
+				if got, want := g.Host.Load(), 20; got != want {
+					t.Fatalf("%s seats %d after the first round, want %d (max-load %d)", g.Srv.ID(), got, want, tc.maxLoad)
 				}
 				if got := g.mm.Waiting("duel"); got != 10 {
-					t.Fatalf("%d wait on %s after the first round, want 10", got, g.srv.ID())
+					t.Fatalf("%d wait on %s after the first round, want 10", got, g.Srv.ID())
 				}
 
 				time.Sleep(cooldown + tick) // movable now
 				synctest.Wait()
 				for n, want := range map[*node]int{g: 10, next: 5, last: 0} {
-					if got := n.host.Rooms(); got != want {
-						t.Errorf("%s runs %d rooms, want %d", n.srv.ID(), got, want)
+					if got := n.Host.Rooms(); got != want {
+						t.Errorf("%s runs %d rooms, want %d", n.Srv.ID(), got, want)
 					}
-					if peak, _ := w.get(n.srv.ID()); peak > tc.maxLoad {
-						t.Errorf("%s seated %d players at once, max-load %d", n.srv.ID(), peak, tc.maxLoad)
+					if peak, _ := w.get(n.Srv.ID()); peak > tc.maxLoad {
+						t.Errorf("%s seated %d players at once, max-load %d", n.Srv.ID(), peak, tc.maxLoad)
 					}
 				}
 				arrivals := map[string]arrival{}
@@ -571,14 +571,14 @@ func TestGatherServerSeatsUpToMaxLoad(t *testing.T) {
 					id := fmt.Sprintf("p%02d", i)
 					moves := c.movesOf(id)
 					switch seated[id] {
-					case g.srv.ID():
+					case g.Srv.ID():
 						onG++
-						if len(moves) != 0 || g.host.RoomOf(id) == "" {
-							t.Errorf("%s matched on %s: moves %+v, room %q", id, g.srv.ID(), moves, g.host.RoomOf(id))
+						if len(moves) != 0 || g.Host.RoomOf(id) == "" {
+							t.Errorf("%s matched on %s: moves %+v, room %q", id, g.Srv.ID(), moves, g.Host.RoomOf(id))
 						}
-					case next.srv.ID():
-						if len(moves) != 1 || moves[0].from != g.srv.ID() || moves[0].to != next.srv.ID() || moves[0].reason != room.ReasonQueue {
-							t.Errorf("%s moves %+v, want one queue move from %s to %s", id, moves, g.srv.ID(), next.srv.ID())
+					case next.Srv.ID():
+						if len(moves) != 1 || moves[0].from != g.Srv.ID() || moves[0].to != next.Srv.ID() || moves[0].reason != room.ReasonQueue {
+							t.Errorf("%s moves %+v, want one queue move from %s to %s", id, moves, g.Srv.ID(), next.Srv.ID())
 							continue
 						}
 						// Q3: the waited time moved with it.
@@ -586,15 +586,15 @@ func TestGatherServerSeatsUpToMaxLoad(t *testing.T) {
 						if a.waited != moves[0].waited || a.waited < cooldown || a.waited > time.Since(queued) {
 							t.Errorf("%s arrived with %v waited, handed with %v, moved %v after it queued", id, a.waited, moves[0].waited, time.Since(queued))
 						}
-						if next.host.RoomOf(id) == "" {
-							t.Errorf("%s was moved to %s but not seated there", id, next.srv.ID())
+						if next.Host.RoomOf(id) == "" {
+							t.Errorf("%s was moved to %s but not seated there", id, next.Srv.ID())
 						}
 					default:
 						t.Errorf("%s was not matched: seated on %q, at %s", id, seated[id], c.Where(id))
 					}
 				}
 				if onG != 20 {
-					t.Errorf("%d matched on %s, want 20", onG, g.srv.ID())
+					t.Errorf("%d matched on %s, want 20", onG, g.Srv.ID())
 				}
 			})
 		})
@@ -618,8 +618,8 @@ func TestAloneAtMaxLoadWaits(t *testing.T) {
 		}
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
-		if n.host.Rooms() != 10 || n.mm.Waiting("duel") != 10 {
-			t.Fatalf("alone at max-load: %d rooms, %d waiting; want 10 rooms, 10 waiting", n.host.Rooms(), n.mm.Waiting("duel"))
+		if n.Host.Rooms() != 10 || n.mm.Waiting("duel") != 10 {
+			t.Fatalf("alone at max-load: %d rooms, %d waiting; want 10 rooms, 10 waiting", n.Host.Rooms(), n.mm.Waiting("duel"))
 		}
 		_, seated := w.get("")
 		for i := range 30 {
@@ -640,10 +640,10 @@ func TestAloneAtMaxLoadWaits(t *testing.T) {
 		time.Sleep(10 * time.Second) // the first rooms ended
 		synctest.Wait()
 		_, seated = w.get("")
-		if len(seated) != 30 || n.mm.Waiting("duel") != 0 || n.host.Rooms() != 5 {
-			t.Errorf("after the first rooms ended: %d seated once, %d waiting, %d rooms; want 30, 0, 5", len(seated), n.mm.Waiting("duel"), n.host.Rooms())
+		if len(seated) != 30 || n.mm.Waiting("duel") != 0 || n.Host.Rooms() != 5 {
+			t.Errorf("after the first rooms ended: %d seated once, %d waiting, %d rooms; want 30, 0, 5", len(seated), n.mm.Waiting("duel"), n.Host.Rooms())
 		}
-		if peak, _ := w.get(n.srv.ID()); peak > maxLoad {
+		if peak, _ := w.get(n.Srv.ID()); peak > maxLoad {
 			t.Errorf("seated %d players at once, max-load %d", peak, maxLoad)
 		}
 		if len(c.allMoves()) != 0 {
@@ -671,16 +671,16 @@ func TestNoGatherWithoutRoomForAMatch(t *testing.T) {
 		}
 		time.Sleep(tick)
 		synctest.Wait()
-		if got := g.host.Load(); got != 20 {
-			t.Fatalf("%s seats %d, want 20", g.srv.ID(), got)
+		if got := g.Host.Load(); got != 20 {
+			t.Fatalf("%s seats %d, want 20", g.Srv.ID(), got)
 		}
 		time.Sleep(3 * fleettest.Heartbeat) // the load is published, then read by all
 		synctest.Wait()
 		for _, n := range c.nodes {
-			view := n.srv.Nodes()
+			view := n.Srv.Nodes()
 			got := gatherOrder("duel", 2, view, "")
-			if len(got) != 2 || got[0].ID != next.srv.ID() {
-				t.Errorf("%s's duel order with %s at 20 of %d: %v, want %s first, %s left out", n.srv.ID(), g.srv.ID(), maxLoad, got, next.srv.ID(), g.srv.ID())
+			if len(got) != 2 || got[0].ID != next.Srv.ID() {
+				t.Errorf("%s's duel order with %s at 20 of %d: %v, want %s first, %s left out", n.Srv.ID(), g.Srv.ID(), maxLoad, got, next.Srv.ID(), g.Srv.ID())
 			}
 		}
 
@@ -699,24 +699,24 @@ func TestNoGatherWithoutRoomForAMatch(t *testing.T) {
 			moves := c.movesOf(id)
 			switch {
 			case from[id] == next && len(moves) != 0:
-				t.Errorf("%s, queued on the gather server %s, was moved: %+v", id, next.srv.ID(), moves)
-			case from[id] != next && (len(moves) != 1 || moves[0].to != next.srv.ID() || moves[0].reason != room.ReasonQueue):
-				t.Errorf("%s, queued on %s, moves %d times: %+v; want one queue move to %s", id, from[id].srv.ID(), len(moves), moves, next.srv.ID())
+				t.Errorf("%s, queued on the gather server %s, was moved: %+v", id, next.Srv.ID(), moves)
+			case from[id] != next && (len(moves) != 1 || moves[0].to != next.Srv.ID() || moves[0].reason != room.ReasonQueue):
+				t.Errorf("%s, queued on %s, moves %d times: %+v; want one queue move to %s", id, from[id].Srv.ID(), len(moves), moves, next.Srv.ID())
 			}
-			if c.Where(id) != next.srv.ID() {
-				t.Errorf("%s is at %s, want %s", id, c.Where(id), next.srv.ID())
+			if c.Where(id) != next.Srv.ID() {
+				t.Errorf("%s is at %s, want %s", id, c.Where(id), next.Srv.ID())
 				continue
 			}
-			if next.host.RoomOf(id) == "" {
+			if next.Host.RoomOf(id) == "" {
 				if _, ok := next.mm.Waited(id); !ok {
-					t.Errorf("%s is neither seated nor waiting on %s", id, next.srv.ID())
+					t.Errorf("%s is neither seated nor waiting on %s", id, next.Srv.ID())
 				}
 				waiting++
 			}
 		}
-		if waiting != 1 || next.host.Rooms() != 4 || g.host.Load() != 20 || last.host.Rooms() != 0 {
+		if waiting != 1 || next.Host.Rooms() != 4 || g.Host.Load() != 20 || last.Host.Rooms() != 0 {
 			t.Errorf("%d waiting and %d rooms on %s, load %d on %s, %d rooms on %s; want 1, 4, 20, 0",
-				waiting, next.host.Rooms(), next.srv.ID(), g.host.Load(), g.srv.ID(), last.host.Rooms(), last.srv.ID())
+				waiting, next.Host.Rooms(), next.Srv.ID(), g.Host.Load(), g.Srv.ID(), last.Host.Rooms(), last.Srv.ID())
 		}
 	})
 }

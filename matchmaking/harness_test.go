@@ -11,7 +11,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/fleettest"
 	"github.com/muster-gg/muster/internal/hosttest"
 	"github.com/muster-gg/muster/room"
 )
@@ -32,7 +31,6 @@ type (
 type cluster struct {
 	*hosttest.Socketless
 	t         *testing.T
-	fleet     *fleettest.Cluster
 	nodes     []*node
 	playlists []Playlist
 
@@ -42,11 +40,8 @@ type cluster struct {
 
 type node struct {
 	*hosttest.Node
-	c    *cluster
-	srv  *fleettest.Server
-	game *game
-	host *room.Host[*sim, int, string]
-	mm   *Module
+	c  *cluster
+	mm *Module
 }
 
 type moveRec struct {
@@ -86,8 +81,8 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 			if err := hn.Host.Use(mm); err != nil {
 				return err
 			}
-			mm.env, mm.manual = hn.Env(), !o.run // !run: the test steps it by hand
-			n := &node{Node: hn, c: c, srv: hn.Srv, game: hn.Game, host: hn.Host, mm: mm}
+			mm.kit.Env, mm.kit.Manual = hn.Env(), !o.run // !run: the test steps it by hand
+			n := &node{Node: hn, c: c, mm: mm}
 			hn.Arrive = func(_ context.Context, id string, ho room.Handoff, now time.Time) {
 				mm.arrive(id, ho, now, now)
 				waited, _ := mm.Waited(id)
@@ -99,24 +94,16 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 			return nil
 		},
 	})
-	c.fleet = c.Fleet
 	return c
 }
 
-func (c *cluster) node(id string) *node {
-	for _, n := range c.nodes {
-		if n.srv.ID() == id {
-			return n
-		}
-	}
-	return nil
-}
+func (c *cluster) node(id string) *node { return hosttest.Find(c.nodes, id) }
 
 // gather returns the servers in the order the playlist gathers, as the
 // first server sees them.
 func (c *cluster) gather(playlist string) []*node {
 	var out []*node
-	for _, n := range GatherOrder(c.playlist(playlist), c.nodes[0].srv.Nodes()) {
+	for _, n := range GatherOrder(c.playlist(playlist), c.nodes[0].Srv.Nodes()) {
 		out = append(out, c.node(n.ID))
 	}
 	return out
@@ -134,7 +121,7 @@ func (c *cluster) playlist(name string) Playlist {
 }
 
 // connect connects player id to n now.
-func (c *cluster) connect(n *node, id string) { c.Connect(n.srv.ID(), id) }
+func (c *cluster) connect(n *node, id string) { c.Connect(n.Srv.ID(), id) }
 
 // queue connects player id to n and enqueues it.
 func (c *cluster) queue(n *node, id, playlist string, rating *float64) {

@@ -5,13 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/drainloop"
+	"github.com/muster-gg/muster/internal/modkit"
 	"github.com/muster-gg/muster/room"
 )
 
@@ -21,19 +20,15 @@ import (
 // room.Host.Use, and the host's Run runs Run. It is safe for
 // concurrent use.
 type Module struct {
+	kit       modkit.Base // the host it is attached to
 	cfg       Config
-	manual    bool // tests: Run steps nothing, the test calls step
 	playlists []Playlist
-	env       room.ModuleHost
-	codec     room.Codec
-	logger    *slog.Logger
 	kick      chan struct{} // asks Run for a round now: a player enqueued or arrived
 
 	mu         sync.Mutex
 	queues     map[string]*queue
 	order      []*queue // in declaration order
 	players    map[string]*entry
-	draining   bool
 	noRedirect bool // the game sends no redirect packet: every decision is local
 	failing    bool // hand-overs are failing (logged once per streak)
 }
@@ -49,6 +44,7 @@ func New(cfg Config, playlists ...Playlist) (*Module, error) {
 		return nil, fmt.Errorf("%w: New: no playlist", ErrConfig)
 	}
 	m := &Module{
+		kit:     modkit.NewBase("matchmaking", ErrNotAttached),
 		cfg:     cfg,
 		kick:    make(chan struct{}, 1),
 		queues:  make(map[string]*queue, len(playlists)),
@@ -76,17 +72,7 @@ func (m *Module) Playlists() []Playlist {
 }
 
 // Attach implements room.Module. Host.Use calls it.
-func (m *Module) Attach(h room.ModuleHost) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.env != nil {
-		return errors.New("matchmaking: module attached twice")
-	}
-	m.env = h
-	m.codec = h.Codec()
-	m.logger = h.Logger().With("module", "matchmaking")
-	return nil
-}
+func (m *Module) Attach(h room.ModuleHost) error { return m.kit.Attach(h) }
 
 // MessageTypes implements room.MessageHandler.
 func (m *Module) MessageTypes() []string { return []string{MsgQueue, MsgUnqueue} }
@@ -101,7 +87,7 @@ func (m *Module) HandleMessage(ctx context.Context, c *room.Client, typ string, 
 			Playlist string   `json:"playlist"`
 			Rating   *float64 `json:"rating"`
 		}
-		if err := m.codec.Unmarshal(body, &req); err != nil {
+		if err := m.kit.Codec.Unmarshal(body, &req); err != nil {
 			return fmt.Errorf("queue: %w", err)
 		}
 		m.enqueue(c.ID(), req.Playlist, req.Rating, c.CooldownFrom(), time.Now())
@@ -121,7 +107,7 @@ func (m *Module) Arrived(_ context.Context, c *room.Client, ho room.Handoff) {
 // connection ends leaves the queue, unless it is being matched or moved,
 // or has already connected again.
 func (m *Module) Disconnected(c *room.Client) {
-	if m.env.Connected(c.ID()) {
+	if m.kit.Env.Connected(c.ID()) {
 		return // replaced by a newer connection that keeps the place
 	}
 	m.mu.Lock()
@@ -136,39 +122,9 @@ func (m *Module) Disconnected(c *room.Client) {
 // every Config.Tick, until ctx ends. The host's Run runs it; it returns
 // nil when ctx ends.
 func (m *Module) Run(ctx context.Context) error {
-	m.mu.Lock()
-	attached := m.env != nil
-	m.mu.Unlock()
-	if !attached {
-		return ErrNotAttached
-	}
-	if m.manual {
-		<-ctx.Done()
-		return nil
-	}
-	t := time.NewTicker(m.cfg.Tick)
-	defer t.Stop()
-	gap := m.cfg.Tick / 10 // the least time between two rounds asked by kicks
-	var last time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		case <-m.kick:
-			if wait := gap - time.Since(last); wait > 0 {
-				w := time.NewTimer(wait)
-				select {
-				case <-ctx.Done():
-					w.Stop()
-					return nil
-				case <-w.C:
-				}
-			}
-		}
-		last = time.Now()
-		m.step(ctx, last)
-	}
+	// A round at once when a player enqueues or arrives, but no more than
+	// ten rounds a tick.
+	return m.kit.Loop(ctx, m.cfg.Tick, m.cfg.Tick/10, m.kick, m.step)
 }
 
 // kickRun asks Run for a round without waiting for the tick.
@@ -186,11 +142,7 @@ func (m *Module) kickRun() {
 // moved if a server with room appears before ctx ends. Drain returns when
 // nobody waits here any more, or when ctx ends.
 func (m *Module) Drain(ctx context.Context) error {
-	m.mu.Lock()
-	m.draining = true
-	m.mu.Unlock()
-	drainloop.Run(ctx, m.cfg.Tick, m.step, m.tellRest)
-	return nil
+	return m.kit.Drain(ctx, m.cfg.Tick, m.step, m.tellRest)
 }
 
 // Waiting returns the number of players waiting in playlist's queue here.
@@ -218,15 +170,15 @@ func (m *Module) Waited(id string) (time.Duration, bool) {
 // enqueue puts player id in playlist's queue; a refusal is sent to it.
 func (m *Module) enqueue(id, playlist string, rating *float64, arrived, now time.Time) {
 	if err := m.tryEnqueue(id, playlist, rating, arrived, now); err != nil {
-		m.env.Send(id, ErrorPacket{Type: TypeError, Error: err.Error()})
+		m.kit.Env.Send(id, ErrorPacket{Type: TypeError, Error: err.Error()})
 		return
 	}
-	m.env.Send(id, WaitingPacket{Type: TypeWaiting, Playlist: playlist, Node: m.self()})
+	m.kit.Env.Send(id, WaitingPacket{Type: TypeWaiting, Playlist: playlist, Node: m.kit.Self()})
 	m.kickRun()
 }
 
 func (m *Module) tryEnqueue(id, playlist string, rating *float64, arrived, now time.Time) error {
-	if m.env.RoomOf(id) != "" {
+	if m.kit.Env.RoomOf(id) != "" {
 		return ErrSeated
 	}
 	m.mu.Lock()
@@ -267,10 +219,10 @@ func (m *Module) unqueue(id string) {
 	}
 	m.mu.Unlock()
 	if err != nil {
-		m.env.Send(id, ErrorPacket{Type: TypeError, Error: err.Error()})
+		m.kit.Env.Send(id, ErrorPacket{Type: TypeError, Error: err.Error()})
 		return
 	}
-	m.env.Send(id, LeftPacket{Type: TypeLeft, Playlist: e.q.pl.Name})
+	m.kit.Env.Send(id, LeftPacket{Type: TypeLeft, Playlist: e.q.pl.Name})
 }
 
 // arrive takes a queue handoff: the player waits on here, its start
@@ -282,7 +234,7 @@ func (m *Module) arrive(id string, ho room.Handoff, arrived, now time.Time) {
 	}
 	var d handoff
 	if err := json.Unmarshal(ho.Data, &d); err != nil {
-		m.logger.Warn("undecodable queue handoff dropped", "player_id", id, "err", err)
+		m.kit.Logger.Warn("undecodable queue handoff dropped", "player_id", id, "err", err)
 		return
 	}
 	d.Waited = min(max(d.Waited, 0), int64(maxWaited)) // from another server: keep it sane
@@ -291,8 +243,8 @@ func (m *Module) arrive(id string, ho room.Handoff, arrived, now time.Time) {
 	q := m.queues[d.Playlist]
 	if q == nil {
 		m.mu.Unlock()
-		m.logger.Warn("queue handoff for a playlist this server does not have", "player_id", id, "playlist", d.Playlist)
-		m.env.Send(id, ErrorPacket{Type: TypeError, Error: ErrUnknownPlaylist.Error()})
+		m.kit.Logger.Warn("queue handoff for a playlist this server does not have", "player_id", id, "playlist", d.Playlist)
+		m.kit.Env.Send(id, ErrorPacket{Type: TypeError, Error: ErrUnknownPlaylist.Error()})
 		return
 	}
 	if old := m.players[id]; old != nil && old.state == waiting {
@@ -310,15 +262,8 @@ func (m *Module) arrive(id string, ho room.Handoff, arrived, now time.Time) {
 		q.received = until
 	}
 	m.mu.Unlock()
-	m.env.Send(id, WaitingPacket{Type: TypeWaiting, Playlist: d.Playlist, WaitedMS: d.Waited / 1e6, Node: m.self()})
+	m.kit.Env.Send(id, WaitingPacket{Type: TypeWaiting, Playlist: d.Playlist, WaitedMS: d.Waited / 1e6, Node: m.kit.Self()})
 	m.kickRun()
-}
-
-func (m *Module) self() string {
-	if f := m.env.Fleet(); f != nil {
-		return f.ID()
-	}
-	return ""
 }
 
 // hold is Config.Hold, or two fleet heartbeats.
@@ -326,7 +271,7 @@ func (m *Module) hold() time.Duration {
 	if m.cfg.Hold > 0 {
 		return m.cfg.Hold
 	}
-	if f := m.env.Fleet(); f != nil {
+	if f := m.kit.Env.Fleet(); f != nil {
 		return 2 * f.Config().Heartbeat
 	}
 	return 0
@@ -341,7 +286,7 @@ const maxWaited = 24 * time.Hour
 // that a view that still shows the sender as the gather server, after
 // Hold, cannot bounce the player back.
 func (m *Module) backGuard() time.Duration {
-	if f := m.env.Fleet(); f != nil {
+	if f := m.kit.Env.Fleet(); f != nil {
 		return max(m.hold(), fleet.MissedHeartbeats*f.Config().Heartbeat)
 	}
 	return m.hold()
@@ -370,20 +315,14 @@ type plannedMove struct {
 // draining server hands everyone over. step returns the number of players
 // still on this server's queues (waiting, being matched or moved).
 func (m *Module) step(ctx context.Context, now time.Time) int {
-	f := m.env.Fleet()
-	var (
-		self     string
-		nodes    []fleet.Node
-		selfOpen = true // may open rooms: not draining or leaving
-		selfNode fleet.Node
-	)
-	if f != nil {
-		self, nodes = f.ID(), f.Nodes()
-		for _, n := range nodes {
-			if n.ID == self {
-				selfNode = n
-				selfOpen = n.State != fleet.StateDraining && n.State != fleet.StateLeaving
-			}
+	f := m.kit.Env.Fleet()
+	self, nodes := m.kit.View()
+	selfOpen := true // may open rooms: not draining or leaving
+	var selfNode fleet.Node
+	for _, n := range nodes {
+		if n.ID == self {
+			selfNode = n
+			selfOpen = n.State != fleet.StateDraining && n.State != fleet.StateLeaving
 		}
 	}
 	// seats is how many players this round may still seat here, from the
@@ -394,8 +333,8 @@ func (m *Module) step(ctx context.Context, now time.Time) int {
 	// Rounds that form matches do not overlap (Run runs them one after
 	// another; Drain's rounds match nobody), so the rooms of the earlier
 	// rounds are all in the host's load.
-	seats := max(m.env.FreeLoad(), 0)
-	cool := m.env.Config().MoveCooldown
+	seats := max(m.kit.Env.FreeLoad(), 0)
+	cool := m.kit.Env.Config().MoveCooldown
 	movable := func(e *entry, draining bool) bool {
 		if now.Before(e.arrived.Add(cool)) {
 			return false // the host refuses it (F7); try again later
@@ -406,7 +345,7 @@ func (m *Module) step(ctx context.Context, now time.Time) int {
 	m.mu.Lock()
 	local := f == nil || len(nodes) <= 1 || m.noRedirect
 	// The server may be draining before its drainers are called.
-	draining := m.draining || selfNode.State == fleet.StateDraining || selfNode.State == fleet.StateLeaving
+	draining := m.kit.Draining() || selfNode.State == fleet.StateDraining || selfNode.State == fleet.StateLeaving
 	var (
 		matches []match
 		moves   []plannedMove
@@ -488,7 +427,7 @@ func (m *Module) step(ctx context.Context, now time.Time) int {
 		m.open(ctx, mt)
 	}
 	m.moveAll(ctx, moves)
-	drainloop.Tell(m.env, tell...)
+	modkit.Tell(m.kit.Env, tell...)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -507,14 +446,14 @@ func (m *Module) open(ctx context.Context, mt match) {
 	for _, t := range mt.teams {
 		ids = append(ids, t...)
 	}
-	err := m.env.Open(ctx, room.Info{Kind: mt.q.pl.Name, Players: ids, Data: Match{Playlist: mt.q.pl.Name, Teams: mt.teams}})
+	err := m.kit.Env.Open(ctx, room.Info{Kind: mt.q.pl.Name, Players: ids, Data: Match{Playlist: mt.q.pl.Name, Teams: mt.teams}})
 	if err != nil {
-		m.logger.Warn("open match room; players wait on", "playlist", mt.q.pl.Name, "err", err)
+		m.kit.Logger.Warn("open match room; players wait on", "playlist", mt.q.pl.Name, "err", err)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, e := range mt.players {
-		if err == nil || !m.env.Connected(e.id) || (m.env.RoomOf(e.id) != "") || m.players[e.id] != e {
+		if err == nil || !m.kit.Env.Connected(e.id) || (m.kit.Env.RoomOf(e.id) != "") || m.players[e.id] != e {
 			m.forget(e)
 			continue
 		}
@@ -528,7 +467,7 @@ func (m *Module) moveAll(ctx context.Context, moves []plannedMove) {
 	var failed int
 	var firstErr error
 	for _, mv := range moves {
-		if m.env.RoomOf(mv.e.id) != "" { // seated meanwhile (a lobby's match): not ours to move
+		if m.kit.Env.RoomOf(mv.e.id) != "" { // seated meanwhile (a lobby's match): not ours to move
 			m.mu.Lock()
 			m.forget(mv.e)
 			m.mu.Unlock()
@@ -536,7 +475,7 @@ func (m *Module) moveAll(ctx context.Context, moves []plannedMove) {
 		}
 		data, err := json.Marshal(mv.ho)
 		if err == nil {
-			err = m.env.MovePlayer(ctx, mv.e.id, mv.to, mv.reason, &room.Handoff{Kind: HandoffKind, Data: data})
+			err = m.kit.Env.MovePlayer(ctx, mv.e.id, mv.to, mv.reason, &room.Handoff{Kind: HandoffKind, Data: data})
 		}
 		m.mu.Lock()
 		switch {
@@ -545,14 +484,14 @@ func (m *Module) moveAll(ctx context.Context, moves []plannedMove) {
 		default:
 			if errors.Is(err, room.ErrNoRedirect) && !m.noRedirect {
 				m.noRedirect = true
-				m.logger.Info("the game sends no redirect packet; queues stay on every server")
+				m.kit.Logger.Info("the game sends no redirect packet; queues stay on every server")
 			} else if !errors.Is(err, room.ErrCooldown) {
 				failed++
 				if firstErr == nil {
 					firstErr = err
 				}
 			}
-			if m.env.Connected(mv.e.id) {
+			if m.kit.Env.Connected(mv.e.id) {
 				mv.e.q.add(mv.e)
 			} else {
 				m.forget(mv.e)
@@ -565,10 +504,10 @@ func (m *Module) moveAll(ctx context.Context, moves []plannedMove) {
 	switch {
 	case failed > 0 && !m.failing:
 		m.failing = true
-		m.logger.Warn("hand queue places to other servers; the players keep their place", "players", failed, "err", firstErr)
+		m.kit.Logger.Warn("hand queue places to other servers; the players keep their place", "players", failed, "err", firstErr)
 	case failed == 0 && len(moves) > 0 && m.failing:
 		m.failing = false
-		m.logger.Info("queue hand-overs work again")
+		m.kit.Logger.Info("queue hand-overs work again")
 	}
 }
 
@@ -592,5 +531,5 @@ func (m *Module) tellRest() {
 		}
 	}
 	m.mu.Unlock()
-	drainloop.Tell(m.env, tell...)
+	modkit.Tell(m.kit.Env, tell...)
 }

@@ -19,7 +19,7 @@ const root = "../.."
 // serverDirs are the packages whose code sends packets to clients: the
 // one-call server, the room host, its modules and the duel example (its
 // bot is a client, not here).
-var serverDirs = []string{".", "room", "lobby", "matchmaking", "examples/duel", "internal/drainloop"}
+var serverDirs = []string{".", "room", "lobby", "matchmaking", "examples/duel", "internal/modkit"}
 
 // TestProtocolDocumented checks that docs/protocol.md documents every packet
 // type the server sends and every message type it handles, as `type`, and

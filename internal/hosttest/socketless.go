@@ -106,14 +106,7 @@ func StartSocketless(t *testing.T, o SocketlessOpts) *Socketless {
 }
 
 // Node returns the server with id, or nil.
-func (c *Socketless) Node(id string) *Node {
-	for _, n := range c.Nodes {
-		if n.Srv.ID() == id {
-			return n
-		}
-	}
-	return nil
-}
+func (c *Socketless) Node(id string) *Node { return Find(c.Nodes, id) }
 
 // Moves returns the moves made so far, oldest first.
 func (c *Socketless) Moves() []Move {
@@ -125,6 +118,20 @@ func (c *Socketless) Moves() []Move {
 // MovesOf returns the moves of player id, oldest first.
 func (c *Socketless) MovesOf(id string) []Move {
 	return slices.DeleteFunc(c.Moves(), func(m Move) bool { return m.Player != id })
+}
+
+// ID returns n's node id.
+func (n *Node) ID() string { return n.Srv.ID() }
+
+// Find returns the node of nodes whose ID is id, or the zero N.
+func Find[N interface{ ID() string }](nodes []N, id string) N {
+	for _, n := range nodes {
+		if n.ID() == id {
+			return n
+		}
+	}
+	var none N
+	return none
 }
 
 // ConnectTo connects player id to n now.

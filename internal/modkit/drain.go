@@ -1,7 +1,6 @@
-// Package drainloop is the drain loop the lobby and matchmaking modules
-// share: step until nothing is left here, or tell whoever is left when the
-// drain runs out of time.
-package drainloop
+// Package modkit is what the lobby and matchmaking modules share: Base, the
+// host they are attached to and the loops of their Run and Drain.
+package modkit
 
 import (
 	"context"
@@ -22,10 +21,10 @@ func Tell(h room.ModuleHost, ids ...string) {
 	}
 }
 
-// Run is the body of a module's fleet.Drainer: it runs step every tick
+// DrainLoop is the body of a module's fleet.Drainer: it runs step every tick
 // until step reports that nothing is left here (0), or until ctx ends,
 // when it runs tellRest to tell whoever is still here.
-func Run(ctx context.Context, tick time.Duration, step func(context.Context, time.Time) int, tellRest func()) {
+func DrainLoop(ctx context.Context, tick time.Duration, step func(context.Context, time.Time) int, tellRest func()) {
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
