@@ -43,6 +43,7 @@ type Node struct {
 	cred    *serverCredential
 	pending map[string]pendingReport // undelivered snapshots by room id
 	failing bool                     // announces are failing (logged once)
+	onBack  []func()                 // called when announces get through again
 }
 
 // serverCredential is what the key file holds.
@@ -303,13 +304,26 @@ func (n *Node) setFailing(failing bool, err error) {
 	n.mu.Lock()
 	was := n.failing
 	n.failing = failing
+	hooks := n.onBack
 	n.mu.Unlock()
 	switch {
 	case failing && !was:
 		n.log.Warn("federation: cannot announce to home; retrying with backoff", "err", err)
 	case !failing && was:
 		n.log.Info("federation: announcing to home again")
+		// Home may have ended this server's rooms while it was cut off.
+		for _, f := range hooks {
+			f()
+		}
 	}
+}
+
+// whenBack adds f to the functions called, on Run's goroutine, when
+// announces get through again after failing. f must not block.
+func (n *Node) whenBack(f func()) {
+	n.mu.Lock()
+	n.onBack = append(n.onBack, f)
+	n.mu.Unlock()
 }
 
 func (n *Node) credential() *serverCredential {

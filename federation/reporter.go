@@ -28,18 +28,43 @@ type RoomReporter struct {
 
 	mu      sync.Mutex
 	pending map[string]room.RoomState
+	open    map[string]room.RoomState // the latest state of every open room
 }
 
 var _ room.RoomWatcher = (*RoomReporter)(nil)
 
 // NewRoomReporter returns a reporter that sends through node (whose Run
-// must be running for the reports to reach home).
+// must be running for the reports to reach home). When the node's
+// announces get through again after failing (home may have ended its rooms
+// meanwhile), every open room is sent again.
 func NewRoomReporter(node *Node, logger *slog.Logger) *RoomReporter {
-	return &RoomReporter{
+	r := &RoomReporter{
 		node:    node,
 		log:     componentLogger(logger),
 		wake:    make(chan struct{}, 1),
 		pending: make(map[string]room.RoomState),
+		open:    make(map[string]room.RoomState),
+	}
+	node.whenBack(r.resendAll)
+	return r
+}
+
+// resendAll notes every open room again.
+func (r *RoomReporter) resendAll() {
+	r.mu.Lock()
+	for id, st := range r.open {
+		if _, ok := r.pending[id]; !ok {
+			r.pending[id] = st
+		}
+	}
+	r.mu.Unlock()
+	r.signal()
+}
+
+func (r *RoomReporter) signal() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -49,11 +74,13 @@ func (r *RoomReporter) RoomChanged(st room.RoomState) {
 	st.Players = slices.Clone(st.Players)
 	r.mu.Lock()
 	r.pending[st.ID] = st
-	r.mu.Unlock()
-	select {
-	case r.wake <- struct{}{}:
-	default:
+	if st.Ended {
+		delete(r.open, st.ID)
+	} else {
+		r.open[st.ID] = st
 	}
+	r.mu.Unlock()
+	r.signal()
 }
 
 // Run sends the noted room states until ctx ends, and returns nil then; a

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -119,6 +121,57 @@ func TestRoomReporter(t *testing.T) {
 		cancel()
 		if err := <-done; err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// TestRoomReporterAfterOutage: a node cut off from home for longer than
+// SilentAfter has its rooms ended at home; when its announces get through
+// again, its open rooms are sent again.
+func TestRoomReporterAfterOutage(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		e := newLiveEnv(t)
+		nodeKey := e.createNode("au-sydney", "AU", true)
+		var down atomic.Bool
+		tr := handlerTransport{h: e.h, drop: func(*http.Request) bool { return down.Load() }}
+		a := startAgent(t, e, NodeConfig{NodeKey: nodeKey, KeyFile: filepath.Join(t.TempDir(), "k")}, tr)
+		rep := NewRoomReporter(a.Node, quiet())
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- rep.Run(ctx) }()
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		})
+		synctest.Wait()
+		rep.RoomChanged(room.RoomState{ID: "r1", Kind: "duel", Players: []string{"alice", "bob"}})
+		rep.RoomChanged(room.RoomState{ID: "r2", Kind: "duel", Players: []string{"carol"}})
+		rep.RoomChanged(room.RoomState{ID: "r2", Kind: "duel", Ended: true})
+		synctest.Wait()
+		if r, err := e.home.Room(ctx, "r1"); err != nil || len(r.Members) != 2 {
+			t.Fatalf("r1 before the outage: %+v %v", r, err)
+		}
+		down.Store(true)
+		time.Sleep(4 * time.Minute)
+		synctest.Wait()
+		if _, err := e.home.Room(ctx, "r1"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("r1 of a server cut off for 4m: %v", err)
+		}
+		e.regions() // as a placer's poll: the dead server's rooms end
+		if raw, _ := e.bp.Record(ctx, collRooms, "r1"); raw != nil {
+			t.Fatal("r1 is still in the register")
+		}
+		down.Store(false)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if r, err := e.home.Room(ctx, "r1"); err != nil || !slices.Equal(r.Members, []string{"alice", "bob"}) {
+			t.Fatalf("r1 after the outage: %+v %v", r, err)
+		}
+		if _, err := e.home.Room(ctx, "r2"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("an ended room came back: %v", err)
 		}
 	})
 }
