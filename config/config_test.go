@@ -226,8 +226,8 @@ func TestEveryKeyFromEnv(t *testing.T) {
 		}
 	}
 	walk(reflect.TypeFor[config.Config](), func(c *config.Config) reflect.Value { return reflect.ValueOf(c).Elem() }, "MUSTER")
-	if n != 52 {
-		t.Errorf("walked %d settings, want 52", n)
+	if n != 56 {
+		t.Errorf("walked %d settings, want 56", n)
 	}
 }
 

@@ -62,6 +62,12 @@ type RoomLimits struct {
 	Failures int `yaml:"failures"`
 	// Lockout is how long a locked-out address is refused. Default 300s.
 	Lockout Duration `yaml:"lockout"`
+	// Messages is how many messages a connection may send per second;
+	// a connection that sends more is closed with 4005. Default 120.
+	Messages int `yaml:"messages"`
+	// Burst is how many messages a connection may send at once above
+	// Messages. Default 240.
+	Burst int `yaml:"burst"`
 }
 
 // Matchmaking is muster.matchmaking: the matchmaking module
@@ -119,6 +125,12 @@ type Lobby struct {
 	// ArrivalTimeout is how long a lobby moved by a drain keeps the place
 	// of a member who has not arrived yet. Default 30s.
 	ArrivalTimeout Duration `yaml:"arrival-timeout"`
+	// CodeFailures is how many wrong codes one client address may try in
+	// CodeLockout before its joins are refused, on every server of the
+	// fleet. Default 20.
+	CodeFailures int `yaml:"code-failures"`
+	// CodeLockout is the window of CodeFailures. Default 600s.
+	CodeLockout Duration `yaml:"code-lockout"`
 }
 
 // The sections' defaults, as config.yml spells them out.
@@ -131,6 +143,7 @@ func defaultRoom() Room {
 		Limits: RoomLimits{
 			Store: room.StoreMemory, Connects: 120, Window: Duration(time.Minute),
 			Failures: 20, Lockout: Duration(5 * time.Minute),
+			Messages: 120, Burst: 240,
 		},
 	}
 }
@@ -143,6 +156,7 @@ func defaultLobby() Lobby {
 	return Lobby{
 		CodeLength: 5, MaxMembers: 8, RoomKind: "lobby",
 		Tick: Duration(250 * time.Millisecond), ArrivalTimeout: Duration(30 * time.Second),
+		CodeFailures: 20, CodeLockout: Duration(10 * time.Minute),
 	}
 }
 
@@ -169,6 +183,8 @@ func (c Config) RoomConfig() room.Config {
 			Window:   time.Duration(r.Limits.Window),
 			Failures: r.Limits.Failures,
 			Lockout:  time.Duration(r.Limits.Lockout),
+			Messages: r.Limits.Messages,
+			Burst:    r.Limits.Burst,
 		},
 	}
 }
@@ -196,6 +212,8 @@ func (c Config) LobbyConfig() lobby.Config {
 		RoomKind:       l.RoomKind,
 		Tick:           time.Duration(l.Tick),
 		ArrivalTimeout: time.Duration(l.ArrivalTimeout),
+		CodeFailures:   l.CodeFailures,
+		CodeLockout:    time.Duration(l.CodeLockout),
 	}
 }
 
@@ -245,6 +263,8 @@ func (c Config) validateSections() error {
 		positive("room.limits.window", l.Window),
 		atLeast("room.limits.failures", l.Failures, 1),
 		positive("room.limits.lockout", l.Lockout),
+		atLeast("room.limits.messages", l.Messages, 1),
+		atLeast("room.limits.burst", l.Burst, 1),
 		positive("matchmaking.tick", c.Matchmaking.Tick),
 		func() error {
 			if c.Matchmaking.Hold < 0 {
@@ -262,6 +282,8 @@ func (c Config) validateSections() error {
 		atLeast("lobby.max-members", c.Lobby.MaxMembers, 1),
 		positive("lobby.tick", c.Lobby.Tick),
 		positive("lobby.arrival-timeout", c.Lobby.ArrivalTimeout),
+		atLeast("lobby.code-failures", c.Lobby.CodeFailures, 1),
+		positive("lobby.code-lockout", c.Lobby.CodeLockout),
 	} {
 		if err != nil {
 			return err

@@ -55,7 +55,7 @@ func TestSections(t *testing.T) {
 		Rate: 30, Workers: 2, MaxCatchUp: 4, ReadLimit: 4096, SendQueue: 32,
 		PingInterval: 10 * time.Second, HelloTimeout: 10 * time.Second, Secret: "0123456789abcdef",
 		TicketTTL: time.Minute, MoveCooldown: 1500 * time.Millisecond, AwayTimeout: time.Minute, DrainGrace: 2 * time.Second,
-		Limits: room.Limits{Store: room.StoreBackplane, Connects: 60, Window: def.Limits.Window, Failures: 20, Lockout: 10 * time.Minute},
+		Limits: room.Limits{Store: room.StoreBackplane, Connects: 60, Window: def.Limits.Window, Failures: 20, Lockout: 10 * time.Minute, Messages: 120, Burst: 240},
 	}
 	if got := c.RoomConfig(); !reflect.DeepEqual(got, wantRoom) {
 		t.Errorf("RoomConfig =\n%+v\nwant\n%+v", got, wantRoom)
@@ -69,7 +69,7 @@ func TestSections(t *testing.T) {
 	if mc != (matchmaking.Config{Tick: 50 * time.Millisecond, Hold: 4 * time.Second}) || !reflect.DeepEqual(pls, wantPls) {
 		t.Errorf("MatchmakingConfig = %+v, %+v", mc, pls)
 	}
-	if got, want := c.LobbyConfig(), (lobby.Config{CodeLength: 6, MaxMembers: 4, RoomKind: "party", Tick: 250 * time.Millisecond, ArrivalTimeout: 30 * time.Second}); got != want {
+	if got, want := c.LobbyConfig(), (lobby.Config{CodeLength: 6, MaxMembers: 4, RoomKind: "party", Tick: 250 * time.Millisecond, ArrivalTimeout: 30 * time.Second, CodeFailures: 20, CodeLockout: 10 * time.Minute}); got != want {
 		t.Errorf("LobbyConfig = %+v, want %+v", got, want)
 	}
 	// The packages take them as they are.
