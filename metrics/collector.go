@@ -68,7 +68,7 @@ type Collector struct {
 	info, state, load, maxLoad, queue, nodes, attached *prometheus.Desc
 	rejected                                           *prometheus.Desc
 
-	rooms, connected, seated, redirects, handoffs, lateness, passes *prometheus.Desc
+	rooms, connected, seated, redirects, handoffs, limited, lateness, passes *prometheus.Desc
 
 	relayActive, relayTotal, relayFallbacks, relayBytes, relaySignatures *prometheus.Desc
 }
@@ -108,6 +108,8 @@ var reasons = []string{room.ReasonRejoin, room.ReasonQueue, room.ReasonLobby, ro
 //     or away.
 //   - muster_redirects_total{reason}: clients sent to another server.
 //   - muster_handoffs_total: handoffs written for players moved away.
+//   - muster_connections_limited_total: connections closed for sending
+//     messages faster than muster.room.limits.messages allows (4005).
 //   - muster_step_lateness_seconds{quantile}: how late room passes started
 //     after their tick (NaN until the first pass), and
 //     muster_step_passes_total, the passes measured.
@@ -143,6 +145,7 @@ func NewCollector(src Sources) *Collector {
 		seated:    d("muster_players_seated", "Players with a seat in one of this server's rooms, present or away.", nil, nil),
 		redirects: d("muster_redirects_total", "Clients sent to another server, by reason.", []string{"reason"}, nil),
 		handoffs:  d("muster_handoffs_total", "Handoffs written for players moved to another server.", nil, nil),
+		limited:   d("muster_connections_limited_total", "Connections closed for sending messages too fast (4005).", nil, nil),
 		lateness:  d("muster_step_lateness_seconds", "Quantiles of how late room passes started after their tick.", []string{"quantile"}, nil),
 		passes:    d("muster_step_passes_total", "Room passes measured for muster_step_lateness_seconds.", nil, nil),
 
@@ -168,7 +171,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- c.load
 	}
 	if c.src.Rooms != nil {
-		for _, d := range []*prometheus.Desc{c.rooms, c.connected, c.seated, c.redirects, c.handoffs, c.lateness, c.passes} {
+		for _, d := range []*prometheus.Desc{c.rooms, c.connected, c.seated, c.redirects, c.handoffs, c.limited, c.lateness, c.passes} {
 			ch <- d
 		}
 	}
@@ -225,6 +228,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			counter(c.redirects, float64(n), reason)
 		}
 		counter(c.handoffs, float64(st.Handoffs))
+		counter(c.limited, float64(st.Limited))
 		var passes uint64
 		for _, q := range c.src.Quantiles {
 			d, n := r.Lateness(q)
