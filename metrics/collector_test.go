@@ -55,7 +55,7 @@ func TestCollector(t *testing.T) {
 	rooms := fakeRooms{
 		stats: room.Stats{
 			Rooms: 4, Seated: 9, Connected: 7, Load: 11,
-			Redirects: map[string]uint64{room.ReasonQueue: 5, "custom": 1}, Handoffs: 6,
+			Redirects: map[string]uint64{room.ReasonQueue: 5, "custom": 1}, Handoffs: 6, Limited: 2,
 		},
 		passes: 1000,
 	}
@@ -85,6 +85,7 @@ func TestCollector(t *testing.T) {
 		`muster_redirects_total{reason="drain"}`:         0,
 		`muster_redirects_total{reason="custom"}`:        1,
 		`muster_handoffs_total`:                          6,
+		`muster_connections_limited_total`:               2,
 		`muster_step_lateness_seconds{quantile="0.5"}`:   0.0005,
 		`muster_step_lateness_seconds{quantile="0.9"}`:   0.0009,
 		`muster_step_lateness_seconds{quantile="0.99"}`:  0.00099,
