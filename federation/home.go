@@ -52,6 +52,9 @@ func NewHome(cfg HomeConfig, bp backplane.Backplane, logger *slog.Logger) (*Home
 		return nil, fmt.Errorf("%w: backplane is nil", ErrInvalidConfig)
 	}
 	log := componentLogger(logger)
+	if _, ok := bp.(backplane.RecordSwapper); !ok {
+		log.Warn("federation: the backplane has no compare-and-set (backplane.RecordSwapper): run one Home on this register only")
+	}
 	h := &Home{cfg: cfg, bp: bp, log: log, limiter: newLimiter(bp, cfg.Now, log)}
 	if cfg.AdminToken != "" {
 		sum := sha256.Sum256([]byte(cfg.AdminToken))
