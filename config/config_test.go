@@ -619,3 +619,20 @@ func TestWiring(t *testing.T) {
 	}
 	bp.Close()
 }
+
+// The README's configuration reference is config.yml, as it stands.
+func TestREADMEShowsConfigYML(t *testing.T) {
+	t.Parallel()
+	cfg, err := os.ReadFile("../config.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, ok := strings.Cut(string(cfg), "\nmuster:\n")
+	if !ok || !strings.Contains(string(readme), "```yaml\nmuster:\n"+body+"```\n") {
+		t.Fatal("README.md's configuration reference is not config.yml from its muster: line on: copy it")
+	}
+}
