@@ -16,10 +16,33 @@
 // # Outage
 //
 // Start-up never waits for the backplane, and every backplane call has a
-// short deadline. While the backplane cannot be reached the server serves
-// alone: the others drop out of its view and nothing is moved. The outage
-// is logged once. When the backplane answers again the server re-asserts
-// its record and every claim it holds, also when the store came back empty.
+// short deadline. One failed heartbeat changes nothing: the others stay in
+// view until their records expire. Only when the failures span the ttl
+// (MissedHeartbeats heartbeats) does the server serve alone: the others
+// have dropped out of its view and nothing is moved. The outage is logged
+// once. A server that never reached the backplane says "detached" on its
+// readiness probe.
+//
+// Every heartbeat that reaches the backplane is followed by one batched
+// re-assertion of every claim the server holds (backplane Reassert): it
+// writes back claims the store lost (a restart, or a failover that dropped
+// writes) and renews their lease. A claim is leased to its holder's
+// liveness, so one whose release was lost stops pointing anywhere within a
+// ttl. A claim another server took meanwhile is left to it and reported to
+// the OnClaimLost function.
+//
+// # Releasing from a worker
+//
+// ReleaseLater gives claims up without I/O on the caller: a goroutine that
+// Run owns writes the queued releases, all of them in one round trip, and
+// retries those that fail; leaving writes what is still queued.
+//
+// # Records
+//
+// With Config.Key set (the security key), each record is signed, and a
+// record not signed with the key is dropped from the view and counted
+// (RejectedRecords): only a server holding the key can join the view. A
+// second server started with a node id in use stops with ErrDuplicateID.
 //
 // # Alone
 //
