@@ -69,7 +69,14 @@ type view struct {
 	wrote   map[string]wrote
 	storeMs int64     // Redis TIME, ms
 	at      time.Time // when storeMs arrived
+
+	// due are the nodes the last reply said are about to expire: the
+	// next script is given their keys, so that it may check them.
+	due []string
 }
+
+// maxDue bounds the node keys a view script is given.
+const maxDue = 64
 
 // wrote is a heartbeat that succeeded: the record it wrote and when it
 // was sent, before which its key cannot have expired.
@@ -86,11 +93,19 @@ func (b *Backplane) viewKeys(id string) []string {
 }
 
 // viewLua is the part the view scripts share. ARGV[1] is the node-key
-// prefix, ARGV[2] how long tombstones stay, in ms.
+// prefix, ARGV[2] how long tombstones stay, in ms. KEYS[6] on are the keys
+// of nodes the reader expects to expire (view.due): a script touches no
+// key it was not given, so an expired index entry is checked against its
+// node's key when that key was given, and otherwise judged by the index
+// alone, which never runs ahead of the key's expiry by more than a round
+// trip (a node is in view.due for at least one heartbeat of a reader that
+// heartbeats before it is due).
 const viewLua = `
 redis.replicate_commands() -- Redis < 5: allows writes after TIME
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local declared = {}
+for i = 6, #KEYS do declared[string.sub(KEYS[i], #ARGV[1] + 1)] = KEYS[i] end
 local function bump() return redis.call('HINCRBY', KEYS[5], 'seq', 1) end
 local function remove(id)
   local old = redis.call('HGET', KEYS[2], id)
@@ -120,7 +135,8 @@ local function scan(horizon, self)
     if string.byte(m, 1) == 0 then
       if at <= now then forget(string.sub(m, 2)) end
     elseif at <= now then
-      if redis.call('EXISTS', ARGV[1] .. m) == 0 then remove(m) end
+      local k = declared[m]
+      if not k or redis.call('EXISTS', k) == 0 then remove(m) end
     elseif m ~= self then
       soon[#soon + 1] = m
       soon[#soon + 1] = at - now
@@ -188,6 +204,13 @@ type viewReply struct {
 // or Redis restarted) is loaded and the transaction run again.
 func (b *Backplane) run(ctx context.Context, script *goredis.Script, id string, since int64, args ...any) (viewReply, error) {
 	keys := b.viewKeys(id)
+	b.view.mu.Lock()
+	for _, d := range b.view.due {
+		if d != id {
+			keys = append(keys, b.prefix+"n:"+d)
+		}
+	}
+	b.view.mu.Unlock()
 	args = append([]any{b.prefix + "n:", b.view.tombstones.Milliseconds(), id}, args...)
 	from := "-inf"
 	if since >= 0 {
@@ -263,6 +286,12 @@ func (b *Backplane) read(ctx context.Context, fetch func(since int64) (viewReply
 	defer b.view.mu.Unlock()
 	if m.now > 0 {
 		b.view.storeMs, b.view.at = m.now, time.Now()
+	}
+	b.view.due = b.view.due[:0]
+	for id := range m.soon {
+		if len(b.view.due) < maxDue {
+			b.view.due = append(b.view.due, id)
+		}
 	}
 	switch {
 	case m.wholeLogRead && (m.epoch != b.view.epoch || m.seq >= b.view.seq):
