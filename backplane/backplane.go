@@ -61,10 +61,10 @@ type Backplane interface {
 	Release(ctx context.Context, owner string, keys ...Key) error
 
 	// Locate returns the node holding key, or ErrNotFound when the key is
-	// unclaimed. A claim outlives a holder that died or left without
-	// releasing it: the caller judges whether owner is live by its view of
-	// the cluster, as the fleet package does, so that a lookup stays one
-	// plain read.
+	// unclaimed or its lease ran out. A claim may outlive, until its lease
+	// ends, a holder that died or left without releasing it: the caller
+	// judges whether owner is live by its view of the cluster, as the
+	// fleet package does, so that a lookup stays one plain read.
 	Locate(ctx context.Context, key Key) (owner string, err error)
 
 	// Arrive is Locate(key) and TakeHandoff(target, id) in one round trip,
