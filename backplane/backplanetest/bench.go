@@ -51,6 +51,24 @@ func Benchmark(b *testing.B, open func(b *testing.B, cluster string) backplane.B
 		}
 	}
 	record := make([]byte, 256)
+	// Re-asserting a server's 100 claims: one Reassert, beside the 100
+	// ClaimUnique calls the fleet made before it.
+	held := make([]backplane.Key, 100)
+	for i := range held {
+		held[i] = backplane.Key{Kind: "player", ID: fmt.Sprintf("p%03d", i)}
+	}
+	run("Reassert100", fleet(10), func(bp backplane.Backplane, _ int) error {
+		_, err := bp.Reassert(ctx, "node-000", time.Minute, held...)
+		return err
+	})
+	run("ClaimUnique100", fleet(10), func(bp backplane.Backplane, _ int) error {
+		for _, k := range held {
+			if _, err := bp.ClaimUnique(ctx, "node-000", k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	run("Heartbeat10", fleet(10), func(bp backplane.Backplane, _ int) error {
 		_, _, err := bp.Heartbeat(ctx, backplane.Node{ID: "node-000", Data: record}, time.Hour)
 		return err
