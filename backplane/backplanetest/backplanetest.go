@@ -36,6 +36,30 @@ type Harness struct {
 
 	// Stop makes the store unreachable for every backplane opened on it.
 	Stop func(t *testing.T)
+
+	// Scale multiplies the short ttls and waits of the time-driven cases
+	// (0 and 1 leave them as written). A real store on a loaded machine
+	// takes tens of milliseconds a call; a scale of a few keeps those
+	// calls well inside the cases' margins.
+	Scale int
+}
+
+// d returns d scaled by h.Scale.
+func (h Harness) d(d time.Duration) time.Duration {
+	if h.Scale > 1 {
+		return d * time.Duration(h.Scale)
+	}
+	return d
+}
+
+// warm opens every connection of bps before a race, so that the race is
+// between the calls, not between dials.
+func warm(t *testing.T, bps []backplane.Backplane) {
+	t.Helper()
+	for _, b := range bps {
+		_, err := b.Nodes(ctxT(t))
+		must(t, err)
+	}
 }
 
 // hangLimit is how long a call may take, past its own deadline, before the
@@ -152,25 +176,25 @@ func testRegistry(t *testing.T, h Harness) {
 
 func testExpiry(t *testing.T, h Harness) {
 	a, b := h.Open(t, "exp"), h.Open(t, "exp")
-	if _, created, err := a.Heartbeat(ctxT(t), node("short"), 300*time.Millisecond); err != nil || !created {
+	if _, created, err := a.Heartbeat(ctxT(t), node("short"), h.d(300*time.Millisecond)); err != nil || !created {
 		t.Fatalf("first heartbeat: created %v, %v; want created", created, err)
 	}
 	heartbeat(t, b, "long", time.Minute)
 	must(t, b.Claim(ctxT(t), "short", backplane.Key{Kind: "player", ID: "p1"}))
-	h.Advance(t, 200*time.Millisecond)
+	h.Advance(t, h.d(200*time.Millisecond))
 	// short has missed a heartbeat: a reader is told how long it has left.
 	for _, n := range heartbeat(t, b, "long", time.Minute) {
 		switch {
-		case n.ID == "short" && (n.TTL <= 0 || n.TTL > 100*time.Millisecond):
+		case n.ID == "short" && (n.TTL <= 0 || n.TTL > h.d(100*time.Millisecond)):
 			t.Errorf("short's record, 100ms from expiry, is reported with TTL %v", n.TTL)
 		case n.ID == "long" && (n.TTL < 0 || n.TTL > time.Minute):
 			t.Errorf("long's record, just written for a minute, is reported with TTL %v", n.TTL)
 		}
 	}
-	heartbeat(t, a, "short", 300*time.Millisecond) // refreshed: lives on
-	h.Advance(t, 200*time.Millisecond)
+	heartbeat(t, a, "short", h.d(300*time.Millisecond)) // refreshed: lives on
+	h.Advance(t, h.d(200*time.Millisecond))
 	wantIDs(t, "after refresh", liveIDs(t, b), "long", "short")
-	h.Advance(t, 200*time.Millisecond)
+	h.Advance(t, h.d(200*time.Millisecond))
 	wantIDs(t, "after expiry", liveIDs(t, b), "long")
 	// An expired node that heartbeats again is back, and told so.
 	view, created, err := a.Heartbeat(ctxT(t), node("short"), time.Minute)
@@ -323,7 +347,7 @@ func testClaimUniqueRace(t *testing.T, h Harness) {
 
 func testClaimTakeOver(t *testing.T, h Harness) {
 	b := h.Open(t, "takeover")
-	heartbeat(t, b, "dead", 300*time.Millisecond)
+	heartbeat(t, b, "dead", h.d(300*time.Millisecond))
 	heartbeat(t, b, "alive", time.Minute)
 	key := backplane.Key{Kind: "lobby", ID: "ZZZZ"}
 	if got, err := b.ClaimUnique(ctxT(t), "dead", key); err != nil || got != "dead" {
@@ -332,7 +356,7 @@ func testClaimTakeOver(t *testing.T, h Harness) {
 	if got, err := b.ClaimUnique(ctxT(t), "alive", key); err != nil || got != "dead" {
 		t.Fatalf("claim of a live node's key = %q, %v; want dead keeps it", got, err)
 	}
-	h.Advance(t, 500*time.Millisecond)
+	h.Advance(t, h.d(500*time.Millisecond))
 	heartbeat(t, b, "alive", time.Minute)
 	if got, err := b.ClaimUnique(ctxT(t), "alive", key); err != nil || got != "alive" {
 		t.Fatalf("claim of a dead node's key = %q, %v; want take-over", got, err)
@@ -348,7 +372,7 @@ func testReassert(t *testing.T, h Harness) {
 	b := h.Open(t, "reassert")
 	heartbeat(t, b, "a", time.Minute)
 	heartbeat(t, b, "b", time.Minute)
-	heartbeat(t, b, "dead", time.Second)
+	heartbeat(t, b, "dead", h.d(time.Second))
 	k := func(id string) backplane.Key { return backplane.Key{Kind: "player", ID: id} }
 	must(t, b.Claim(ctxT(t), "a", k("mine")))
 	must(t, b.Claim(ctxT(t), "b", k("bs")))
@@ -364,7 +388,7 @@ func testReassert(t *testing.T, h Harness) {
 		}
 	}
 	// A dead holder's claim is taken over.
-	h.Advance(t, 1200*time.Millisecond)
+	h.Advance(t, h.d(1200*time.Millisecond))
 	heartbeat(t, b, "a", time.Minute)
 	lost, err = b.Reassert(ctxT(t), "a", time.Minute, k("deads"))
 	must(t, err)
@@ -387,18 +411,18 @@ func testClaimLease(t *testing.T, h Harness) {
 	k := func(id string) backplane.Key { return backplane.Key{Kind: "player", ID: id} }
 	must(t, b.Claim(ctxT(t), "a", k("kept"), k("lost"), k("released")))
 	// A claim's first lease is its holder's record's.
-	heartbeat(t, b, "c", time.Second)
+	heartbeat(t, b, "c", h.d(time.Second))
 	must(t, b.Claim(ctxT(t), "c", k("cs")))
-	_, err := b.Reassert(ctxT(t), "a", time.Second, k("kept"), k("lost"), k("released"))
+	_, err := b.Reassert(ctxT(t), "a", h.d(time.Second), k("kept"), k("lost"), k("released"))
 	must(t, err)
 	must(t, b.Release(ctxT(t), "a", k("released")))
 	if got := locate(t, b, k("released")); got != "" {
 		t.Errorf("a released leased claim is located at %q", got)
 	}
-	h.Advance(t, 600*time.Millisecond)
-	_, err = b.Reassert(ctxT(t), "a", time.Second, k("kept")) // "lost" is no longer held
+	h.Advance(t, h.d(600*time.Millisecond))
+	_, err = b.Reassert(ctxT(t), "a", h.d(time.Second), k("kept")) // "lost" is no longer held
 	must(t, err)
-	h.Advance(t, 600*time.Millisecond)
+	h.Advance(t, h.d(600*time.Millisecond))
 	if got := locate(t, b, k("kept")); got != "a" {
 		t.Errorf("a renewed claim: Locate = %q, want a", got)
 	}
@@ -451,15 +475,15 @@ func testHandoffs(t *testing.T, h Harness) {
 		t.Fatalf("second take: %v, want ErrNotFound", err)
 	}
 	// A handoff replaced keeps only its latest data; one untaken expires.
-	must(t, b.PutHandoff(ctxT(t), "B", "p2", []byte("old"), 300*time.Millisecond))
-	must(t, b.PutHandoff(ctxT(t), "B", "p2", []byte("new"), 300*time.Millisecond))
-	must(t, b.PutHandoff(ctxT(t), "B", "p3", []byte("x"), 300*time.Millisecond))
+	must(t, b.PutHandoff(ctxT(t), "B", "p2", []byte("old"), h.d(300*time.Millisecond)))
+	must(t, b.PutHandoff(ctxT(t), "B", "p2", []byte("new"), h.d(300*time.Millisecond)))
+	must(t, b.PutHandoff(ctxT(t), "B", "p3", []byte("x"), h.d(300*time.Millisecond)))
 	data, err = b.TakeHandoff(ctxT(t), "B", "p2")
 	must(t, err)
 	if string(data) != "new" {
 		t.Fatalf("replaced handoff data %q, want new", data)
 	}
-	h.Advance(t, 500*time.Millisecond)
+	h.Advance(t, h.d(500*time.Millisecond))
 	if _, err := b.TakeHandoff(ctxT(t), "B", "p3"); !errors.Is(err, backplane.ErrNotFound) {
 		t.Fatalf("take after expiry: %v, want ErrNotFound", err)
 	}
@@ -472,6 +496,7 @@ func testHandoffTakeRace(t *testing.T, h Harness) {
 		bps[i] = h.Open(t, "takerace")
 	}
 	must(t, bps[0].PutHandoff(ctxT(t), "B", "p1", []byte("once"), time.Minute))
+	warm(t, bps)
 	var got, notFound, other int
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -504,19 +529,19 @@ func testCounter(t *testing.T, h Harness) {
 	b := h.Open(t, "counter")
 	incr := func(by int64) int64 {
 		t.Helper()
-		n, err := b.Increment(ctxT(t), "ticket:t1", 500*time.Millisecond, by)
+		n, err := b.Increment(ctxT(t), "ticket:t1", h.d(500*time.Millisecond), by)
 		must(t, err)
 		return n
 	}
 	if n := incr(1); n != 1 {
 		t.Fatalf("first increment = %d, want 1", n)
 	}
-	h.Advance(t, 300*time.Millisecond)
+	h.Advance(t, h.d(300*time.Millisecond))
 	if n := incr(2); n != 3 {
 		t.Fatalf("second increment = %d, want 3", n)
 	}
 	// The expiry was set by the first increment, not moved by the second.
-	h.Advance(t, 300*time.Millisecond)
+	h.Advance(t, h.d(300*time.Millisecond))
 	if n := incr(5); n != 5 {
 		t.Fatalf("increment after the first one's expiry = %d, want 5 (a new counter)", n)
 	}
@@ -528,6 +553,7 @@ func testCounterRace(t *testing.T, h Harness) {
 	for i := range bps {
 		bps[i] = h.Open(t, "counterrace")
 	}
+	warm(t, bps)
 	var wg sync.WaitGroup
 	for i := range racers {
 		wg.Go(func() {
@@ -561,7 +587,7 @@ func testRecords(t *testing.T, h Harness) {
 		t.Fatalf("record %q", data)
 	}
 	// Records are durable: time does not remove them.
-	h.Advance(t, 500*time.Millisecond)
+	h.Advance(t, h.d(500*time.Millisecond))
 	all, err := b.Records(ctxT(t), "fed-nodes")
 	must(t, err)
 	if len(all) != 2 || string(all["fr"]) != `{"name":"fr-paris"}` {

@@ -48,6 +48,7 @@ func TestConformanceExternal(t *testing.T) {
 // for one store on a busy machine.
 
 func TestConformanceAuth(t *testing.T) {
+	t.Parallel() // mostly waiting on the store's clock
 	srv := testbin.StartRedisWith(t, testbin.RedisOptions{
 		Password: "default-pw",
 		Users:    []string{"app on >app-pw ~* &* +@all"},
@@ -67,6 +68,7 @@ func TestConformanceAuth(t *testing.T) {
 }
 
 func TestConformanceTLS(t *testing.T) {
+	t.Parallel() // mostly waiting on the store's clock
 	ca := testbin.NewCA(t)
 	cert, key := ca.Issue(t, "client")
 	srv := testbin.StartRedisWith(t, testbin.RedisOptions{TLS: ca})
@@ -90,11 +92,13 @@ func TestConformanceTLS(t *testing.T) {
 }
 
 func TestConformanceSentinel(t *testing.T) {
+	t.Parallel() // mostly waiting on the store's clock
 	g := testbin.StartSentinelGroup(t)
 	conformance(t, redis.Config{URL: sentinelURL(g)}, false)
 }
 
 func TestConformanceCluster(t *testing.T) {
+	t.Parallel() // mostly waiting on the store's clock
 	rc := testbin.StartRedisCluster(t)
 	conformance(t, redis.Config{URL: clusterURL(rc)}, false)
 	t.Run("Failover", func(t *testing.T) { clusterFailover(t, rc) })
@@ -159,6 +163,7 @@ func conformance(t *testing.T, cfg redis.Config, clean bool) {
 			// Redis expires keys by its own clock; wait for it.
 			Advance: func(_ *testing.T, d time.Duration) { time.Sleep(d) },
 			Stop:    func(*testing.T) { g.stop() },
+			Scale:   3, // TLS, Sentinel and Cluster calls are slow on a busy machine
 		}
 	})
 }
