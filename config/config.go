@@ -25,6 +25,8 @@ type Config struct {
 	Lobby Lobby `yaml:"lobby"`
 	// Security holds the server's secrets.
 	Security Security `yaml:"security"`
+	// Federation makes the server a server of a federation node.
+	Federation Federation `yaml:"federation"`
 
 	// warnings are what Load noticed but let pass; see Warnings.
 	warnings []string
@@ -149,17 +151,18 @@ type Security struct {
 
 // Default returns the default configuration, the one config.yml spells out.
 func Default() Config {
-	return Config{Room: defaultRoom(), Matchmaking: defaultMatchmaking(), Lobby: defaultLobby(), Server: Server{
-		HTTP:     HTTP{Host: "0.0.0.0", Port: 8080},
-		Capacity: Capacity{MaxLoad: 200},
-		Drain:    Drain{Timeout: Duration(30 * time.Second)},
-		Fleet: Fleet{
-			Cluster:      "default",
-			RedisTimeout: Duration(500 * time.Millisecond),
-			Heartbeat:    Duration(2 * time.Second),
-			NodeParam:    "node",
-		},
-	}}
+	return Config{Room: defaultRoom(), Matchmaking: defaultMatchmaking(), Lobby: defaultLobby(),
+		Federation: Federation{AnnounceEvery: Duration(time.Minute)}, Server: Server{
+			HTTP:     HTTP{Host: "0.0.0.0", Port: 8080},
+			Capacity: Capacity{MaxLoad: 200},
+			Drain:    Drain{Timeout: Duration(30 * time.Second)},
+			Fleet: Fleet{
+				Cluster:      "default",
+				RedisTimeout: Duration(500 * time.Millisecond),
+				Heartbeat:    Duration(2 * time.Second),
+				NodeParam:    "node",
+			},
+		}}
 }
 
 // Secret returns the relay signature key: muster.server.fleet.secret, or

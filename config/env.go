@@ -37,6 +37,10 @@ func (l *loader) singleUnderscore(name string) {
 	if len(name) <= len(single) || !strings.EqualFold(name[:len(single)], single) || ownVars[strings.ToUpper(name)] {
 		return
 	}
+	// muster-home's and muster-node's own variables.
+	if up := strings.ToUpper(name); strings.HasPrefix(up, "MUSTER_HOME_") || strings.HasPrefix(up, "MUSTER_NODE_") {
+		return
+	}
 	if k := nearestVar(name); k != "" {
 		l.warnings = append(l.warnings, fmt.Sprintf("config: %s is ignored: did you mean %s (%s)? A setting's variable has a double underscore between levels",
 			oneLine(name), EnvName(k), k))

@@ -53,7 +53,10 @@ func (c Config) Validate() error {
 	if err := c.validateKeys(); err != nil {
 		return err
 	}
-	return c.validateSections()
+	if err := c.validateSections(); err != nil {
+		return err
+	}
+	return c.validateFederation()
 }
 
 // MinKeyLen is the shortest security key (and relay secret) a server

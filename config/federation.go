@@ -1,0 +1,86 @@
+package config
+
+import (
+	"net/url"
+	"strings"
+)
+
+// Federation is muster.federation: this game server as a server of a
+// regional federation node (package federation). When HomeURL is set, the
+// server runs the node agent in its own process (enrolling once with
+// NodeKey and keeping its server key in KeyFile, then announcing
+// GameAddress every AnnounceEvery), admits players with the tokens home
+// mints (TokenSecret), and reports every room's whole state to home.
+// Default: HomeURL is "" and the server is not a federation node.
+type Federation struct {
+	// HomeURL is home's base URL, such as https://home.example.org.
+	// Default "": federation off.
+	HomeURL string `yaml:"home-url"`
+	// NodeID is this node's id at home; a home token minted for another
+	// node is refused. Default "": not checked.
+	NodeID string `yaml:"node-id"`
+	// TokenSecret is the game-server token secret shared with home, at
+	// least 16 bytes. Required with HomeURL. Secret.
+	TokenSecret string `yaml:"token-secret"`
+	// KeyFile is where this server's key is kept (mode 0600); each game
+	// server has a file of its own. Required with HomeURL.
+	KeyFile string `yaml:"key-file"`
+	// NodeKey is the node key home's admin gave, used once to enrol this
+	// server while KeyFile holds no key. Default "". Secret.
+	NodeKey string `yaml:"node-key"`
+	// Name labels this server at home. Default "": the host name.
+	Name string `yaml:"name"`
+	// GameAddress is the address players are sent to for this server's
+	// game, such as wss://au.example.org/play, announced as the "game"
+	// service. Default "": none announced.
+	GameAddress string `yaml:"game-address"`
+	// AnnounceEvery is how often the server announces itself to home; it
+	// must stay below home's silent-after (3m by default). Default 60s.
+	AnnounceEvery Duration `yaml:"announce-every"`
+}
+
+// minTokenSecret is the shortest federation token secret, in bytes (the
+// federation package's own minimum).
+const minTokenSecret = 16
+
+// validateFederation checks muster.federation. Secrets are never echoed.
+func (c Config) validateFederation() error {
+	f := c.Federation
+	bad := func(key, format string, args ...any) error {
+		return origin{}.errorf(ErrInvalid, "muster.federation."+key, format, args...)
+	}
+	if f.HomeURL == "" {
+		for key, v := range map[string]string{"token-secret": f.TokenSecret, "key-file": f.KeyFile, "node-key": f.NodeKey} {
+			if v != "" {
+				return bad(key, "given, but muster.federation.home-url is empty (federation off)")
+			}
+		}
+		return nil
+	}
+	u, err := url.Parse(f.HomeURL)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "":
+		return bad("home-url", "want an http:// or https:// URL without user, query or fragment, got %s", quote(f.HomeURL))
+	case f.NodeID != "" && !validFederationID(f.NodeID):
+		return bad("node-id", "want a node id of letters, digits and dashes, got %s", quote(f.NodeID))
+	case len(f.TokenSecret) < minTokenSecret:
+		return bad("token-secret", "a federation node needs home's token secret, at least %d bytes; got %d", minTokenSecret, len(f.TokenSecret))
+	case f.KeyFile == "":
+		return bad("key-file", "a federation node needs a file to keep its server key in")
+	case strings.ContainsFunc(f.Name, func(r rune) bool { return r < ' ' || r == 0x7f }) || len(f.Name) > 128:
+		return bad("name", "want a label of at most 128 printable bytes, got %s", quote(f.Name))
+	case strings.ContainsFunc(f.GameAddress, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		return bad("game-address", "want an address or URL without spaces, got %s", quote(f.GameAddress))
+	case f.AnnounceEvery <= 0:
+		return bad("announce-every", "want a positive duration, got %s", f.AnnounceEvery)
+	}
+	return nil
+}
+
+// validFederationID reports whether s looks like a federation node id:
+// 1-63 lowercase letters, digits and dashes, not starting with a dash.
+func validFederationID(s string) bool {
+	return s != "" && len(s) <= 63 && s[0] != '-' && !strings.ContainsFunc(s, func(r rune) bool {
+		return !('a' <= r && r <= 'z' || '0' <= r && r <= '9' || r == '-')
+	})
+}
