@@ -58,13 +58,16 @@ type Server struct {
 	relay   *relay.Relay
 	handler http.Handler
 	l       net.Listener
+	fed     *federated // nil unless muster.federation.home-url is set
 	ran     atomic.Bool
 }
 
 // New builds the server for game with cfg and opts. It starts nothing and
 // does not wait for Redis; Run serves. The node id is fixed here, once.
 // An error of a setting names its config.yml key and environment
-// variable.
+// variable. With muster.federation.home-url set, the server is a server of
+// a federation node: it admits players with home's tokens (each once in
+// the fleet) and reports its rooms to home, with no code of the game's.
 func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.Config, opts ...Option) (*Server, error) {
 	var o options
 	for _, opt := range opts {
@@ -98,6 +101,15 @@ func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.
 		return nil, err
 	}
 	s.fleet = fl
+	if s.fed, err = newFederated(cfg.Federation, s.logger); err != nil {
+		s.closeBackplane()
+		return nil, err
+	}
+	if s.fed != nil {
+		s.fed.tokens.UseCounter(fl) // each home token redeemed once in the fleet
+		o.checkers = append(o.checkers, s.fed.tokens)
+		o.watchers = append(o.watchers, s.fed.rooms)
+	}
 
 	h, err := room.New(game, cfg.RoomConfig(), s.logger)
 	if err != nil {
@@ -200,7 +212,9 @@ func (s *Server) Host() room.ModuleHost { return s.host }
 // Run listens on muster.server.http (or the listener given with
 // WithListener), runs the fleet, the room host and its modules, marks the
 // server ready, and serves until ctx ends or a SIGTERM or SIGINT drains
-// it (a second signal cuts the drain short). Then it leaves the fleet,
+// it (a second signal cuts the drain short). With muster.federation set,
+// it also runs the federation node agent and the room reporter (see
+// docs/federation.md). Then it leaves the fleet,
 // stops the rooms, shuts the relay and the HTTP server down, and returns
 // when all of it has ended.
 func (s *Server) Run(ctx context.Context) error {
@@ -230,6 +244,9 @@ func (s *Server) Run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(runCtx)
 	g.Go(func() error { return s.fleet.Run(gctx) })
 	g.Go(func() error { return s.host.Run(gctx) })
+	if s.fed != nil {
+		g.Go(func() error { return s.fed.run(gctx, s.logger) })
+	}
 	g.Go(func() error {
 		if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
 			return err

@@ -1,0 +1,60 @@
+package muster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/muster-gg/muster/config"
+	"github.com/muster-gg/muster/federation"
+)
+
+// federated is a server's part in a federation node (muster.federation):
+// the node agent that announces the server to home, the checker of home's
+// tokens, and the reporter of its rooms.
+type federated struct {
+	node   *federation.Node
+	tokens *federation.TokenChecker
+	rooms  *federation.RoomReporter
+}
+
+// newFederated builds the federation parts muster.federation asks for, or
+// returns nil when its home-url is empty. It starts nothing.
+func newFederated(c config.Federation, logger *slog.Logger) (*federated, error) {
+	if c.HomeURL == "" {
+		return nil, nil
+	}
+	var services map[string]string
+	if c.GameAddress != "" {
+		services = map[string]string{federation.ServiceGame: c.GameAddress}
+	}
+	node, err := federation.NewNode(federation.NodeConfig{
+		HomeURL: c.HomeURL, NodeKey: c.NodeKey, KeyFile: c.KeyFile, Name: c.Name,
+		Services: services, AnnounceEvery: time.Duration(c.AnnounceEvery),
+	}, logger)
+	if err != nil {
+		return nil, fmt.Errorf("muster.federation (%s__*): %w", config.EnvName("muster.federation"), err)
+	}
+	tokens, err := federation.NewTokenChecker(federation.TokenCheckerConfig{Secret: []byte(c.TokenSecret), NodeID: c.NodeID})
+	if err != nil {
+		return nil, fmt.Errorf("muster.federation (%s__*): %w", config.EnvName("muster.federation"), err)
+	}
+	return &federated{node: node, tokens: tokens, rooms: federation.NewRoomReporter(node, logger)}, nil
+}
+
+// run runs the agent and the reporter until ctx ends. Home refusing the
+// server for good (revoked) is logged, and the server goes on serving the
+// rooms it has, outside the federation.
+func (f *federated) run(ctx context.Context, logger *slog.Logger) error {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.rooms.Run(ctx) // returns nil when ctx ends
+	}()
+	if err := f.node.Run(ctx); err != nil {
+		logger.Error("federation: home refuses this server; it no longer serves the federation", "err", err)
+	}
+	<-done
+	return nil
+}
