@@ -20,6 +20,15 @@ import (
 	"github.com/muster-gg/muster/internal/testbin"
 )
 
+// TestBrowser runs the browser scenario on a cluster of its own:
+// go test ./e2e -run Browser.
+func TestBrowser(t *testing.T) {
+	c := startCluster(t)
+	c.WaitView(t, len(hosts))
+	testBrowser(t, c)
+	c.leave(t)
+}
+
 // Two pages of headless Chromium open the game through nginx, each in
 // its own browser context (so each has its own player id), on two
 // different servers of the three, and queue from the page's call to
