@@ -32,7 +32,6 @@ func TestFleet(t *testing.T) {
 		{"queue", testQueue},
 		{"lobby", testLobby},
 		{"rejoin", testRejoin},
-		{"browser", testBrowser},
 		{"drain", testDrain},
 		{"kill", testKill},
 		{"metrics", testMetrics},
