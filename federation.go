@@ -43,9 +43,9 @@ func newFederated(c config.Federation, logger *slog.Logger) (*federated, error) 
 	return &federated{node: node, tokens: tokens, rooms: federation.NewRoomReporter(node, logger)}, nil
 }
 
-// run runs the agent and the reporter until ctx ends. Home refusing the
-// server for good (revoked) is logged, and the server goes on serving the
-// rooms it has, outside the federation.
+// run runs the agent and the reporter until ctx ends. An agent that stops
+// early (home revoked the server, or the key file cannot be written) is
+// logged, and the server goes on serving outside the federation.
 func (f *federated) run(ctx context.Context, logger *slog.Logger) error {
 	done := make(chan struct{})
 	go func() {
@@ -53,7 +53,7 @@ func (f *federated) run(ctx context.Context, logger *slog.Logger) error {
 		f.rooms.Run(ctx) // returns nil when ctx ends
 	}()
 	if err := f.node.Run(ctx); err != nil {
-		logger.Error("federation: home refuses this server; it no longer serves the federation", "err", err)
+		logger.Error("federation: the node agent stopped; serving on outside the federation (see muster.federation)", "err", err)
 	}
 	<-done
 	return nil
