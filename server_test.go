@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 	"github.com/go-chi/chi/v5"
@@ -220,5 +221,22 @@ func startServer(t *testing.T, cfg config.Config, opts ...muster.Option) (*muste
 			t.Error(err)
 		}
 	})
-	return s, l.Addr().String()
+	// Run marks the server ready once it serves; until then /play says 503.
+	for {
+		resp, err := http.Get("http://" + l.Addr().String() + "/muster/server/ready")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return s, l.Addr().String()
+			}
+		}
+		select {
+		case err := <-done:
+			done <- err // for the cleanup
+			t.Fatalf("Run returned before the server was ready: %v", err)
+		case <-t.Context().Done():
+			t.Fatal("the server never became ready")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }

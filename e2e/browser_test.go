@@ -245,6 +245,13 @@ func testBrowser(t *testing.T, c *cluster) {
 	if got := eval[string](t, waiter.ctx, `window.musterState.phase`); got != "waiting" {
 		t.Errorf("the moved page of %s is in phase %q, want waiting", waiter.player, got)
 	}
+	// The drained server leaves and exits; the checks that follow look at
+	// the servers still running.
+	select {
+	case <-g.Exited():
+	case <-time.After(drainTimeout + 20*time.Second): // a bound for a stuck exit, not a measure
+		t.Fatalf("%s still runs after its drain", g.ID)
+	}
 	t.Logf("two pages (%s on %s, %s on %s) matched in %s after %v, on %s, with %d redirect(s); %s won",
 		pages[0].player, pages[0].node, pages[1].player, pages[1].node, rooms[0], matched.Round(time.Millisecond), servers[0], redirects, pages[0].player)
 }
