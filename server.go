@@ -41,6 +41,7 @@ type host interface {
 	Handler() http.Handler
 	Tickets() *room.Tickets
 	Use(m room.Module) error
+	Started() <-chan struct{}
 }
 
 // Server is one game server: the room host, its fleet membership, the
@@ -272,7 +273,16 @@ func (s *Server) Run(ctx context.Context) error {
 		s.relay.Shutdown(sctx)
 		return srv.Shutdown(sctx)
 	})
-	s.fleet.MarkReady()
+	g.Go(func() error {
+		// Ready once the host takes connections: a load balancer that sends
+		// a player at once must not meet a 503.
+		select {
+		case <-s.host.Started():
+			s.fleet.MarkReady()
+		case <-gctx.Done():
+		}
+		return nil
+	})
 	err := g.Wait()
 	s.logger.Info("stopped")
 	return err

@@ -221,6 +221,7 @@ type Host[Sim, Input, Player any] struct {
 	hellos  map[*Client]struct{}                 // connections still in hello
 	conns   sync.WaitGroup                       // connection handlers
 	roomEnd chan struct{}                        // signalled when a room ends
+	started chan struct{}                        // closed when Run begins
 	nextID  uint64
 }
 
@@ -245,6 +246,7 @@ func New[Sim, Input, Player any](game Game[Sim, Input, Player], cfg Config, logg
 		clients: make(map[string]*Client),
 		hellos:  make(map[*Client]struct{}),
 		roomEnd: make(chan struct{}, 1),
+		started: make(chan struct{}),
 	}
 	h.before, _ = game.(BeforeStepper[Sim, Input, Player])
 	h.after, _ = game.(AfterStepper[Sim, Input, Player])
@@ -339,6 +341,10 @@ func (h *Host[Sim, Input, Player]) UseFleet(f Fleet) {
 // Fleet returns the bound fleet, or nil.
 func (h *Host[Sim, Input, Player]) Fleet() Fleet { return h.fleet }
 
+// Started returns a channel closed once Run has begun: from then on the
+// host takes connections and opens rooms (before, /play answers 503).
+func (h *Host[Sim, Input, Player]) Started() <-chan struct{} { return h.started }
+
 // Run steps the rooms until ctx ends, then closes every connection and
 // returns when all the host's goroutines have ended.
 //
@@ -354,6 +360,7 @@ func (h *Host[Sim, Input, Player]) Run(ctx context.Context) error {
 		return errors.New("room: Run called twice")
 	}
 	h.running = true
+	close(h.started)
 	h.mu.Unlock()
 	if rd, ok := h.game.(Redirector); ok && h.fleet != nil && rd.Redirect(Redirect{NodeID: "probe", Reason: ReasonRejoin}) == nil {
 		h.logger.Warn("the game's Redirect returns nil: the fleet moves no player (to its room's server, a match, or off a draining server)")
