@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"syscall"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -18,6 +19,12 @@ const duelPkg = "./examples/duel"
 // temporary directory whose name starts with prefix, stores its path in
 // *dir for Build, runs the tests, fails the run when they passed but left
 // goroutines behind (goleak), removes the directory and exits.
+//
+// Suites that run fleets of real processes (e2e, soak) take turns: go test
+// runs packages side by side, and two fleets of servers, nginx and bots at
+// once on a small machine starve each other's servers past the bots'
+// timeouts. Main holds an exclusive lock on a file in the temporary
+// directory while the suite runs.
 func Main(m *testing.M, prefix string, dir *string) {
 	d, err := os.MkdirTemp("", prefix)
 	if err != nil {
@@ -25,7 +32,13 @@ func Main(m *testing.M, prefix string, dir *string) {
 		os.Exit(1)
 	}
 	*dir = d
+	unlock, err := takeTurn()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fleetproc:", err)
+		os.Exit(1)
+	}
 	code := m.Run()
+	unlock()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
@@ -70,4 +83,19 @@ func Build(tb testing.TB, dir string, race bool) (string, error) {
 		return "", fmt.Errorf("go build %s: %v\n%s", duelPkg, err, out)
 	}
 	return bin, nil
+}
+
+// takeTurn waits for the lock the fleet suites share and returns its
+// release. The lock is the kernel's (flock), so a suite that dies releases
+// it.
+func takeTurn() (unlock func(), err error) {
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "muster-fleet-suites.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
+	}
+	return func() { f.Close() }, nil
 }
