@@ -34,6 +34,9 @@ func (f *figures) add(t *testing.T, format string, args ...any) {
 // following ones would start from a broken fleet.
 func TestSoak(t *testing.T) {
 	n := *flagPlayers
+	if n == 0 {
+		n = defaultPlayers
+	}
 	if n < 2 || n%2 != 0 {
 		t.Fatalf("-players %d: want an even number, at least 2", n)
 	}

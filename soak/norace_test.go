@@ -1,0 +1,6 @@
+//go:build !race
+
+package soak
+
+// defaultPlayers is -players' default.
+const defaultPlayers = 200
