@@ -78,8 +78,9 @@ var _ backplane.Backplane = (*Backplane)(nil)
 // within seconds. Options the URL gives (dial_timeout, max_retries, ...)
 // are respected. Open does not wait for Redis to answer.
 //
-// go-redis logs failed dials through its own package-level logger; a program
-// that wants its logs quiet while Redis is away sets goredis.SetLogger.
+// go-redis's own package-level logger, which logs every failed dial, is
+// silenced when this package is loaded (the fleet reports an outage once);
+// a program that wants those lines calls goredis.SetLogger.
 func Open(cfg Config) (*Backplane, error) {
 	a, err := ParseAddress(cfg.URL)
 	if err != nil {
