@@ -86,6 +86,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"Counter", testCounter},
 		{"CounterRace", testCounterRace},
 		{"Records", testRecords},
+		{"SwapRecords", testSwapRecords},
 		{"ClusterIsolation", testClusterIsolation},
 		{"BadInput", testBadInput},
 		{"Stopped", testStopped},
@@ -706,4 +707,101 @@ func testStopped(t *testing.T, h Harness) {
 		}
 		cancel()
 	}
+}
+
+// testSwapRecords: a compare-and-set over several records is all or
+// nothing, and racing read-and-swap increments lose nothing. Every
+// backplane of the project implements backplane.RecordSwapper.
+func testSwapRecords(t *testing.T, h Harness) {
+	a, b := swapper(t, h.Open(t, "swap")), swapper(t, h.Open(t, "swap"))
+	swap := func(bp backplane.RecordSwapper, s ...backplane.RecordSwap) bool {
+		t.Helper()
+		ok, err := bp.SwapRecords(ctxT(t), s...)
+		must(t, err)
+		return ok
+	}
+	record := func(collection, id string) (string, error) {
+		t.Helper()
+		data, err := a.(backplane.Backplane).Record(ctxT(t), collection, id)
+		return string(data), err
+	}
+	if !swap(a, backplane.RecordSwap{Collection: "x", ID: "1", New: []byte("v1")}) {
+		t.Fatal("create of an absent record refused")
+	}
+	if swap(b, backplane.RecordSwap{Collection: "x", ID: "1", New: []byte("v2")}) {
+		t.Fatal("create over a present record accepted")
+	}
+	// A failed check writes nothing, not even the swaps that matched.
+	if swap(b,
+		backplane.RecordSwap{Collection: "x", ID: "1", Old: []byte("v1"), New: []byte("v2")},
+		backplane.RecordSwap{Collection: "y", ID: "1", Old: []byte("nope"), Check: true}) {
+		t.Fatal("a swap with a failed check was made")
+	}
+	if got, _ := record("x", "1"); got != "v1" {
+		t.Fatalf("after a failed swap: %q", got)
+	}
+	if !swap(b,
+		backplane.RecordSwap{Collection: "x", ID: "1", Old: []byte("v1"), New: []byte("v2")},
+		backplane.RecordSwap{Collection: "y", ID: "1", Check: true},
+		backplane.RecordSwap{Collection: "z", ID: "9", New: []byte("new")}) {
+		t.Fatal("a matching swap was refused")
+	}
+	if got, _ := record("x", "1"); got != "v2" {
+		t.Fatalf("after a swap: %q", got)
+	}
+	if got, _ := record("z", "9"); got != "new" {
+		t.Fatalf("after a swap: %q", got)
+	}
+	if _, err := record("y", "1"); !errors.Is(err, backplane.ErrNotFound) {
+		t.Fatalf("a check created its record: %v", err)
+	}
+	if !swap(a, backplane.RecordSwap{Collection: "x", ID: "1", Old: []byte("v2")}) {
+		t.Fatal("delete refused")
+	}
+	if _, err := record("x", "1"); !errors.Is(err, backplane.ErrNotFound) {
+		t.Fatalf("after delete: %v", err)
+	}
+
+	// Racing increments by read and swap lose nothing.
+	const racers, each = 4, 100
+	var wg sync.WaitGroup
+	for i := range racers {
+		bp := []backplane.RecordSwapper{a, b}[i%2]
+		wg.Go(func() {
+			for range each {
+				for {
+					old, err := bp.(backplane.Backplane).Record(t.Context(), "n", "n")
+					if errors.Is(err, backplane.ErrNotFound) {
+						old = nil
+					} else if err != nil {
+						t.Error(err)
+						return
+					}
+					next := append(append([]byte(nil), old...), '.')
+					ok, err := bp.SwapRecords(t.Context(), backplane.RecordSwap{Collection: "n", ID: "n", Old: old, New: next})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if ok {
+						break
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if got, _ := record("n", "n"); len(got) != racers*each {
+		t.Fatalf("%d racing increments left %d", racers*each, len(got))
+	}
+}
+
+// swapper returns b's RecordSwapper, or fails the test.
+func swapper(t *testing.T, b backplane.Backplane) backplane.RecordSwapper {
+	t.Helper()
+	s, ok := b.(backplane.RecordSwapper)
+	if !ok {
+		t.Fatalf("%T does not implement backplane.RecordSwapper", b)
+	}
+	return s
 }
