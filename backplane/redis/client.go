@@ -114,11 +114,6 @@ func newClient(a *Address, cfg Config) (goredis.UniversalClient, error) {
 	if timeout == 0 {
 		timeout = 500 * time.Millisecond
 	}
-	dur := func(param string, d *time.Duration) {
-		if !a.set[param] {
-			*d = timeout
-		}
-	}
 	dial := func(dialTimeout time.Duration) Dialer {
 		d := dialer(dialTimeout, tlsCfg)
 		if cfg.dial != nil {
@@ -129,38 +124,15 @@ func newClient(a *Address, cfg Config) (goredis.UniversalClient, error) {
 	switch a.Kind {
 	case Sentinel:
 		o := *a.failover
-		dur("dial_timeout", &o.DialTimeout)
-		dur("read_timeout", &o.ReadTimeout)
-		dur("write_timeout", &o.WriteTimeout)
-		dur("pool_timeout", &o.PoolTimeout)
-		if !a.set["max_retries"] {
-			o.MaxRetries = -1
-		}
-		if !a.set["dialer_retries"] {
-			o.DialerRetries = 1
-		}
-		if !a.set["context_timeout_enabled"] {
-			o.ContextTimeoutEnabled = true
-		}
-		if !a.set["disableIdentity"] {
-			o.DisableIdentity = true
-		}
+		a.controlPlane(timeout, shared{&o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolTimeout,
+			&o.MaxRetries, &o.DialerRetries, &o.ContextTimeoutEnabled, &o.DisableIdentity})
 		o.SentinelAddrs = append([]string(nil), o.SentinelAddrs...)
 		o.TLSConfig, o.Dialer = tlsCfg, dial(o.DialTimeout)
 		return goredis.NewFailoverClient(&o), nil
 	case Cluster:
 		o := *a.cluster
-		dur("dial_timeout", &o.DialTimeout)
-		dur("read_timeout", &o.ReadTimeout)
-		dur("write_timeout", &o.WriteTimeout)
-		dur("pool_timeout", &o.PoolTimeout)
-		if !a.set["max_retries"] {
-			o.MaxRetries = -1
-		}
-		if !a.set["dialer_retries"] {
-			o.DialerRetries = 1
-		}
-		o.ContextTimeoutEnabled, o.DisableIdentity = true, true
+		a.controlPlane(timeout, shared{&o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolTimeout,
+			&o.MaxRetries, &o.DialerRetries, &o.ContextTimeoutEnabled, &o.DisableIdentity})
 		// The routing policies need the command table, which go-redis
 		// loads with a context of its own (5 s), past any call's deadline
 		// while the cluster is away. Every key of a fleet shares one hash
@@ -174,17 +146,42 @@ func newClient(a *Address, cfg Config) (goredis.UniversalClient, error) {
 		return c, nil
 	default:
 		o := *a.single
-		dur("dial_timeout", &o.DialTimeout)
-		dur("read_timeout", &o.ReadTimeout)
-		dur("write_timeout", &o.WriteTimeout)
-		dur("pool_timeout", &o.PoolTimeout)
-		if !a.set["max_retries"] {
-			o.MaxRetries = -1
-		}
-		o.DialerRetries = 1
-		o.ContextTimeoutEnabled, o.DisableIdentity = true, true
+		a.controlPlane(timeout, shared{&o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolTimeout,
+			&o.MaxRetries, &o.DialerRetries, &o.ContextTimeoutEnabled, &o.DisableIdentity})
 		o.TLSConfig, o.Dialer = tlsCfg, dial(o.DialTimeout)
 		return goredis.NewClient(&o), nil
+	}
+}
+
+// shared points at the options the three kinds of client share.
+type shared struct {
+	dial, read, write, pool         *time.Duration
+	maxRetries, dialerRetries       *int
+	contextTimeout, disableIdentity *bool
+}
+
+// controlPlane sets the control-plane defaults in o where the address's
+// query did not set them: every timeout the call timeout, no retries, one
+// dial attempt, deadlines from the call's context, no CLIENT SETINFO.
+func (a *Address) controlPlane(timeout time.Duration, o shared) {
+	for param, d := range map[string]*time.Duration{
+		"dial_timeout": o.dial, "read_timeout": o.read, "write_timeout": o.write, "pool_timeout": o.pool,
+	} {
+		if !a.set[param] {
+			*d = timeout
+		}
+	}
+	if !a.set["max_retries"] {
+		*o.maxRetries = -1
+	}
+	if !a.set["dialer_retries"] {
+		*o.dialerRetries = 1
+	}
+	if !a.set["context_timeout_enabled"] {
+		*o.contextTimeout = true
+	}
+	if !a.set["disableIdentity"] {
+		*o.disableIdentity = true
 	}
 }
 
