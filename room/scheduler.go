@@ -99,7 +99,7 @@ func (s *scheduler) run(ctx context.Context) {
 	feeds := make([]chan *batch, s.workers)
 	var wg sync.WaitGroup
 	for i := range feeds {
-		feeds[i] = make(chan *batch, 1)
+		feeds[i] = newFeed()
 		wg.Go(func() { s.work(i, feeds[i]) })
 	}
 	defer func() {
@@ -123,6 +123,15 @@ func (s *scheduler) run(ctx context.Context) {
 	}
 }
 
+// feedLen is how many batches a worker's queue holds: a whole period's
+// slots. Batches of different slots hold different rooms, so none may be
+// dropped while a worker is merely a little behind; only a worker more
+// than a period behind loses its oldest batch, whose rooms the other
+// workers have stepped (or the same slot's next batch steps, catching up).
+const feedLen = slots
+
+func newFeed() chan *batch { return make(chan *batch, feedLen) }
+
 // dispatch hands slot n (slot n%slots of tick n/slots+1) to the workers.
 func (s *scheduler) dispatch(feeds []chan *batch, n uint64, due time.Time) {
 	b := s.cut(n%slots, n/slots+1, due)
@@ -130,13 +139,24 @@ func (s *scheduler) dispatch(feeds []chan *batch, n uint64, due time.Time) {
 		return
 	}
 	for _, f := range feeds {
-		// A worker still busy with an older batch gets the newest one
-		// instead: the others have finished the older one.
-		select {
-		case <-f:
-		default:
+		// Every worker gets every batch and they share its rooms, so a
+		// batch runs as soon as any worker is free; one that finds it
+		// done passes over it in a few atomic loads.
+		for {
+			select {
+			case f <- b:
+			default:
+				// This worker is a whole period behind: drop its
+				// oldest batch, which the other workers have run (or
+				// the same slot's next batch catches up).
+				select {
+				case <-f:
+				default:
+				}
+				continue
+			}
+			break
 		}
-		f <- b
 	}
 }
 
@@ -190,6 +210,12 @@ func (s *scheduler) drainChunk(w int, b *batch, c *chunk) {
 		busy := r.busyFlag()
 		if !busy.CompareAndSwap(false, true) {
 			continue // still in an earlier pass; it catches up next tick
+		}
+		if r.lastTick() >= b.tick {
+			// Stepped for this tick or a later one by a newer batch
+			// while this one waited: never step a room twice, or back.
+			busy.Store(false)
+			continue
 		}
 		if n%8 == 0 { // reading the clock costs more than a trivial step
 			late = time.Since(b.due)

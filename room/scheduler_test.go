@@ -45,3 +45,62 @@ func TestSchedulerPlacement(t *testing.T) {
 		}
 	}
 }
+
+// countStepper counts its passes and keeps the tick of the last.
+type countStepper struct {
+	busy   atomic.Bool
+	last   uint64
+	passes atomic.Int64
+}
+
+func (c *countStepper) pass(t uint64) bool {
+	c.last = t
+	c.passes.Add(1)
+	return true
+}
+func (c *countStepper) busyFlag() *atomic.Bool { return &c.busy }
+func (c *countStepper) lastTick() uint64       { return c.last }
+
+// A tick driver that runs late dispatches the slots it owes back to back,
+// before any worker has taken the first: every slot's rooms must still be
+// stepped, not only the last slot's.
+func TestSchedulerLateDriverStepsEverySlot(t *testing.T) {
+	const workers = 2
+	s := newScheduler(time.Second/60, workers)
+	var rooms []*countStepper
+	for range 3 * block {
+		r := &countStepper{}
+		rooms = append(rooms, r)
+		s.add(r) // a block each in slots 0, 1 and 2
+	}
+	feeds := make([]chan *batch, workers)
+	for i := range feeds {
+		feeds[i] = newFeed()
+	}
+	due := time.Now()
+	for n := range uint64(3) { // the driver woke three slots late
+		s.dispatch(feeds, n, due)
+	}
+	for i, f := range feeds {
+		close(f)
+		s.work(i, f)
+	}
+	for i, r := range rooms {
+		if got := r.passes.Load(); got != 1 {
+			t.Fatalf("room %d (slot %d) was stepped %d times, want 1", i, i/block, got)
+		}
+	}
+}
+
+// A worker that takes a batch after the room's slot has been stepped for
+// a later tick (the worker was descheduled, or its queue ran behind) does
+// not step the room again, and never backwards.
+func TestSchedulerStaleBatchSkipsSteppedRooms(t *testing.T) {
+	s := newScheduler(time.Second/60, 1)
+	r := &countStepper{last: 7}
+	b := &batch{tick: 5, due: time.Now(), chunks: []chunk{{rooms: []stepper{r}}}}
+	s.runBatch(0, b)
+	if got := r.passes.Load(); got != 0 || r.last != 7 {
+		t.Fatalf("stale batch stepped the room %d times, last tick %d; want 0 and 7", got, r.last)
+	}
+}
