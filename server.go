@@ -231,7 +231,7 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 	}
 	for _, w := range s.cfg.Warnings() {
-		s.logger.Warn("config: " + w)
+		s.logger.Warn(w) // each starts with "config: "
 	}
 	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug)}
 	backend := "memory"

@@ -240,3 +240,30 @@ func startServer(t *testing.T, cfg config.Config, opts ...muster.Option) (*muste
 		}
 	}
 }
+
+// A configuration warning is logged once when Run starts, as Warnings
+// words it (it used to read "config: config: ...").
+func TestRunLogsConfigWarnings(t *testing.T) {
+	cfg, err := config.Load("", []string{"MUSTER_SERVER_HTTP_PORT=9000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	s, err := muster.New(Counter{}, cfg, muster.WithListener(l), muster.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	stop()
+	if err := s.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := cfg.Warnings()[0]
+	if got := log.String(); strings.Count(got, want) != 1 || strings.Contains(got, "config: config:") {
+		t.Fatalf("log:\n%s\nwant the warning %q once, prefixed once", got, want)
+	}
+}
