@@ -125,23 +125,34 @@ func (c *Client) Done() <-chan struct{} { return c.done }
 // write writes the queued frames until Close, then the frames still
 // queued, then the close frame; every ping interval it pings the client
 // and cuts a client that does not answer within another. It owns the end
-// of the connection.
+// of the connection, and the ping in flight: it returns once that is over.
+//
+// The pong is awaited beside the writes, never in their way: a client
+// whose answer takes longer than its send queue lasts (a round trip of
+// seconds on a bad network or a starved machine) still gets every frame,
+// where a writer waiting for the pong let the queue overflow and cut the
+// client as too slow (4006).
 func (c *Client) write(ping time.Duration) {
 	t := time.NewTicker(ping)
 	defer t.Stop()
+	var pinging chan struct{} // the ping in flight, closed when it is over; nil when none
+	defer func() {
+		if pinging != nil {
+			<-pinging // the connection is closed by now, which ends the wait
+		}
+	}()
 	for {
 		select {
 		case <-t.C:
-			// A client that stopped reading answers no ping; the socket
-			// buffers would otherwise hide it for minutes.
-			ctx, cancel := context.WithTimeout(context.Background(), ping)
-			err := c.conn.Ping(ctx)
-			cancel()
-			if err != nil {
-				c.conn.CloseNow()
-				c.Close(StatusGoingAway, "no answer to ping")
-				return
+			if pinging != nil {
+				select {
+				case <-pinging:
+				default:
+					continue // still in flight: it gives up within one interval
+				}
 			}
+			pinging = make(chan struct{})
+			go c.ping(ping, pinging)
 		case frame := <-c.send:
 			if c.writeFrame(frame) != nil {
 				// The client does not take what is written: a close
@@ -161,6 +172,24 @@ func (c *Client) write(ping time.Duration) {
 			c.conn.Close(code, reason)
 			return
 		}
+	}
+}
+
+// ping pings the client and cuts it when it does not answer within
+// timeout, then closes done. A client that stopped reading answers no
+// ping; the socket buffers would otherwise hide it for minutes.
+func (c *Client) ping(timeout time.Duration, done chan struct{}) {
+	defer close(done)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := c.conn.Ping(ctx); err != nil {
+		select {
+		case <-c.done:
+			return // closing anyway: the writer ends the connection
+		default:
+		}
+		c.conn.CloseNow()
+		c.Close(StatusGoingAway, "no answer to ping")
 	}
 }
 
