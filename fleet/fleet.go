@@ -185,6 +185,9 @@ func (f *Fleet) step(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, f.cfg.CallTimeout)
 	nodes, created, err := f.bp.Heartbeat(cctx, backplane.Node{ID: self.ID, Data: sign(f.signKey, self.encode())}, ttl)
 	cancel()
+	if err != nil && ctx.Err() != nil {
+		return nil // cut short by the stop, not an outage: Run leaves
+	}
 
 	f.mu.Lock()
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -339,5 +341,23 @@ func TestBadConfig(t *testing.T) {
 				t.Fatal("no error")
 			}
 		})
+	}
+}
+
+// A server stopped before its first heartbeat ends reports no outage: a
+// heartbeat cut short by the stop is not the backplane failing.
+func TestStopIsNotAnOutage(t *testing.T) {
+	var log strings.Builder
+	f, err := fleet.New(fleet.Config{NodeID: "solo"}, memory.New(), slog.New(slog.NewTextHandler(&log, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := f.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(log.String(), "unreachable") {
+		t.Fatalf("log of a stopped server:\n%s", log.String())
 	}
 }
