@@ -2,27 +2,38 @@ package fleet_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/muster-gg/muster/backplane"
 	"github.com/muster-gg/muster/backplane/redis"
 	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/internal/hosttest"
 	"github.com/muster-gg/muster/internal/testbin"
+	"github.com/muster-gg/muster/room"
 )
 
-// okBeats records when the last successful heartbeat started.
+// okBeats records when heartbeats and re-assertions succeed.
 type okBeats struct {
 	backplane.Backplane
 	lastOK atomic.Int64 // UnixNano of the start of the last heartbeat that succeeded
+	mark   atomic.Int64 // UnixNano: the calls below count from here
+	beatAt atomic.Int64 // UnixNano of the end of the first heartbeat started after mark that succeeded
+	reAt   atomic.Int64 // the same for Reassert
 }
 
 func (b *okBeats) Heartbeat(ctx context.Context, n backplane.Node, ttl time.Duration) ([]backplane.Node, bool, error) {
@@ -30,36 +41,65 @@ func (b *okBeats) Heartbeat(ctx context.Context, n backplane.Node, ttl time.Dura
 	nodes, changed, err := b.Backplane.Heartbeat(ctx, n, ttl)
 	if err == nil {
 		b.lastOK.Store(start.UnixNano())
+		b.firstAfterMark(&b.beatAt, start)
 	}
 	return nodes, changed, err
 }
 
+func (b *okBeats) Reassert(ctx context.Context, owner string, lease time.Duration, keys ...backplane.Key) ([]backplane.Key, error) {
+	start := time.Now()
+	lost, err := b.Backplane.Reassert(ctx, owner, lease, keys...)
+	if err == nil {
+		b.firstAfterMark(&b.reAt, start)
+	}
+	return lost, err
+}
+
+// firstAfterMark sets at to now if the call that started at start is the
+// first to succeed after the mark.
+func (b *okBeats) firstAfterMark(at *atomic.Int64, start time.Time) {
+	if m := b.mark.Load(); m != 0 && start.UnixNano() > m {
+		at.CompareAndSwap(0, time.Now().UnixNano())
+	}
+}
+
 // TestRedisFailoverSentinel kills the master of a Sentinel group under
-// three servers holding claims, and logs how long the fleet was detached
-// and how many claims were lost (RELIABILITY.md has the figures).
+// three servers with players seated in rooms, and logs how long each
+// server was detached, how many claims were lost and how many players were
+// dropped (RELIABILITY.md has the figures).
 func TestRedisFailoverSentinel(t *testing.T) {
 	goredis.SetLogger(quiet{})
 	g := testbin.StartSentinelGroup(t)
 	s := g.SentinelAddrs()
 	q := url.Values{"master_name": {g.MasterName}, "addr": s[1:], "sentinel_password": {g.SentinelPassword}}
 	addr := "redis://:" + g.Password + "@" + s[0] + "?" + q.Encode()
-	failover(t, addr, func(ctx context.Context) {
+	failover(t, "sentinel", addr, func(ctx context.Context) {
 		raw := goredis.NewClient(&goredis.Options{Addr: g.Master.Addr, Password: g.Password})
 		defer raw.Close()
 		if err := raw.Do(ctx, "WAIT", 1, 5000).Err(); err != nil {
 			t.Fatal(err)
 		}
-		g.Master.Stop()
+	}, g.Master.Stop, func(ctx context.Context) bool {
+		return isMaster(ctx, g.Replica.Addr, g.Password)
 	})
 }
 
+// isMaster reports whether the Redis at addr says it is a master.
+func isMaster(ctx context.Context, addr, password string) bool {
+	c := goredis.NewClient(&goredis.Options{Addr: addr, Password: password, DisableIdentity: true, MaxRetries: -1})
+	defer c.Close()
+	role, err := c.Do(ctx, "ROLE").Slice()
+	return err == nil && len(role) > 0 && role[0] == "master"
+}
+
 // TestRedisFailoverCluster kills the master of the fleet's hash slot in a
-// 3+3 Redis Cluster under three servers holding claims.
+// 3+3 Redis Cluster under three servers with players seated in rooms.
 func TestRedisFailoverCluster(t *testing.T) {
 	goredis.SetLogger(quiet{})
 	rc := testbin.StartRedisCluster(t)
 	addr := "redis://:" + rc.Password + "@" + rc.Seed() + "?cluster=true"
-	failover(t, addr, func(ctx context.Context) {
+	var victim *testbin.Redis
+	failover(t, "cluster", addr, func(ctx context.Context) {
 		raw := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{rc.Seed()}, Password: rc.Password})
 		defer raw.Close()
 		master, err := raw.MasterForKey(ctx, "muster:{failover}:n")
@@ -71,20 +111,49 @@ func TestRedisFailoverCluster(t *testing.T) {
 		}
 		for _, n := range rc.Nodes {
 			if n.Addr == master.Options().Addr {
-				n.Stop()
+				victim = n
 				return
 			}
 		}
 		t.Fatalf("master %s not found", master.Options().Addr)
+	}, func() { victim.Stop() }, func(ctx context.Context) bool {
+		masters := 0
+		for _, n := range rc.Nodes {
+			if n != victim && isMaster(ctx, n.Addr, rc.Password) {
+				masters++
+			}
+		}
+		return masters == 3
 	})
 }
 
-// failover starts three servers on the Redis at addr, each claiming 20
-// players, calls kill, and waits until every server has a successful
-// heartbeat again and sees the other two; then it counts the claims that
-// no longer name their holder.
-func failover(t *testing.T, addr string, kill func(context.Context)) {
-	const perServer = 20
+// The failover fleet: three servers, each with rooms of two players
+// opened before the writes are replicated, and one more opened
+// between the replication and the kill, whose claims the failover may lose.
+const (
+	failoverRooms = 4
+	failoverSeats = 2
+	failoverRate  = 10 // steps (and state packets) per second
+)
+
+// failoverServer is one server of the failover fleet.
+type failoverServer struct {
+	*fleet.Fleet
+	bp    *okBeats
+	host  *room.Host[*stateSim, int, string]
+	url   string
+	seats map[string]string // player → room
+}
+
+// failover starts three servers on the Redis at addr, seats players in
+// rooms on each, calls replicate (which waits until the replicas have the
+// writes), opens one more room on each, calls kill (which kills the
+// master), polls promoted (true once a replica has taken over) and
+// measures: how long each server is detached, whether every
+// player's claim names its server again (claims lost), and whether every
+// player stays connected and keeps receiving its room's state (players
+// dropped). Only the outcome is checked; the times are logged.
+func failover(t *testing.T, deployment, addr string, replicate func(context.Context), kill func(), promoted func(context.Context) bool) {
 	// Registered first, so it runs after the clients are closed: a pool
 	// that failed to dial the dead master retries once a second, and
 	// notices the close only then.
@@ -94,69 +163,324 @@ func failover(t *testing.T, addr string, kill func(context.Context)) {
 			return !strings.Contains(string(buf[:runtime.Stack(buf, true)]), "(*ConnPool).tryDial")
 		})
 	})
-	type server struct {
-		*fleet.Fleet
-		bp *okBeats
-	}
-	var servers []server
+	logger := slog.New(slog.NewTextHandler(tlogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var servers []*failoverServer
 	for i := range 3 {
-		bp, err := redis.Open(redis.Config{URL: addr, Cluster: "failover"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { bp.Close() })
-		s := server{bp: &okBeats{Backplane: bp}}
-		s.Fleet, err = fleet.New(fleet.Config{
-			NodeID: fmt.Sprintf("s%d", i), InternalAddress: "127.0.0.1:1",
-			Heartbeat: 500 * time.Millisecond, CallTimeout: 400 * time.Millisecond,
-		}, s.bp, slog.New(slog.DiscardHandler))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			s.Run(ctx)
-		}()
-		t.Cleanup(func() { cancel(); <-done })
-		s.MarkReady()
-		servers = append(servers, s)
+		servers = append(servers, startFailoverServer(t, addr, fmt.Sprintf("s%d", i), logger))
 	}
 	for _, s := range servers {
 		waitFor(t, s.ID()+" sees three", 30*time.Second, func() bool { return len(s.Nodes()) == 3 })
-		for p := range perServer {
-			if err := s.Claim(t.Context(), fleet.KindPlayer, fmt.Sprintf("p-%s-%d", s.ID(), p)); err != nil {
-				t.Fatal(err)
+	}
+	var players []*statePlayer
+	openRooms := func(n int) {
+		for _, s := range servers {
+			for range n {
+				var ids []string
+				for range failoverSeats {
+					id := fmt.Sprintf("p-%s-%d", s.ID(), len(s.seats))
+					players = append(players, connectStatePlayer(t, s, id))
+					s.seats[id] = ""
+					ids = append(ids, id)
+				}
+				r, err := s.host.OpenRoom(t.Context(), room.Info{Players: ids})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, id := range ids {
+					s.seats[id] = r.ID()
+				}
 			}
 		}
 	}
+	openRooms(failoverRooms)
+	waitFor(t, "every player receives its room's state", 30*time.Second, func() bool {
+		return !slices.ContainsFunc(players, func(p *statePlayer) bool { return p.states() == 0 })
+	})
+	replicate(t.Context())
+	openRooms(1)
 
-	kill(t.Context())
 	killed := time.Now()
 	for _, s := range servers {
+		s.bp.mark.Store(killed.UnixNano())
+	}
+	kill()
+	var promotedAt atomic.Int64
+	pctx, pcancel := context.WithTimeout(t.Context(), 60*time.Second)
+	var pwg sync.WaitGroup
+	pwg.Go(func() {
+		for pctx.Err() == nil {
+			if promoted(pctx) {
+				promotedAt.Store(time.Now().UnixNano())
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+	defer func() { pcancel(); pwg.Wait() }()
+	for _, s := range servers {
 		waitFor(t, s.ID()+" attached again", 60*time.Second, func() bool {
-			return s.bp.lastOK.Load() > killed.UnixNano() && len(s.Nodes()) == 3
+			return s.bp.beatAt.Load() != 0 && len(s.Nodes()) == 3
 		})
 	}
-	detached := time.Since(killed)
+	attached := time.Now()
 
-	lost := 0
+	// Every claim, looked up from another server, names the server the
+	// player is seated on, once each server has re-asserted its claims.
 	for _, s := range servers {
-		for p := range perServer {
-			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-			owner, err := s.bp.Locate(ctx, backplane.Key{Kind: fleet.KindPlayer, ID: fmt.Sprintf("p-%s-%d", s.ID(), p)})
-			cancel()
-			if err != nil || owner != s.ID() {
-				lost++
+		waitFor(t, s.ID()+" re-asserted its claims", 30*time.Second, func() bool { return s.bp.reAt.Load() != 0 })
+	}
+	wrongClaims := func() (n int) {
+		for i, s := range servers {
+			other := servers[(i+1)%len(servers)]
+			for id := range s.seats {
+				ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+				owner, err := other.Locate(ctx, fleet.KindPlayer, id)
+				cancel()
+				if err != nil || owner.ID != s.ID() {
+					n++
+				}
 			}
 		}
+		return n
 	}
-	t.Logf("master killed under 3 servers: all attached again after %v; claims lost: %d of %d",
-		detached.Round(10*time.Millisecond), lost, 3*perServer)
+	firstCheck := wrongClaims()
+	lost := firstCheck
+	deadline := time.Now().Add(30 * time.Second)
+	for lost > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		lost = wrongClaims()
+	}
+	claimsRight := time.Since(killed)
+
+	// Every player is still connected, still seated, and receives its
+	// room's state after the fleet healed.
+	healed := time.Now()
+	deadline = time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) && slices.ContainsFunc(players, func(p *statePlayer) bool {
+		return p.problem() == "" && !p.stateSince(healed)
+	}) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	var dropped []string
+	for _, p := range players {
+		s := servers[slices.IndexFunc(servers, func(s *failoverServer) bool { return s.ID() == p.node })]
+		switch {
+		case p.problem() != "":
+			dropped = append(dropped, p.id+": "+p.problem())
+		case !p.stateSince(healed):
+			dropped = append(dropped, p.id+": no room state since the fleet healed")
+		case s.host.RoomOf(p.id) != s.seats[p.id]:
+			dropped = append(dropped, fmt.Sprintf("%s: seated in %q, not %q", p.id, s.host.RoomOf(p.id), s.seats[p.id]))
+		case !s.Holds(fleet.KindPlayer, p.id):
+			dropped = append(dropped, p.id+": its server no longer holds its claim")
+		}
+	}
+
+	var detached []string
+	for _, s := range servers {
+		detached = append(detached, fmt.Sprintf("%s %v", s.ID(), time.Duration(s.bp.beatAt.Load()-killed.UnixNano()).Round(10*time.Millisecond)))
+	}
+	var (
+		gap    time.Duration
+		gapEnd time.Time
+	)
+	for _, p := range players {
+		if g, end := p.longestGap(); g > gap {
+			gap, gapEnd = g, end
+		}
+	}
+	pwg.Wait() // the fleet attached again: a replica was promoted
+	promotion := "not seen"
+	if at := promotedAt.Load(); at != 0 {
+		promotion = time.Duration(at - killed.UnixNano()).Round(10 * time.Millisecond).String()
+	}
+	t.Logf("%s: master killed under 3 servers with %d players in %d rooms: replica promoted after %s; detached %s (all attached after %v); "+
+		"claims wrong at the first look after re-assertion: %d, right again %v after the kill (%v after all attached); "+
+		"claims lost: %d of %d; players dropped: %d of %d; longest pause in a player's room state: %v (ending %v after the kill)",
+		deployment, len(players), len(players)/failoverSeats, promotion, strings.Join(detached, ", "), attached.Sub(killed).Round(10*time.Millisecond),
+		firstCheck, claimsRight.Round(10*time.Millisecond), (claimsRight - attached.Sub(killed)).Round(time.Millisecond),
+		lost, len(players), len(dropped), len(players), gap.Round(10*time.Millisecond), gapEnd.Sub(killed).Round(10*time.Millisecond))
 	if lost > 0 {
-		t.Errorf("%d claims lost in the failover", lost)
+		t.Errorf("%d of %d claims lost in the failover", lost, len(players))
 	}
+	if len(dropped) > 0 {
+		t.Errorf("%d of %d players dropped in the failover:\n%s", len(dropped), len(players), strings.Join(dropped, "\n"))
+	}
+}
+
+// startFailoverServer starts server id of the failover fleet, with a room
+// host serving /play on loopback, until the test ends.
+func startFailoverServer(t *testing.T, addr, id string, logger *slog.Logger) *failoverServer {
+	t.Helper()
+	bp, err := redis.Open(redis.Config{URL: addr, Cluster: "failover"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bp.Close() })
+	hs := httptest.NewUnstartedServer(nil)
+	s := &failoverServer{bp: &okBeats{Backplane: bp}, seats: map[string]string{}}
+	s.Fleet, err = fleet.New(fleet.Config{
+		NodeID: id, InternalAddress: hs.Listener.Addr().String(),
+		Heartbeat: 500 * time.Millisecond, CallTimeout: 400 * time.Millisecond,
+	}, s.bp, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.host, err = room.New[*stateSim, int, string](stateGame{}, room.Config{
+		Secret: "failover", Rate: failoverRate, Limits: room.Limits{Connects: 1 << 20},
+	}, logger.With("node_id", id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.host.UseServer(s.Fleet)
+	s.host.UseFleet(s.Fleet)
+	mux := http.NewServeMux()
+	mux.Handle("/play", s.host.Handler())
+	hs.Config.Handler = mux
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { s.Run(ctx) })
+	hctx, hcancel := context.WithCancel(context.Background())
+	var hwg sync.WaitGroup
+	hwg.Go(func() {
+		if err := s.host.Run(hctx); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	hs.Start()
+	t.Cleanup(func() { hs.Close(); hcancel(); hwg.Wait() })
+	<-s.host.Started()
+	s.MarkReady()
+	s.url = hs.URL
+	return s
+}
+
+// stateSim is a failover room's state: nothing but its steps.
+type stateSim struct{}
+
+// stateGame broadcasts {"type":"state","room","step"} after every pass of
+// a room; its rooms never end by themselves.
+type stateGame struct{}
+
+func (stateGame) NewSim(room.Info) *stateSim                                  { return &stateSim{} }
+func (stateGame) Join(_ *room.Room[*stateSim, int, string], id string) string { return id }
+func (stateGame) Leave(*room.Room[*stateSim, int, string], string)            {}
+func (stateGame) Input(*room.Room[*stateSim, int, string], string, int)       {}
+func (stateGame) FixedStep(*room.Room[*stateSim, int, string])                {}
+
+func (stateGame) AfterSteps(r *room.Room[*stateSim, int, string]) {
+	r.Broadcast(map[string]any{"type": "state", "room": r.ID(), "step": r.Step()})
+}
+
+// statePlayer is a player connected over a WebSocket, with a goroutine
+// that reads everything it is sent until the test ends.
+type statePlayer struct {
+	id, node string
+
+	mu      sync.Mutex
+	n       int           // state packets received
+	last    time.Time     // when the last one came
+	gap     time.Duration // the longest time between two
+	gapEnd  time.Time     // when it ended
+	trouble string        // why the player is dropped: a read error or a packet that moves it
+}
+
+// connectStatePlayer connects player id to server s and reads its packets
+// until the test ends.
+func connectStatePlayer(t *testing.T, s *failoverServer, id string) *statePlayer {
+	t.Helper()
+	hp := hosttest.Connect(t, s.url, s.url, s.host.Tickets(), id)
+	p := &statePlayer{id: id, node: hp.Node}
+	if p.node != s.ID() {
+		t.Fatalf("%s: welcomed by %q, not %s", id, p.node, s.ID())
+	}
+	conn := hp.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.read(conn)
+	}()
+	t.Cleanup(func() {
+		conn.CloseNow()
+		<-done
+	})
+	return p
+}
+
+// read reads c until it fails, noting state packets and anything that
+// would take the player out of its room.
+func (p *statePlayer) read(c *websocket.Conn) {
+	for {
+		_, data, err := c.Read(context.Background())
+		if err != nil {
+			p.fail("read: " + err.Error())
+			return
+		}
+		var m struct{ Type string }
+		if err := json.Unmarshal(data, &m); err != nil {
+			p.fail(fmt.Sprintf("undecodable packet %q", data))
+			continue
+		}
+		switch m.Type {
+		case "state":
+			now := time.Now()
+			p.mu.Lock()
+			if p.n > 0 && now.Sub(p.last) > p.gap {
+				p.gap, p.gapEnd = now.Sub(p.last), now
+			}
+			p.n++
+			p.last = now
+			p.mu.Unlock()
+		case "room":
+		default:
+			p.fail(fmt.Sprintf("sent %s", data))
+		}
+	}
+}
+
+// fail notes the first reason the player is dropped.
+func (p *statePlayer) fail(why string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.trouble == "" {
+		p.trouble = why
+	}
+}
+
+func (p *statePlayer) problem() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.trouble
+}
+
+func (p *statePlayer) states() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n
+}
+
+func (p *statePlayer) stateSince(t time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last.After(t)
+}
+
+// longestGap returns the longest time between two state packets, and
+// when it ended.
+func (p *statePlayer) longestGap() (time.Duration, time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.gap, p.gapEnd
+}
+
+// tlogWriter writes log lines to the test's log, shown when it fails (or
+// with -v).
+type tlogWriter struct{ t *testing.T }
+
+func (w tlogWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
 }
 
 // waitFor polls cond every 20 ms until it holds or limit passes.
