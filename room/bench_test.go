@@ -3,35 +3,53 @@ package room
 import (
 	"fmt"
 	"testing"
+	"time"
 )
 
 // BenchmarkPass measures one pass of a trivial room with nothing queued:
-// the scheduler's cost per room per tick.
+// the scheduler's cost per room per tick. In "waiting", each room has two
+// players seated who have not connected yet (every room right after a
+// match is made, until its players arrive).
 func BenchmarkPass(b *testing.B) {
-	h, err := New[*csim, int, *cplayer](newCounterQuiet(), Config{}, quietLog)
-	if err != nil {
-		b.Fatal(err)
-	}
-	const n = 100_000
-	rooms := make([]*Room[*csim, int, *cplayer], n)
-	for i := range rooms {
-		r, err := h.OpenRoom(b.Context(), Info{ID: fmt.Sprint(i)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		rooms[i] = r
-	}
-	b.ReportAllocs()
-	t := uint64(1)
-	i := 0
-	for b.Loop() {
-		r := rooms[i]
-		r.busy.Store(true)
-		r.pass(t)
-		r.busy.Store(false)
-		if i++; i == n {
-			i, t = 0, t+1
-		}
+	for _, c := range []struct {
+		name    string
+		players []string
+	}{{"empty", nil}, {"waiting", []string{"a", "b"}}} {
+		b.Run(c.name, func(b *testing.B) {
+			h, err := New[*csim, int, *cplayer](newCounterQuiet(), Config{}, quietLog)
+			if err != nil {
+				b.Fatal(err)
+			}
+			const n = 100_000
+			rooms := make([]*Room[*csim, int, *cplayer], n)
+			for i := range rooms {
+				var players []string
+				for _, p := range c.players {
+					players = append(players, fmt.Sprint(p, i))
+				}
+				r, err := h.OpenRoom(b.Context(), Info{ID: fmt.Sprint(i), Players: players})
+				if err != nil {
+					b.Fatal(err)
+				}
+				rooms[i] = r
+			}
+			b.ReportAllocs()
+			t := uint64(1)
+			i := 0
+			var now time.Duration
+			for b.Loop() {
+				if i%8 == 0 { // as often as a worker reads the clock
+					now = h.sched.since()
+				}
+				r := rooms[i]
+				r.busy.Store(true)
+				r.pass(t, now)
+				r.busy.Store(false)
+				if i++; i == n {
+					i, t = 0, t+1
+				}
+			}
+		})
 	}
 }
 

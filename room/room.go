@@ -20,8 +20,11 @@ type Room[Sim, Input, Player any] struct {
 	// dirty says the room has events queued or was asked to end, so a
 	// pass without news takes no lock.
 	dirty atomic.Bool
-	// away says every seated player is disconnected (since awaySince).
-	away  atomic.Bool
+	// away says every seated player is disconnected; the room is
+	// abandoned at awayUntil on the scheduler's clock. Both are written
+	// under mu, awayUntil first.
+	away      atomic.Bool
+	awayUntil atomic.Int64
 	load  atomic.Int64
 	last  uint64 // scheduler tick of the last pass; worker only
 	steps uint64 // steps run; worker only
@@ -34,8 +37,7 @@ type Room[Sim, Input, Player any] struct {
 	spare     []event[Input]
 	seats     map[string]*seat[Player]
 	ended     bool
-	endAsked  string    // End was called; the room ends after its pass
-	awaySince time.Time // when the last seated player went away
+	endAsked string // End was called; the room ends after its pass
 
 	watchMu    sync.Mutex // orders the states sent to RoomWatchers
 	watchEnded bool       // the last state was sent
@@ -158,7 +160,7 @@ func (r *Room[Sim, Input, Player]) lastTick() uint64 { return r.last }
 // pass runs on a worker: the events queued since the last pass, then the
 // steps due at the room's tick t (more than one when the room fell behind,
 // at most MaxCatchUp), then AfterSteps. A panic in the game ends the room.
-func (r *Room[Sim, Input, Player]) pass(t uint64) (alive bool) {
+func (r *Room[Sim, Input, Player]) pass(t uint64, now time.Duration) (alive bool) {
 	h := r.host
 	defer func() {
 		if p := recover(); p != nil {
@@ -218,7 +220,7 @@ func (r *Room[Sim, Input, Player]) pass(t uint64) (alive bool) {
 			return false
 		}
 	}
-	if r.abandoned() {
+	if r.abandoned(now) {
 		r.finish(ReasonAbandoned)
 		return false
 	}
@@ -255,20 +257,17 @@ func (r *Room[Sim, Input, Player]) seatsChanged() {
 	}
 	away := len(r.seats) > 0 && present == 0
 	if away && !r.away.Load() {
-		r.awaySince = time.Now()
+		r.awayUntil.Store(int64(r.host.sched.since() + r.host.cfg.AwayTimeout))
 	}
 	r.away.Store(away)
 }
 
 // abandoned reports whether every seated player has been away for the
-// host's AwayTimeout.
-func (r *Room[Sim, Input, Player]) abandoned() bool {
-	if !r.away.Load() {
-		return false
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.away.Load() && time.Since(r.awaySince) >= r.host.cfg.AwayTimeout
+// host's AwayTimeout at now, on the scheduler's clock. It takes no lock
+// and reads no clock: a room waiting for its players costs a pass no
+// more than one with them.
+func (r *Room[Sim, Input, Player]) abandoned(now time.Duration) bool {
+	return r.away.Load() && now >= time.Duration(r.awayUntil.Load())
 }
 
 // apply runs the game's Join, Leave and Input for events, in arrival

@@ -12,9 +12,11 @@ import (
 
 // stepper is one room as the scheduler sees it.
 type stepper interface {
-	// pass runs the room's steps due at its tick t. It reports false when
-	// the room has ended and should be dropped.
-	pass(t uint64) bool
+	// pass runs the room's steps due at its tick t; now is the time on
+	// the scheduler's clock (see scheduler.since), read at most a few
+	// rooms ago. It reports false when the room has ended and should be
+	// dropped.
+	pass(t uint64, now time.Duration) bool
 	// busyFlag is set while a worker steps the room.
 	busyFlag() *atomic.Bool
 	// lastTick is the tick of the room's last pass, 0 before the first.
@@ -40,6 +42,7 @@ const slots = 16
 type scheduler struct {
 	period  time.Duration
 	workers int
+	epoch   time.Time // the origin of the scheduler's clock
 
 	mu     sync.Mutex
 	slots  [slots][]stepper // a batch keeps the slice it was cut from: only appended to, or replaced
@@ -60,14 +63,19 @@ type chunk struct {
 
 type batch struct {
 	tick   uint64
-	due    time.Time
+	due    time.Duration // on the scheduler's clock
 	chunks []chunk
 	next   atomic.Int64 // next chunk to claim
 }
 
 func newScheduler(period time.Duration, workers int) *scheduler {
-	return &scheduler{period: period, workers: workers, late: make([]lateness, workers)}
+	return &scheduler{period: period, workers: workers, epoch: time.Now(), late: make([]lateness, workers)}
 }
+
+// since reads the scheduler's clock: the monotonic time since its epoch.
+// Rooms keep their deadlines on it, so a pass compares two integers
+// instead of reading the clock itself.
+func (s *scheduler) since() time.Duration { return time.Since(s.epoch) }
 
 // block is how many rooms opened one after another go to the same slot.
 // They are likely neighbours in memory, and a worker stepping them one
@@ -167,7 +175,7 @@ func (s *scheduler) cut(slot, tick uint64, due time.Time) *batch {
 	rooms := s.slots[slot]
 	s.mu.Unlock()
 	size := max(1, min(256, len(rooms)/(4*s.workers)))
-	b := &batch{tick: tick, due: due}
+	b := &batch{tick: tick, due: due.Sub(s.epoch)}
 	for rs := range slices.Chunk(rooms, size) {
 		b.chunks = append(b.chunks, chunk{rooms: rs})
 	}
@@ -200,7 +208,7 @@ func (s *scheduler) runBatch(w int, b *batch) {
 }
 
 func (s *scheduler) drainChunk(w int, b *batch, c *chunk) {
-	var late time.Duration
+	var late, now time.Duration
 	for n := 0; ; n++ {
 		i := c.cursor.Add(1) - 1
 		if i >= int64(len(c.rooms)) {
@@ -218,7 +226,8 @@ func (s *scheduler) drainChunk(w int, b *batch, c *chunk) {
 			continue
 		}
 		if n%8 == 0 { // reading the clock costs more than a trivial step
-			late = time.Since(b.due)
+			now = s.since()
+			late = now - b.due
 		}
 		s.late[w].record(late)
 		if last := r.lastTick(); last != 0 && b.tick > last+1 {
@@ -228,7 +237,7 @@ func (s *scheduler) drainChunk(w int, b *batch, c *chunk) {
 			// each counts, as late as it is.
 			s.late[w].recordOwed(late, s.period, b.tick-last-1)
 		}
-		alive := r.pass(b.tick)
+		alive := r.pass(b.tick, now)
 		busy.Store(false)
 		if !alive {
 			s.drop(r)

@@ -8,9 +8,9 @@ import (
 
 type nopStepper struct{ busy atomic.Bool }
 
-func (*nopStepper) pass(uint64) bool         { return true }
-func (s *nopStepper) busyFlag() *atomic.Bool { return &s.busy }
-func (*nopStepper) lastTick() uint64         { return 0 }
+func (*nopStepper) pass(uint64, time.Duration) bool { return true }
+func (s *nopStepper) busyFlag() *atomic.Bool        { return &s.busy }
+func (*nopStepper) lastTick() uint64                { return 0 }
 
 // Rooms opened one after another share a slot, a block at a time; each
 // block goes to the emptiest slot, so the slots stay even as rooms end.
@@ -53,7 +53,7 @@ type countStepper struct {
 	passes atomic.Int64
 }
 
-func (c *countStepper) pass(t uint64) bool {
+func (c *countStepper) pass(t uint64, _ time.Duration) bool {
 	c.last = t
 	c.passes.Add(1)
 	return true
@@ -98,7 +98,7 @@ func TestSchedulerLateDriverStepsEverySlot(t *testing.T) {
 func TestSchedulerStaleBatchSkipsSteppedRooms(t *testing.T) {
 	s := newScheduler(time.Second/60, 1)
 	r := &countStepper{last: 7}
-	b := &batch{tick: 5, due: time.Now(), chunks: []chunk{{rooms: []stepper{r}}}}
+	b := &batch{tick: 5, due: s.since(), chunks: []chunk{{rooms: []stepper{r}}}}
 	s.runBatch(0, b)
 	if got := r.passes.Load(); got != 0 || r.last != 7 {
 		t.Fatalf("stale batch stepped the room %d times, last tick %d; want 0 and 7", got, r.last)
