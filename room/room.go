@@ -25,18 +25,18 @@ type Room[Sim, Input, Player any] struct {
 	// under mu, awayUntil first.
 	away      atomic.Bool
 	awayUntil atomic.Int64
-	load  atomic.Int64
-	last  uint64 // scheduler tick of the last pass; worker only
-	steps uint64 // steps run; worker only
-	host  *Host[Sim, Input, Player]
-	sim   Sim
+	load      atomic.Int64
+	last      uint64 // scheduler tick of the last pass; worker only
+	steps     uint64 // steps run; worker only
+	host      *Host[Sim, Input, Player]
+	sim       Sim
 
-	info      Info
-	mu        sync.Mutex
-	inbox     []event[Input]
-	spare     []event[Input]
-	seats     map[string]*seat[Player]
-	ended     bool
+	info     Info
+	mu       sync.Mutex
+	inbox    []event[Input]
+	spare    []event[Input]
+	seats    map[string]*seat[Player]
+	ended    bool
 	endAsked string // End was called; the room ends after its pass
 
 	watchMu    sync.Mutex // orders the states sent to RoomWatchers
