@@ -6,215 +6,315 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
+	"maps"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 
-	"github.com/muster-gg/muster/backplane/redis"
 	"github.com/muster-gg/muster/federation"
+	"github.com/muster-gg/muster/internal/fedtest"
 	"github.com/muster-gg/muster/internal/testbin"
 )
 
-// TestDuelServerFederated: the duel example, run as its own process and
-// configured only by MUSTER__FEDERATION__ variables, is a server of a
-// federation node beside a muster-node agent (its TURN and STUN): home
-// (on a real Redis) lists the node with the duel's game address and the
-// agent's relays; a player with a home-minted token connects to the duel
-// once (the token's reuse is refused), and the room two players are
-// matched into on the duel playlist reaches home's register.
+// seedAnnounce is the announce body exactly as the federation seed shows
+// it; the AU node's agent announces these services with its own
+// addresses in place of 203.0.113.9's.
+const seedAnnounce = `{"services":{"photon":"203.0.113.9:22002","turn":"203.0.113.9:3478","stun":"203.0.113.9:3478"}}`
+
+// TestDuelServerFederated is issue 22's acceptance with real processes:
+// home on a real Redis; two regional nodes, each a muster-node agent and
+// a duel server (its own process, wired to home by MUSTER__FEDERATION__
+// variables only) on a loopback address of its own, with a coturn each.
+// The AU node's agent announces the seed's body (photon, turn, stun); the
+// JP duel announces its own game address and its agent the relays.
+//
+// A player from Australia creates a room: it is placed on the AU node and
+// the player enters it on that node's duel; a friend from Japan joins the
+// room there, not on the JP node, and they play through the AU duel,
+// whose room reaches home's register. TURN credentials home mints are
+// accepted by each node's coturn. A home token is good once. Revoking the
+// AU agent's server stops that agent and takes only it out: AU rooms and
+// relays go home, the AU duel's room stays in the register, and the JP
+// node goes on getting rooms, played on its duel.
 func TestDuelServerFederated(t *testing.T) {
-	goBin := testbin.Need(t, "go")
-	srv := testbin.StartRedis(t)
+	home := fedtest.StartHome(t)
 	duelBin := buildDuel(t)
-	nodeBin := filepath.Join(buildDir, "muster-node")
-	build := exec.Command(goBin, "build", "-o", nodeBin, "./cmd/muster-node")
-	build.Dir = root(t)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build muster-node: %v\n%s", err, out)
-	}
-
-	bp, err := redis.Open(redis.Config{URL: srv.Addr, Cluster: "home"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bp.Close()
-	home, err := federation.NewHome(federation.HomeConfig{
-		RegionsCache: -1, SilentAfter: 2 * time.Second, AnnounceEvery: 200 * time.Millisecond,
-		Limits: federation.RateLimits{Announce: -1}, // announces every 200ms
-	}, bp, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(home.Handler())
-	defer hs.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	nodeBin := fedtest.BuildMusterNode(t, t.TempDir())
+	const turnSecret = "turn-shared-secret-0123456789"
+	turnAU := testbin.StartCoturn(t, turnSecret)
+	turnJP := testbin.StartCoturn(t, turnSecret)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	_, nodeKey, err := home.CreateNode(ctx, federation.NodeSpec{ID: "au-sydney", Country: "AU"})
+
+	// duel starts a duel server of node on host, wired to home by
+	// configuration only; with announce it announces its own game address
+	// (the "game" service). It returns the server's host:port.
+	const secret = "game-token-secret-0123456789"
+	duel := func(node, nodeKey, host string, announce bool) string {
+		t.Helper()
+		port := strconv.Itoa(testbin.FreePort(t, host))
+		env := []string{
+			"MUSTER__SERVER__HTTP__HOST=" + host,
+			"MUSTER__SERVER__HTTP__PORT=" + port,
+			"MUSTER__SERVER__DRAIN__TIMEOUT=1",
+			"MUSTER__FEDERATION__HOME_URL=" + home.URL,
+			"MUSTER__FEDERATION__NODE_ID=" + node,
+			"MUSTER__FEDERATION__TOKEN_SECRET=" + secret,
+			"MUSTER__FEDERATION__KEY_FILE=" + t.TempDir() + "/duel-key",
+			"MUSTER__FEDERATION__NODE_KEY=" + nodeKey,
+			"MUSTER__FEDERATION__ANNOUNCE_EVERY=" + fedtest.AnnounceEvery.String(),
+		}
+		addr := net.JoinHostPort(host, port)
+		if announce {
+			env = append(env, "MUSTER__FEDERATION__GAME_ADDRESS="+playURL(addr))
+		}
+		fedtest.Start(t, "duel "+node, duelBin, env)
+		return addr
+	}
+	// agent starts the muster-node agent of node announcing services.
+	agent := func(node, nodeKey string, services map[string]string) *fedtest.Proc {
+		t.Helper()
+		args := []string{"-home", home.URL, "-key-file", t.TempDir() + "/agent-key", "-announce-every", fedtest.AnnounceEvery.String()}
+		for _, name := range slices.Sorted(maps.Keys(services)) {
+			args = append(args, "-service", name+"="+services[name])
+		}
+		return fedtest.Start(t, "muster-node "+node, nodeBin, []string{"MUSTER_NODE_NODE_KEY=" + nodeKey}, args...)
+	}
+
+	// au-sydney on 127.0.0.2: the agent announces the seed's body.
+	auKey := home.ApprovedNode(t, "au-sydney", "AU")
+	auGame := duel("au-sydney", auKey, "127.0.0.2", false)
+	var seed struct{ Services map[string]string }
+	body := strings.NewReplacer("203.0.113.9:22002", auGame, "203.0.113.9:3478", turnAU.Addr).Replace(seedAnnounce)
+	if err := json.Unmarshal([]byte(body), &seed); err != nil {
+		t.Fatal(err)
+	}
+	auAgent := agent("au-sydney", auKey, seed.Services)
+	// jp-tokyo on 127.0.0.3: the duel announces its game address.
+	jpKey := home.ApprovedNode(t, "jp-tokyo", "JP")
+	jpGame := playURL(duel("jp-tokyo", jpKey, "127.0.0.3", true))
+	agent("jp-tokyo", jpKey, map[string]string{federation.ServiceTURN: turnJP.Addr, federation.ServiceSTUN: turnJP.Addr})
+
+	// Home's matchmaking: a placer and the players' countries.
+	countries := map[string]string{"alice": "AU", "bob": "JP", "carol": "JP", "dave": "AU"}
+	homeGame := "ws://127.0.0.1:1/play" // home's own game server: never reached here
+	placer, err := federation.NewPlacer(federation.PlacerConfig{
+		HomeURL: home.URL, PollEvery: 50 * time.Millisecond, TURNSecret: turnSecret,
+		HomeServices: map[string]string{federation.ServiceGame: homeGame, federation.ServiceTURN: "127.0.0.1:9"},
+		Resolver: federation.CountryResolverFunc(func(_ context.Context, player, _ string) (string, error) {
+			return countries[player], nil
+		}),
+	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := home.Approve(ctx, "au-sydney"); err != nil {
-		t.Fatal(err)
+	pctx, stop := context.WithCancel(ctx)
+	pdone := make(chan error, 1)
+	go func() { pdone <- placer.Run(pctx) }()
+	defer func() { stop(); <-pdone }()
+	for player := range countries {
+		placer.SignIn(player, "")
 	}
-
-	// start runs bin with env until the test ends; its output is shown
-	// when the test fails, and a race or panic in it fails the test.
-	start := func(name, bin string, env []string, args ...string) *testbin.Buffer {
-		t.Helper()
-		out := &testbin.Buffer{}
-		cmd := exec.Command(bin, args...)
-		cmd.Env = append(os.Environ(), env...)
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
+	region := func(node string) federation.Region {
+		for _, r := range placer.Regions() {
+			if r.Node == node {
+				return r
+			}
 		}
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		t.Cleanup(func() {
-			cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-done:
-			case <-time.After(20 * time.Second):
-				cmd.Process.Kill()
-				<-done
-				t.Errorf("%s did not stop on SIGTERM", name)
-			}
-			log := out.String()
-			if strings.Contains(log, "WARNING: DATA RACE") || strings.Contains(log, "panic:") {
-				t.Errorf("%s:\n%s", name, log)
-			} else if t.Failed() {
-				t.Logf("%s:\n%s", name, log)
-			}
-		})
-		return out
+		return federation.Region{}
 	}
-
-	// The node's agent announces its relays on 127.0.0.2.
-	start("muster-node", nodeBin, []string{
-		"MUSTER_NODE_NODE_KEY=" + nodeKey, "MUSTER_NODE_SERVICES=turn=127.0.0.2:3478,stun=127.0.0.2:3478",
-	}, "-home", hs.URL, "-key-file", filepath.Join(t.TempDir(), "agent-key"), "-announce-every", "200ms")
-
-	// The duel server on 127.0.0.3, wired to home by configuration only.
-	const secret = "game-token-secret-0123456789"
-	port := testbin.FreePort(t, "127.0.0.3")
-	gameURL := "ws://127.0.0.3:" + strconv.Itoa(port) + "/play"
-	start("duel", duelBin, []string{
-		"MUSTER__SERVER__HTTP__HOST=127.0.0.3",
-		"MUSTER__SERVER__HTTP__PORT=" + strconv.Itoa(port),
-		"MUSTER__SERVER__DRAIN__TIMEOUT=1",
-		"MUSTER__FEDERATION__HOME_URL=" + hs.URL,
-		"MUSTER__FEDERATION__NODE_ID=au-sydney",
-		"MUSTER__FEDERATION__TOKEN_SECRET=" + secret,
-		"MUSTER__FEDERATION__KEY_FILE=" + filepath.Join(t.TempDir(), "duel-key"),
-		"MUSTER__FEDERATION__NODE_KEY=" + nodeKey,
-		"MUSTER__FEDERATION__GAME_ADDRESS=" + gameURL,
-		"MUSTER__FEDERATION__ANNOUNCE_EVERY=200ms",
+	fedtest.WaitFor(t, "both nodes in the placer's regions with their services", func() bool {
+		au, jp := region("au-sydney").Services, region("jp-tokyo").Services
+		return slices.Equal(au[federation.ServicePhoton], []string{auGame}) && slices.Equal(au[federation.ServiceTURN], []string{turnAU.Addr}) &&
+			slices.Equal(jp[federation.ServiceGame], []string{jpGame}) && slices.Equal(jp[federation.ServiceTURN], []string{turnJP.Addr})
+	})
+	fedtest.WaitFor(t, "the players' countries", func() bool {
+		for player, c := range countries {
+			if placer.Country(player) != c {
+				return false
+			}
+		}
+		return true
 	})
 
-	waitUntil(t, "the node listed with the duel's game and the agent's relays", func() bool {
-		list, err := home.Regions(ctx)
-		if err != nil || len(list.Regions) != 1 {
-			return false
-		}
-		s := list.Regions[0].Services
-		return slices.Contains(s[federation.ServiceGame], gameURL) && slices.Contains(s[federation.ServiceTURN], "127.0.0.2:3478")
-	})
-
-	mint := func(player string) string {
-		tok, err := federation.MintToken([]byte(secret), federation.Token{PlayerID: player, RoomID: "duel", NodeID: "au-sydney", Expires: time.Now().Add(time.Minute)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tok
+	// alice (AU) creates a room: it is placed on the AU node's duel.
+	au := placer.PlaceFor(federation.RoomInfo{ID: "room-au"}, "alice")
+	if au != (federation.Placement{Node: "au-sydney", Address: auGame}) {
+		t.Fatalf("alice's new room is placed at %+v, want au-sydney's duel %s", au, auGame)
 	}
-	// connect says hello with ticket and returns the connection and the
-	// first packet.
-	connect := func(ticket string) (*websocket.Conn, map[string]any, error) {
-		dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
-		defer dcancel()
-		c, _, err := websocket.Dial(dctx, gameURL+"?ticket="+ticket, nil)
-		if err != nil {
-			return nil, nil, err
-		}
-		hello, _ := json.Marshal(map[string]any{"type": "hello", "data": map[string]string{"mode": "new"}})
-		if err := c.Write(dctx, websocket.MessageText, hello); err != nil {
-			return c, nil, err
-		}
-		m, err := readJSON(dctx, c)
-		return c, m, err
+	// bob (JP) would get a room of his own on the JP node, but joining
+	// alice's he is sent to it, on the AU node.
+	if own := placer.PlaceFor(federation.RoomInfo{ID: "room-au"}, "bob"); own.Node != "jp-tokyo" {
+		t.Fatalf("a new room of bob's is placed at %+v, want jp-tokyo", own)
 	}
-	players := map[string]*websocket.Conn{}
+	if got := placer.PlaceFor(federation.RoomInfo{ID: "room-au", Members: 1, Placement: au}, "bob"); got != au {
+		t.Fatalf("bob joining alice's room is sent to %+v, want %+v", got, au)
+	}
 	tickets := map[string]string{}
-	for _, id := range []string{"alice", "bob"} {
-		tickets[id] = mint(id)
-		c, m, err := connect(tickets[id])
-		if err != nil || m["type"] != "welcome" || m["player"] != id {
-			t.Fatalf("%s with a home token: %v %v", id, m, err)
-		}
-		defer c.CloseNow()
-		players[id] = c
-		q, _ := json.Marshal(map[string]any{"type": "queue", "data": map[string]string{"playlist": "duel"}})
-		if err := c.Write(ctx, websocket.MessageText, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var roomID string
-	for roomID == "" {
-		rctx, rcancel := context.WithTimeout(ctx, 20*time.Second)
-		m, err := readJSON(rctx, players["alice"])
-		rcancel()
-		if err != nil {
-			t.Fatalf("alice waiting for a room: %v", err)
-		}
-		if m["type"] == "room" {
-			roomID, _ = m["room"].(string)
-		}
-	}
-	waitUntil(t, "the duel's room in home's register", func() bool {
-		r, err := home.Room(ctx, roomID)
-		if err != nil {
-			return false
-		}
-		members := slices.Sorted(slices.Values(r.Members))
-		return slices.Equal(members, []string{"alice", "bob"}) && r.Properties["kind"] != "" && r.NodeID == "au-sydney"
+	auRoom := playLobby(t, ctx, au, "room-au", secret, "alice", "bob", tickets)
+	fedtest.WaitFor(t, "the AU duel's room in home's register", func() bool {
+		r, err := home.Room(ctx, auRoom)
+		return err == nil && r.NodeID == "au-sydney" && r.Properties["kind"] != "" &&
+			slices.Equal(slices.Sorted(slices.Values(r.Members)), []string{"alice", "bob"})
 	})
 
 	// A home token is good once.
-	c, m, err := connect(tickets["alice"])
-	var ce websocket.CloseError
-	if !errors.As(err, &ce) || ce.Code != 4001 {
+	c, m, err := fedtest.Connect(ctx, playURL(au.Address), tickets["alice"])
+	if ce := (websocket.CloseError{}); !errors.As(err, &ce) || ce.Code != 4001 {
 		t.Errorf("a reused home token: %v %v, want close 4001", m, err)
 	}
 	if c != nil {
 		c.CloseNow()
 	}
-}
 
-// waitUntil polls cond until it holds, failing the test after a minute.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited a minute for %s", what)
+	// Each player's relay is their node's coturn, and it accepts the
+	// credentials home minted (both allocations at once: each takes
+	// seconds).
+	testbin.Need(t, "turnutils_uclient")
+	var wg sync.WaitGroup
+	errs := map[string]chan error{}
+	for player, turn := range map[string]*testbin.Coturn{"alice": turnAU, "bob": turnJP} {
+		ice := placer.ICEServers(placer.Country(player), player)
+		if len(ice) != 2 || !slices.Equal(ice[0].URLs, []string{"stun:" + turn.Addr}) || !slices.Equal(ice[1].URLs, []string{"turn:" + turn.Addr}) {
+			t.Fatalf("%s's ICE servers %+v, want their node's coturn %s", player, ice, turn.Addr)
+		}
+		errc := make(chan error, 1)
+		errs[player] = errc
+		wg.Go(func() { errc <- turn.Allocate(ctx, t, ice[1].Username, ice[1].Credential) })
+	}
+	wg.Wait()
+	for player, turn := range map[string]*testbin.Coturn{"alice": turnAU, "bob": turnJP} {
+		if err := <-errs[player]; err != nil {
+			t.Fatalf("coturn %s refused home's credentials for %s: %v\n%s", turn.Addr, player, err, turn.Log())
 		}
 	}
+
+	// Revoking the AU agent's server stops the agent (status 3) and takes
+	// only that server out: AU rooms and relays go home; the AU duel (a
+	// server of its own) keeps its room in the register.
+	info, err := home.Node(ctx, "au-sydney")
+	if err != nil {
+		t.Fatal(err)
+	}
+	revoked := ""
+	for _, s := range info.Servers {
+		if s.Services[federation.ServicePhoton] != "" {
+			revoked = s.ID
+		}
+	}
+	if len(info.Servers) != 2 || revoked == "" {
+		t.Fatalf("au-sydney's servers %+v, want the duel and the agent", info.Servers)
+	}
+	if err := home.RevokeServer(ctx, revoked); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-auAgent.Done:
+	case <-ctx.Done():
+		t.Fatal("the revoked agent still runs")
+	}
+	if code := auAgent.ExitCode(); code != 3 || !strings.Contains(auAgent.Out.String(), "refuses this server") {
+		t.Fatalf("the revoked agent: exit %d", code)
+	}
+	fedtest.WaitFor(t, "the AU agent's services out of the placer's regions", func() bool {
+		s := region("au-sydney").Services
+		return len(s[federation.ServicePhoton]) == 0 && len(s[federation.ServiceTURN]) == 0 && len(region("jp-tokyo").Services[federation.ServiceGame]) == 1
+	})
+	if got := placer.PlaceFor(federation.RoomInfo{ID: "room-au-2"}, "dave"); got != (federation.Placement{Address: homeGame}) {
+		t.Fatalf("an AU room after the revocation is placed at %+v, want home", got)
+	}
+	if ice := placer.ICEServers("AU", "dave"); len(ice) != 1 || !slices.Equal(ice[0].URLs, []string{"turn:127.0.0.1:9"}) {
+		t.Fatalf("an AU player's ICE servers after the revocation: %+v, want home's", ice)
+	}
+	if r, err := home.Room(ctx, auRoom); err != nil || r.NodeID != "au-sydney" {
+		t.Fatalf("the AU duel's room after its agent's revocation: %+v %v", r, err)
+	}
+
+	// The JP node goes on getting rooms: carol (JP) creates one, placed
+	// on the JP duel, and dave (AU) joins it there.
+	jp := placer.PlaceFor(federation.RoomInfo{ID: "room-jp"}, "carol")
+	if jp != (federation.Placement{Node: "jp-tokyo", Address: jpGame}) {
+		t.Fatalf("carol's new room is placed at %+v, want jp-tokyo's duel %s", jp, jpGame)
+	}
+	if got := placer.PlaceFor(federation.RoomInfo{ID: "room-jp", Members: 1, Placement: jp}, "dave"); got != jp {
+		t.Fatalf("dave joining carol's room is sent to %+v, want %+v", got, jp)
+	}
+	jpRoom := playLobby(t, ctx, jp, "room-jp", secret, "carol", "dave", tickets)
+	fedtest.WaitFor(t, "the JP duel's room in home's register", func() bool {
+		r, err := home.Room(ctx, jpRoom)
+		return err == nil && r.NodeID == "jp-tokyo" && slices.Equal(slices.Sorted(slices.Values(r.Members)), []string{"carol", "dave"})
+	})
 }
 
-func readJSON(ctx context.Context, c *websocket.Conn) (map[string]any, error) {
-	_, data, err := c.Read(ctx)
-	if err != nil {
-		return nil, err
+// playURL is the WebSocket URL of a Muster game server at addr: a
+// placement's address as announced (ws://host:port/play), or host:port
+// as a photon service names it.
+func playURL(addr string) string {
+	if strings.Contains(addr, "://") {
+		return addr
 	}
-	var m map[string]any
-	err = json.Unmarshal(data, &m)
-	return m, err
+	return "ws://" + addr + "/play"
+}
+
+// playLobby plays a room of p's game server: creator enters it with a
+// token home minted for p's node and opens a lobby, friend enters with
+// one of their own and joins it by its code, creator starts the match
+// and the friend sees the creator move in it. It records the tickets and
+// returns the match's room id.
+func playLobby(t *testing.T, ctx context.Context, p federation.Placement, room, secret, creator, friend string, tickets map[string]string) string {
+	t.Helper()
+	conns := map[string]*websocket.Conn{}
+	for _, player := range []string{creator, friend} {
+		tickets[player] = fedtest.Mint(t, secret, player, room, p.Node)
+		c, m, err := fedtest.Connect(ctx, playURL(p.Address), tickets[player])
+		if err != nil || m["type"] != "welcome" || m["player"] != player {
+			t.Fatalf("%s entering %s with a home token: %v %v", player, p.Address, m, err)
+		}
+		t.Cleanup(func() { c.CloseNow() })
+		conns[player] = c
+	}
+	lobbyState := func(members int) func(map[string]any) bool {
+		return func(m map[string]any) bool {
+			ms, _ := m["members"].([]any)
+			return m["type"] == "lobby.state" && len(ms) == members
+		}
+	}
+	if err := fedtest.Send(ctx, conns[creator], "lobby.create", nil); err != nil {
+		t.Fatal(err)
+	}
+	code, _ := fedtest.ReadUntil(t, conns[creator], creator+"'s lobby", lobbyState(1))["code"].(string)
+	if err := fedtest.Send(ctx, conns[friend], "lobby.join", map[string]string{"code": code}); err != nil {
+		t.Fatal(err)
+	}
+	fedtest.ReadUntil(t, conns[friend], friend+" in lobby "+code, lobbyState(2))
+	fedtest.ReadUntil(t, conns[creator], friend+" in lobby "+code+" as the creator sees it", lobbyState(2))
+	if err := fedtest.Send(ctx, conns[creator], "lobby.start", nil); err != nil {
+		t.Fatal(err)
+	}
+	isRoom := func(m map[string]any) bool { return m["type"] == "room" }
+	roomID, _ := fedtest.ReadUntil(t, conns[creator], creator+"'s match", isRoom)["room"].(string)
+	if got := fedtest.ReadUntil(t, conns[friend], friend+"'s match", isRoom)["room"]; got != roomID || roomID == "" {
+		t.Fatalf("%s is in room %v, %s in %q", friend, got, creator, roomID)
+	}
+	// The creator moves right; the friend sees it in the match's state.
+	if err := fedtest.Send(ctx, conns[creator], "input", map[string]float64{"dx": 1}); err != nil {
+		t.Fatal(err)
+	}
+	fedtest.ReadUntil(t, conns[friend], creator+" moving, as "+friend+" sees it", func(m map[string]any) bool {
+		players, _ := m["players"].([]any)
+		for _, pl := range players {
+			f, _ := pl.(map[string]any)
+			if x, _ := f["X"].(float64); f["ID"] == creator && x > 250 {
+				return true
+			}
+		}
+		return false
+	})
+	return roomID
 }

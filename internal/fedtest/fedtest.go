@@ -1,0 +1,237 @@
+// Package fedtest is the shared setup of the federation's end-to-end
+// tests: a home on a real Redis served over HTTP, approved nodes, the
+// muster-node binary and the processes of a node (started on loopback,
+// stopped when the test ends), home-minted tokens, and a player's
+// WebSocket connection to a node's game server with one of them.
+//
+// Like internal/testbin, everything skips the test with one line when a
+// program is missing (redis-server, go), and fails it under CI=true.
+package fedtest
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/muster-gg/muster/backplane/redis"
+	"github.com/muster-gg/muster/federation"
+	"github.com/muster-gg/muster/internal/testbin"
+)
+
+// AnnounceEvery is how often the agents of a test announce, and
+// SilentAfter when home takes a silent server out: short, so a test waits
+// for rotation changes in seconds.
+const (
+	AnnounceEvery = 200 * time.Millisecond
+	SilentAfter   = 2 * time.Second
+)
+
+// Home is a federation home on a real redis-server, its doors served on
+// 127.0.0.1 at URL. The embedded *federation.Home is its admin API.
+type Home struct {
+	*federation.Home
+	// URL is the base URL nodes and placers use.
+	URL string
+}
+
+// StartHome starts redis-server and a Home on it whose servers may
+// announce every AnnounceEvery (no announce rate limit) and are silent
+// after SilentAfter, with no regions cache; everything stops when the test
+// ends. It skips the test when redis-server is missing (fails under CI).
+func StartHome(tb testing.TB) *Home {
+	tb.Helper()
+	srv := testbin.StartRedis(tb)
+	bp, err := redis.Open(redis.Config{URL: srv.Addr, Cluster: "home"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { bp.Close() })
+	home, err := federation.NewHome(federation.HomeConfig{
+		RegionsCache: -1, SilentAfter: SilentAfter, AnnounceEvery: AnnounceEvery,
+		Limits: federation.RateLimits{Announce: -1},
+	}, bp, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	hs := httptest.NewServer(home.Handler())
+	tb.Cleanup(hs.Close)
+	return &Home{Home: home, URL: hs.URL}
+}
+
+// ApprovedNode creates the node id for country at home, approves it and
+// returns its node key.
+func (h *Home) ApprovedNode(tb testing.TB, id, country string) string {
+	tb.Helper()
+	ctx := context.Background()
+	_, key, err := h.CreateNode(ctx, federation.NodeSpec{ID: id, Country: country})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := h.Approve(ctx, id); err != nil {
+		tb.Fatal(err)
+	}
+	return key
+}
+
+// BuildMusterNode builds cmd/muster-node into dir and returns the binary's
+// path. It skips the test when go is missing (fails under CI).
+func BuildMusterNode(tb testing.TB, dir string) string {
+	tb.Helper()
+	goBin := testbin.Need(tb, "go")
+	bin := filepath.Join(dir, "muster-node")
+	out, err := exec.Command(goBin, "build", "-o", bin, "github.com/muster-gg/muster/cmd/muster-node").CombinedOutput()
+	if err != nil {
+		tb.Fatalf("build muster-node: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// Proc is a process a test started with Start.
+type Proc struct {
+	// Name names it in the test's messages.
+	Name string
+	// Out collects its standard output and error.
+	Out *testbin.Buffer
+	// Done is closed when it has exited.
+	Done <-chan struct{}
+
+	cmd *exec.Cmd
+}
+
+// ExitCode returns the process's exit status once Done is closed, -1
+// before or when a signal ended it.
+func (p *Proc) ExitCode() int {
+	select {
+	case <-p.Done:
+		return p.cmd.ProcessState.ExitCode()
+	default:
+		return -1
+	}
+}
+
+// Start runs bin with args and the test's environment plus env until the
+// test ends, when it is sent SIGTERM (and killed, failing the test, if it
+// has not stopped 20 s later). Its output is logged when the test fails,
+// and a data race or panic in it fails the test.
+func Start(tb testing.TB, name, bin string, env []string, args ...string) *Proc {
+	tb.Helper()
+	out := &testbin.Buffer{}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		tb.Fatalf("start %s: %v", name, err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	tb.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			<-done
+			tb.Errorf("%s did not stop on SIGTERM", name)
+		}
+		log := out.String()
+		if strings.Contains(log, "WARNING: DATA RACE") || strings.Contains(log, "panic:") {
+			tb.Errorf("%s:\n%s", name, log)
+		} else if tb.Failed() {
+			tb.Logf("%s:\n%s", name, log)
+		}
+	})
+	return &Proc{Name: name, Out: out, Done: done, cmd: cmd}
+}
+
+// Mint returns a token for player that home mints with secret for a room
+// on node, good for a minute.
+func Mint(tb testing.TB, secret, player, room, node string) string {
+	tb.Helper()
+	tok, err := federation.MintToken([]byte(secret), federation.Token{PlayerID: player, RoomID: room, NodeID: node, Expires: time.Now().Add(time.Minute)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tok
+}
+
+// Connect dials a Muster game server's play URL (ws://host:port/play)
+// with ticket, says hello as a new player and returns the connection and
+// the first packet (a welcome, when the ticket is good). The connection
+// is returned whenever the dial succeeded, for the caller to close.
+func Connect(ctx context.Context, playURL, ticket string) (*websocket.Conn, map[string]any, error) {
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(dctx, playURL+"?ticket="+ticket, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := Send(dctx, c, "hello", map[string]string{"mode": "new"}); err != nil {
+		return c, nil, err
+	}
+	m, err := Read(dctx, c)
+	return c, m, err
+}
+
+// Send writes the message {"type":typ,"data":data} to c (no data when
+// data is nil).
+func Send(ctx context.Context, c *websocket.Conn, typ string, data any) error {
+	msg := map[string]any{"type": typ}
+	if data != nil {
+		msg["data"] = data
+	}
+	b, err := json.Marshal(msg)
+	if err != nil {
+		return err
+	}
+	return c.Write(ctx, websocket.MessageText, b)
+}
+
+// Read reads the next packet from c as a JSON object.
+func Read(ctx context.Context, c *websocket.Conn) (map[string]any, error) {
+	_, data, err := c.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	err = json.Unmarshal(data, &m)
+	return m, err
+}
+
+// ReadUntil reads packets from c until one satisfies cond and returns it,
+// failing the test when none has come within 20 s.
+func ReadUntil(tb testing.TB, c *websocket.Conn, what string, cond func(map[string]any) bool) map[string]any {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		m, err := Read(ctx, c)
+		if err != nil {
+			tb.Fatalf("waiting for %s: %v", what, err)
+		}
+		if cond(m) {
+			return m
+		}
+	}
+}
+
+// WaitFor polls cond until it holds, failing the test after a minute.
+func WaitFor(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			tb.Fatalf("waited a minute for %s", what)
+		}
+	}
+}
