@@ -73,14 +73,38 @@ func TestRedisFailoverSentinel(t *testing.T) {
 	s := g.SentinelAddrs()
 	q := url.Values{"master_name": {g.MasterName}, "addr": s[1:], "sentinel_password": {g.SentinelPassword}}
 	addr := "redis://:" + g.Password + "@" + s[0] + "?" + q.Encode()
+	// The master is the one the sentinels name just before the kill: on a
+	// busy machine they may have failed over once already.
+	var victim, survivor *testbin.Redis
 	failover(t, "sentinel", addr, func(ctx context.Context) {
-		raw := goredis.NewClient(&goredis.Options{Addr: g.Master.Addr, Password: g.Password})
+		c := goredis.NewClient(&goredis.Options{Addr: s[0], Password: g.SentinelPassword, DisableIdentity: true})
+		defer c.Close()
+		master, err := c.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", g.MasterName).StringSlice()
+		if err != nil || len(master) != 2 {
+			t.Fatalf("the sentinels name no master: %v %v", master, err)
+		}
+		victim, survivor = g.Master, g.Replica
+		if master[0]+":"+master[1] == g.Replica.Addr {
+			victim, survivor = g.Replica, g.Master
+		}
+		raw := goredis.NewClient(&goredis.Options{Addr: victim.Addr, Password: g.Password})
 		defer raw.Close()
 		if err := raw.Do(ctx, "WAIT", 1, 5000).Err(); err != nil {
 			t.Fatal(err)
 		}
-	}, g.Master.Stop, func(ctx context.Context) bool {
-		return isMaster(ctx, g.Replica.Addr, g.Password)
+	}, func() { victim.Stop() }, func(ctx context.Context) bool {
+		return isMaster(ctx, survivor.Addr, g.Password)
+	}, func(ctx context.Context) string {
+		var b strings.Builder
+		for _, a := range s {
+			c := goredis.NewClient(&goredis.Options{Addr: a, Password: g.SentinelPassword, DisableIdentity: true, MaxRetries: -1})
+			master, err := c.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", g.MasterName).Result()
+			info, err2 := c.Do(ctx, "SENTINEL", "MASTER", g.MasterName).Result()
+			c.Close()
+			fmt.Fprintf(&b, "sentinel %s: master %v (%v); %v (%v)\n", a, master, err, info, err2)
+		}
+		fmt.Fprintf(&b, "killed %s; %s is a master: %v", victim.Addr, survivor.Addr, isMaster(ctx, survivor.Addr, g.Password))
+		return b.String()
 	})
 }
 
@@ -124,6 +148,17 @@ func TestRedisFailoverCluster(t *testing.T) {
 			}
 		}
 		return masters == 3
+	}, func(ctx context.Context) string {
+		for _, n := range rc.Nodes {
+			if n == victim {
+				continue
+			}
+			c := goredis.NewClient(&goredis.Options{Addr: n.Addr, Password: rc.Password, DisableIdentity: true, MaxRetries: -1})
+			defer c.Close()
+			nodes, err := c.ClusterNodes(ctx).Result()
+			return fmt.Sprintf("killed %s; CLUSTER NODES from %s (%v):\n%s", victim.Addr, n.Addr, err, nodes)
+		}
+		return ""
 	})
 }
 
@@ -149,11 +184,11 @@ type failoverServer struct {
 // rooms on each, calls replicate (which waits until the replicas have the
 // writes), opens one more room on each, calls kill (which kills the
 // master), polls promoted (true once a replica has taken over) and
-// measures: how long each server is detached, whether every
+// measures (describe says what the deployment is doing, for a failure): how long each server is detached, whether every
 // player's claim names its server again (claims lost), and whether every
 // player stays connected and keeps receiving its room's state (players
 // dropped). Only the outcome is checked; the times are logged.
-func failover(t *testing.T, deployment, addr string, replicate func(context.Context), kill func(), promoted func(context.Context) bool) {
+func failover(t *testing.T, deployment, addr string, replicate func(context.Context), kill func(), promoted func(context.Context) bool, describe func(context.Context) string) {
 	// Registered first, so it runs after the clients are closed: a pool
 	// that failed to dial the dead master retries once a second, and
 	// notices the close only then.
@@ -196,8 +231,28 @@ func failover(t *testing.T, deployment, addr string, replicate func(context.Cont
 	waitFor(t, "every player receives its room's state", 30*time.Second, func() bool {
 		return !slices.ContainsFunc(players, func(p *statePlayer) bool { return p.states() == 0 })
 	})
+	// The times at which a 20 ms sleep loop of the test process woke: a
+	// pause in the rooms' state no longer than its pauses is the
+	// machine's, not the failover's.
+	stall := &statePlayer{id: "sleep loop"}
+	sctx, scancel := context.WithCancel(t.Context())
+	var swg sync.WaitGroup
+	swg.Go(func() {
+		for sctx.Err() == nil {
+			time.Sleep(20 * time.Millisecond)
+			stall.state(time.Now())
+		}
+	})
+	defer func() { scancel(); swg.Wait() }()
+
 	replicate(t.Context())
 	openRooms(1)
+	// A calm stretch to compare the pauses in the rooms' state with: 3 s
+	// of state for every player (the late rooms' too) before the kill.
+	calm := time.Now()
+	waitFor(t, "3 s of room state before the kill", 60*time.Second, func() bool {
+		return !slices.ContainsFunc(players, func(p *statePlayer) bool { return p.statesSince(calm) < 3*failoverRate })
+	})
 
 	killed := time.Now()
 	for _, s := range servers {
@@ -218,9 +273,12 @@ func failover(t *testing.T, deployment, addr string, replicate func(context.Cont
 	})
 	defer func() { pcancel(); pwg.Wait() }()
 	for _, s := range servers {
-		waitFor(t, s.ID()+" attached again", 60*time.Second, func() bool {
-			return s.bp.beatAt.Load() != 0 && len(s.Nodes()) == 3
-		})
+		if !poll(60*time.Second, func() bool { return s.bp.beatAt.Load() != 0 && len(s.Nodes()) == 3 }) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			t.Fatalf("%s not attached again within 60s of the kill (replica promoted: %v); %s sees %d servers\n%s",
+				s.ID(), promotedAt.Load() != 0, s.ID(), len(s.Nodes()), describe(ctx))
+		}
 	}
 	attached := time.Now()
 
@@ -280,15 +338,15 @@ func failover(t *testing.T, deployment, addr string, replicate func(context.Cont
 	for _, s := range servers {
 		detached = append(detached, fmt.Sprintf("%s %v", s.ID(), time.Duration(s.bp.beatAt.Load()-killed.UnixNano()).Round(10*time.Millisecond)))
 	}
-	var (
-		gap    time.Duration
-		gapEnd time.Time
-	)
+	// The longest pause in any player's room state from the calm
+	// stretch's start to the kill, and from the kill to the end, beside
+	// the test process's own.
+	var calmGap, failGap time.Duration
 	for _, p := range players {
-		if g, end := p.longestGap(); g > gap {
-			gap, gapEnd = g, end
-		}
+		calmGap = max(calmGap, p.longestGap(calm, killed))
+		failGap = max(failGap, p.longestGap(killed, time.Now()))
 	}
+	calmStall, failStall := stall.longestGap(calm, killed), stall.longestGap(killed, time.Now())
 	pwg.Wait() // the fleet attached again: a replica was promoted
 	promotion := "not seen"
 	if at := promotedAt.Load(); at != 0 {
@@ -296,10 +354,12 @@ func failover(t *testing.T, deployment, addr string, replicate func(context.Cont
 	}
 	t.Logf("%s: master killed under 3 servers with %d players in %d rooms: replica promoted after %s; detached %s (all attached after %v); "+
 		"claims wrong at the first look after re-assertion: %d, right again %v after the kill (%v after all attached); "+
-		"claims lost: %d of %d; players dropped: %d of %d; longest pause in a player's room state: %v (ending %v after the kill)",
+		"claims lost: %d of %d; players dropped: %d of %d; longest pause in a player's room state: %v from the kill on, %v in the %v before "+
+		"(the test process's own: %v and %v)",
 		deployment, len(players), len(players)/failoverSeats, promotion, strings.Join(detached, ", "), attached.Sub(killed).Round(10*time.Millisecond),
 		firstCheck, claimsRight.Round(10*time.Millisecond), (claimsRight - attached.Sub(killed)).Round(time.Millisecond),
-		lost, len(players), len(dropped), len(players), gap.Round(10*time.Millisecond), gapEnd.Sub(killed).Round(10*time.Millisecond))
+		lost, len(players), len(dropped), len(players), failGap.Round(10*time.Millisecond), calmGap.Round(10*time.Millisecond),
+		killed.Sub(calm).Round(10*time.Millisecond), failStall.Round(10*time.Millisecond), calmStall.Round(10*time.Millisecond))
 	if lost > 0 {
 		t.Errorf("%d of %d claims lost in the failover", lost, len(players))
 	}
@@ -379,11 +439,8 @@ type statePlayer struct {
 	id, node string
 
 	mu      sync.Mutex
-	n       int           // state packets received
-	last    time.Time     // when the last one came
-	gap     time.Duration // the longest time between two
-	gapEnd  time.Time     // when it ended
-	trouble string        // why the player is dropped: a read error or a packet that moves it
+	at      []time.Time // when each state packet came
+	trouble string      // why the player is dropped: a read error or a packet that moves it
 }
 
 // connectStatePlayer connects player id to server s and reads its packets
@@ -424,14 +481,7 @@ func (p *statePlayer) read(c *websocket.Conn) {
 		}
 		switch m.Type {
 		case "state":
-			now := time.Now()
-			p.mu.Lock()
-			if p.n > 0 && now.Sub(p.last) > p.gap {
-				p.gap, p.gapEnd = now.Sub(p.last), now
-			}
-			p.n++
-			p.last = now
-			p.mu.Unlock()
+			p.state(time.Now())
 		case "room":
 		default:
 			p.fail(fmt.Sprintf("sent %s", data))
@@ -454,24 +504,44 @@ func (p *statePlayer) problem() string {
 	return p.trouble
 }
 
+// state notes a state packet that came at t.
+func (p *statePlayer) state(t time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.at = append(p.at, t)
+}
+
 func (p *statePlayer) states() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.n
+	return len(p.at)
 }
 
-func (p *statePlayer) stateSince(t time.Time) bool {
+// statesSince returns the number of state packets that came after t.
+func (p *statePlayer) statesSince(t time.Time) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.last.After(t)
+	i, _ := slices.BinarySearchFunc(p.at, t, func(a, t time.Time) int { return a.Compare(t) })
+	for i < len(p.at) && !p.at[i].After(t) {
+		i++
+	}
+	return len(p.at) - i
 }
 
-// longestGap returns the longest time between two state packets, and
-// when it ended.
-func (p *statePlayer) longestGap() (time.Duration, time.Time) {
+func (p *statePlayer) stateSince(t time.Time) bool { return p.statesSince(t) > 0 }
+
+// longestGap returns the longest time between two state packets, the
+// second of which came after from and not after to.
+func (p *statePlayer) longestGap(from, to time.Time) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.gap, p.gapEnd
+	var gap time.Duration
+	for i := 1; i < len(p.at); i++ {
+		if p.at[i].After(from) && !p.at[i].After(to) {
+			gap = max(gap, p.at[i].Sub(p.at[i-1]))
+		}
+	}
+	return gap
 }
 
 // tlogWriter writes log lines to the test's log, shown when it fails (or
@@ -486,11 +556,20 @@ func (w tlogWriter) Write(b []byte) (int, error) {
 // waitFor polls cond every 20 ms until it holds or limit passes.
 func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
 	t.Helper()
+	if !poll(limit, cond) {
+		t.Fatalf("%s: not within %v", what, limit)
+	}
+}
+
+// poll polls cond every 20 ms until it holds, and reports false if limit
+// passes first.
+func poll(limit time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(limit)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, limit)
+			return false
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	return true
 }
