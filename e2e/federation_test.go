@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"log/slog"
 	"maps"
 	"net"
 	"slices"
@@ -104,20 +102,13 @@ func TestDuelServerFederated(t *testing.T) {
 	// Home's matchmaking: a placer and the players' countries.
 	countries := map[string]string{"alice": "AU", "bob": "JP", "carol": "JP", "dave": "AU"}
 	homeGame := "ws://127.0.0.1:1/play" // home's own game server: never reached here
-	placer, err := federation.NewPlacer(federation.PlacerConfig{
-		HomeURL: home.URL, PollEvery: 50 * time.Millisecond, TURNSecret: turnSecret,
+	placer := fedtest.StartPlacer(t, federation.PlacerConfig{
+		HomeURL: home.URL, TURNSecret: turnSecret,
 		HomeServices: map[string]string{federation.ServiceGame: homeGame, federation.ServiceTURN: "127.0.0.1:9"},
 		Resolver: federation.CountryResolverFunc(func(_ context.Context, player, _ string) (string, error) {
 			return countries[player], nil
 		}),
-	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pctx, stop := context.WithCancel(ctx)
-	pdone := make(chan error, 1)
-	go func() { pdone <- placer.Run(pctx) }()
-	defer func() { stop(); <-pdone }()
+	})
 	for player := range countries {
 		placer.SignIn(player, "")
 	}
@@ -211,17 +202,7 @@ func TestDuelServerFederated(t *testing.T) {
 	if len(info.Servers) != 2 || revoked == "" {
 		t.Fatalf("au-sydney's servers %+v, want the duel and the agent", info.Servers)
 	}
-	if err := home.RevokeServer(ctx, revoked); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-auAgent.Done:
-	case <-ctx.Done():
-		t.Fatal("the revoked agent still runs")
-	}
-	if code := auAgent.ExitCode(); code != 3 || !strings.Contains(auAgent.Out.String(), "refuses this server") {
-		t.Fatalf("the revoked agent: exit %d", code)
-	}
+	home.RevokeAgent(t, revoked, auAgent)
 	fedtest.WaitFor(t, "the AU agent's services out of the placer's regions", func() bool {
 		s := region("au-sydney").Services
 		return len(s[federation.ServicePhoton]) == 0 && len(s[federation.ServiceTURN]) == 0 && len(region("jp-tokyo").Services[federation.ServiceGame]) == 1

@@ -2,77 +2,40 @@ package main
 
 import (
 	"context"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/federation"
+	"github.com/muster-gg/muster/internal/fedtest"
+	"github.com/muster-gg/muster/internal/testbin"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// syncBuffer is an io.Writer safe for the agent's goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// waitFor polls cond until it holds or 10 s pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 // TestAgent: the agent joins once and keeps the key, announces the seed's
 // services, reuses the key when run again, and stops with status 3 when
 // revoked.
 func TestAgent(t *testing.T) {
-	home, err := federation.NewHome(federation.HomeConfig{}, memory.New(), nil)
+	fh, err := federation.NewHome(federation.HomeConfig{}, memory.New(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(home.Handler())
-	defer srv.Close()
+	home := fedtest.Serve(t, fh)
 	ctx := context.Background()
-	_, nodeKey, err := home.CreateNode(ctx, federation.NodeSpec{ID: "au-sydney", Country: "AU"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := home.Approve(ctx, "au-sydney"); err != nil {
-		t.Fatal(err)
-	}
+	nodeKey := home.ApprovedNode(t, "au-sydney", "AU")
 	keyFile := filepath.Join(t.TempDir(), "server-key")
-	args := []string{"-home", srv.URL, "-key-file", keyFile, "-announce-every", "20ms",
+	args := []string{"-home", home.URL, "-key-file", keyFile, "-announce-every", "20ms",
 		"-service", "photon=203.0.113.9:22002", "-service", "turn=203.0.113.9:3478,stun=203.0.113.9:3478"}
 
-	start := func(args ...string) (context.CancelFunc, chan int, *syncBuffer) {
+	start := func(args ...string) (context.CancelFunc, chan int, *testbin.Buffer) {
 		runCtx, cancel := context.WithCancel(ctx)
 		done := make(chan int, 1)
-		var out syncBuffer
+		var out testbin.Buffer
 		go func() { done <- run(runCtx, args, &out) }()
 		return cancel, done, &out
 	}
@@ -85,7 +48,7 @@ func TestAgent(t *testing.T) {
 	}
 
 	cancel, done, out := start(append(args, "-node-key", nodeKey)...)
-	waitFor(t, "the first announce", func() bool {
+	fedtest.WaitFor(t, "the first announce", func() bool {
 		s := servers()
 		return len(s) == 1 && s[0].Services["photon"] == "203.0.113.9:22002" && s[0].Services["stun"] != ""
 	})
@@ -103,7 +66,7 @@ func TestAgent(t *testing.T) {
 	// Again without the node key: the kept server key, no new server.
 	cancel, done, out = start(args...)
 	before := servers()[0].LastSeen
-	waitFor(t, "an announce with the kept key", func() bool { return servers()[0].LastSeen.After(before) })
+	fedtest.WaitFor(t, "an announce with the kept key", func() bool { return servers()[0].LastSeen.After(before) })
 	if len(servers()) != 1 {
 		t.Fatalf("servers after a restart: %+v", servers())
 	}
@@ -115,10 +78,10 @@ func TestAgent(t *testing.T) {
 	}
 	cancel()
 
-	if code := run(ctx, []string{"-home", srv.URL}, &syncBuffer{}); code != 2 {
+	if code := run(ctx, []string{"-home", home.URL}, &testbin.Buffer{}); code != 2 {
 		t.Fatalf("without a key file: exit %d", code)
 	}
-	if code := run(ctx, []string{"-service", "photon"}, &syncBuffer{}); code != 2 {
+	if code := run(ctx, []string{"-service", "photon"}, &testbin.Buffer{}); code != 2 {
 		t.Fatalf("a service without an address: exit %d", code)
 	}
 }

@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
-	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -20,6 +18,7 @@ import (
 	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/config"
 	"github.com/muster-gg/muster/federation"
+	"github.com/muster-gg/muster/internal/fedtest"
 	"github.com/muster-gg/muster/internal/hosttest"
 	"github.com/muster-gg/muster/matchmaking"
 )
@@ -31,21 +30,14 @@ import (
 func TestGameServerWiredToHome(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	secret := []byte("game-token-secret-0123456789")
-	home, err := federation.NewHome(federation.HomeConfig{RegionsCache: -1}, memory.New(), quiet)
+	fh, err := federation.NewHome(federation.HomeConfig{RegionsCache: -1}, memory.New(), quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(home.Handler())
-	defer hs.Close()
+	home := fedtest.Serve(t, fh)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, nodeKey, err := home.CreateNode(ctx, federation.NodeSpec{ID: "au-sydney", Country: "AU"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := home.Approve(ctx, "au-sydney"); err != nil {
-		t.Fatal(err)
-	}
+	nodeKey := home.ApprovedNode(t, "au-sydney", "AU")
 	l, err := net.Listen("tcp", "127.0.0.2:0")
 	if err != nil {
 		t.Skipf("no 127.0.0.2 here: %v", err)
@@ -53,7 +45,7 @@ func TestGameServerWiredToHome(t *testing.T) {
 	gameURL := "ws://" + l.Addr().String() + "/play"
 
 	node, err := federation.NewNode(federation.NodeConfig{
-		HomeURL: hs.URL, NodeKey: nodeKey, KeyFile: filepath.Join(t.TempDir(), "key"),
+		HomeURL: home.URL, NodeKey: nodeKey, KeyFile: filepath.Join(t.TempDir(), "key"),
 		Services: map[string]string{federation.ServiceGame: gameURL}, AnnounceEvery: 100 * time.Millisecond,
 	}, quiet)
 	if err != nil {
@@ -82,53 +74,29 @@ func TestGameServerWiredToHome(t *testing.T) {
 	}
 	defer wg.Wait()
 	defer cancel()
-	waitFor(t, "the node in rotation", func() bool {
+	fedtest.WaitFor(t, "the node in rotation", func() bool {
 		list, err := home.Regions(ctx)
 		return err == nil && len(list.Regions) == 1
 	})
 
-	mint := func(player string) string {
-		tok, err := federation.MintToken(secret, federation.Token{PlayerID: player, RoomID: "duel", NodeID: "au-sydney", Expires: time.Now().Add(time.Minute)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tok
-	}
-	// connect says hello with ticket and returns the connection and the
-	// first packet.
-	connect := func(ticket string) (*websocket.Conn, map[string]any, error) {
-		dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
-		defer dcancel()
-		c, _, err := websocket.Dial(dctx, gameURL+"?ticket="+ticket, nil)
-		if err != nil {
-			return nil, nil, err
-		}
-		hello, _ := json.Marshal(map[string]any{"type": "hello", "data": map[string]string{"mode": "new"}})
-		if err := c.Write(dctx, websocket.MessageText, hello); err != nil {
-			return c, nil, err
-		}
-		m, err := read(dctx, c)
-		return c, m, err
-	}
 	players := map[string]*websocket.Conn{}
 	tickets := map[string]string{}
 	for _, id := range []string{"alice", "bob"} {
-		tickets[id] = mint(id)
-		c, m, err := connect(tickets[id])
+		tickets[id] = fedtest.Mint(t, string(secret), id, "duel", "au-sydney")
+		c, m, err := fedtest.Connect(ctx, gameURL, tickets[id])
 		if err != nil || m["type"] != "welcome" || m["player"] != id {
 			t.Fatalf("%s with a home token: %v %v", id, m, err)
 		}
 		defer c.CloseNow()
 		players[id] = c
-		q, _ := json.Marshal(map[string]any{"type": "queue", "data": map[string]string{"playlist": "duel"}})
-		if err := c.Write(ctx, websocket.MessageText, q); err != nil {
+		if err := fedtest.Send(ctx, c, "queue", map[string]string{"playlist": "duel"}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var roomID string
 	for {
 		rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
-		m, err := read(rctx, players["alice"])
+		m, err := fedtest.Read(rctx, players["alice"])
 		rcancel()
 		if err != nil {
 			t.Fatalf("alice waiting for a room: %v", err)
@@ -138,14 +106,14 @@ func TestGameServerWiredToHome(t *testing.T) {
 			break
 		}
 	}
-	waitFor(t, "the room at home", func() bool {
+	fedtest.WaitFor(t, "the room at home", func() bool {
 		r, err := home.Room(ctx, roomID)
 		return err == nil && slices.Equal(r.Members, []string{"alice", "bob"}) && r.Properties["kind"] != ""
 	})
 
 	// A home token is good once; a ticket of nobody's is refused.
 	for name, ticket := range map[string]string{"reused home token": tickets["alice"], "garbage": "v1.x.y"} {
-		c, m, err := connect(ticket)
+		c, m, err := fedtest.Connect(ctx, gameURL, ticket)
 		var ce websocket.CloseError
 		if !errors.As(err, &ce) || ce.Code != 4001 {
 			t.Errorf("%s: %v %v, want close 4001", name, m, err)
@@ -154,14 +122,4 @@ func TestGameServerWiredToHome(t *testing.T) {
 			c.CloseNow()
 		}
 	}
-}
-
-func read(ctx context.Context, c *websocket.Conn) (map[string]any, error) {
-	_, data, err := c.Read(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	err = json.Unmarshal(data, &m)
-	return m, err
 }

@@ -64,9 +64,15 @@ func StartHome(tb testing.TB) *Home {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	hs := httptest.NewServer(home.Handler())
+	return Serve(tb, home)
+}
+
+// Serve serves h's doors on 127.0.0.1 until the test ends.
+func Serve(tb testing.TB, h *federation.Home) *Home {
+	tb.Helper()
+	hs := httptest.NewServer(h.Handler())
 	tb.Cleanup(hs.Close)
-	return &Home{Home: home, URL: hs.URL}
+	return &Home{Home: h, URL: hs.URL}
 }
 
 // ApprovedNode creates the node id for country at home, approves it and
@@ -234,4 +240,45 @@ func WaitFor(tb testing.TB, what string, cond func() bool) {
 			tb.Fatalf("waited a minute for %s", what)
 		}
 	}
+}
+
+// RevokeAgent revokes the server serverID at home and waits until agent,
+// the muster-node process announcing as that server, has stopped as a
+// revoked agent does: exit status 3, saying home refuses the server.
+func (h *Home) RevokeAgent(tb testing.TB, serverID string, agent *Proc) {
+	tb.Helper()
+	if err := h.RevokeServer(context.Background(), serverID); err != nil {
+		tb.Fatal(err)
+	}
+	select {
+	case <-agent.Done:
+	case <-time.After(time.Minute):
+		tb.Fatalf("%s still runs a minute after its server was revoked", agent.Name)
+	}
+	if code := agent.ExitCode(); code != 3 || !strings.Contains(agent.Out.String(), "refuses this server") {
+		tb.Fatalf("%s, revoked: exit %d, want 3", agent.Name, code)
+	}
+}
+
+// StartPlacer runs a federation.Placer for cfg (polling every 50 ms
+// unless cfg says otherwise, and quiet) until the test ends.
+func StartPlacer(tb testing.TB, cfg federation.PlacerConfig) *federation.Placer {
+	tb.Helper()
+	if cfg.PollEvery == 0 {
+		cfg.PollEvery = 50 * time.Millisecond
+	}
+	p, err := federation.NewPlacer(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	tb.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			tb.Errorf("placer: %v", err)
+		}
+	})
+	return p
 }
