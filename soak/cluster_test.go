@@ -37,6 +37,13 @@ var (
 const (
 	heartbeat    = 500 * time.Millisecond
 	drainTimeout = 10 * time.Second
+
+	// scrapeTimeout bounds one pass over the servers' /metrics. The
+	// suite's own requests come from the starved test process (see
+	// botPatience) to servers that are starved too: beside a CPU hog a
+	// scrape that a server answered in 7 ms to curl run just after had
+	// waited 1.8 s for its connection and no answer 10 s after it began.
+	scrapeTimeout = 30 * time.Second
 )
 
 // The loopback addresses of the three servers.
@@ -166,6 +173,28 @@ func (c *cluster) sumMetric(ctx context.Context, series string) (float64, map[st
 	return sum, per, nil
 }
 
+// waitConnected polls the servers' muster_players_connected until they
+// hold at least want connections in all, for up to timeout, and returns
+// the last count.
+func (c *cluster) waitConnected(want float64, timeout time.Duration) (float64, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+		n, _, err := c.sumMetric(ctx, "muster_players_connected")
+		cancel()
+		if err == nil && n >= want {
+			return n, nil
+		}
+		if time.Now().After(deadline) {
+			if err == nil {
+				err = fmt.Errorf("still %v after %v", n, timeout)
+			}
+			return n, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // badLog names what a server must never log that log contains, or "".
 func badLog(log string) string { return fleetproc.Forbidden(log, forbidden) }
 
@@ -179,7 +208,7 @@ func clientAddr(block, i int) net.IP {
 
 // clientHTTP returns an HTTP client whose connections come from ip.
 func clientHTTP(ip net.IP) *http.Client {
-	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}, Timeout: 5 * time.Second}
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}, Timeout: botPatience}
 	return &http.Client{Transport: &http.Transport{
 		DialContext:         d.DialContext,
 		MaxIdleConnsPerHost: 1,

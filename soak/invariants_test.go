@@ -244,7 +244,7 @@ func (inv *invariants) check(t *testing.T, phase string, allowed func(bot.Room) 
 // muster_players_seated and Redis's player claims.
 func (inv *invariants) agree(st status) []string {
 	c := inv.c
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
 	var problems []string
 	running := map[string]bool{}

@@ -28,6 +28,19 @@ type player struct {
 	err    error // Run's, valid once done is closed
 }
 
+// botPatience is how long a bot of the load gives one connection attempt
+// (ticket, handshake, hello, welcome), and a moved queue place its
+// confirmation, instead of the bot's 5 s and 2 s. The bots run in the
+// test process, under the race detector in CI, and a hundred of them need
+// more than a core there: beside a CPU hog the process is starved, and a
+// bot waited seconds to be scheduled between each step of an attempt
+// (nginx's access log: the ticket answered in 3 ms, the handshake request
+// arriving 2-4 s later, the hello never sent before the bot's own 5 s ran
+// out), so a bot that was moved failed every attempt for 40 s while the
+// servers answered at once. The servers' own deadlines (a hello within
+// 10 s of the handshake) still apply.
+const botPatience = 20 * time.Second
+
 // crowd is the bots of the load.
 type crowd struct {
 	players []*player
@@ -47,6 +60,10 @@ func startCrowd(t *testing.T, c *cluster, n int) *crowd {
 			URL: c.URL, Player: name, Style: bot.StyleRandom,
 			HTTPClient: clientHTTP(clientAddr(1, i)),
 			Logger:     quiet,
+			// The bots' own deadlines, for a starved test process: see
+			// botPatience.
+			ConnectTimeout: botPatience,
+			Confirm:        botPatience,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -174,7 +191,7 @@ func startProbes(t *testing.T, c *cluster, n int) *probes {
 					}
 				}()
 				for rctx.Err() == nil {
-					pctx, pcancel := context.WithTimeout(rctx, 5*time.Second)
+					pctx, pcancel := context.WithTimeout(rctx, botPatience)
 					start := time.Now()
 					err := ws.Ping(pctx)
 					pcancel()
@@ -256,7 +273,7 @@ func ticket(ctx context.Context, base string, hc *http.Client, player string) (s
 // connect gets a ticket, dials base's /play with query extra, says hello
 // new and reads the welcome.
 func connect(ctx context.Context, base string, hc *http.Client, player, extra string) (*websocket.Conn, welcome, error) {
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, botPatience)
 	defer cancel()
 	tk, err := ticket(cctx, base, hc, player)
 	if err != nil {

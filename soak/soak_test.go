@@ -111,7 +111,7 @@ func testLoad(t *testing.T, c *cluster, cr *crowd, pr *probes, inv *invariants, 
 	secs := time.Since(t0).Seconds()
 	rtts, perr := pr.take()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
 	conns, per, err := c.sumMetric(ctx, "muster_players_connected")
 	if err != nil {
@@ -135,7 +135,17 @@ func testLoad(t *testing.T, c *cluster, cr *crowd, pr *probes, inv *invariants, 
 		quantile(rtts, 0.5).Round(10*time.Microsecond), p99.Round(10*time.Microsecond), quantile(rtts, 1).Round(10*time.Microsecond), len(rtts), *flagProbes,
 		float64(drss)/(1<<20), float64(drss)/1024/float64(len(cr.players)))
 	if want := float64(len(cr.players) + *flagProbes); conns < want {
-		t.Errorf("servers hold %v player connections, want at least %v (bots and probes)", conns, want)
+		// A bot that a full server moved on is between two connections
+		// for a moment, seconds in a starved test process, and is
+		// counted by no server: the count is waited for, not taken
+		// once. A connection lost for good shows as a drop (above) or
+		// as a bot that never settles again (the invariants).
+		held, err := c.waitConnected(want, 60*time.Second)
+		if err != nil {
+			t.Errorf("servers hold %v player connections, want at least %v (bots and probes): %v", held, want, err)
+		} else {
+			t.Logf("servers held %v player connections when first counted, %v later (bots moved between servers)", conns, held)
+		}
 	}
 	inv.check(t, "load", nil)
 }
@@ -234,7 +244,7 @@ func testRedisOutage(t *testing.T, c *cluster, inv *invariants, fig *figures, ou
 // its rooms end (or are told at the drain timeout); it exits 0 and
 // nobody is lost.
 func testSigterm(t *testing.T, c *cluster, inv *invariants, fig *figures) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
 	_, per, err := c.sumMetric(ctx, "muster_players_seated")
 	if err != nil {
@@ -271,7 +281,7 @@ func testSigterm(t *testing.T, c *cluster, inv *invariants, fig *figures) {
 // get a working connection elsewhere and play again.
 func testSigkill(t *testing.T, c *cluster, inv *invariants, fig *figures) {
 	g := c.Gather(t, duelPlaylist)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
 	_, per, err := c.sumMetric(ctx, "muster_players_seated")
 	if err != nil {
