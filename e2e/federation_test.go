@@ -41,6 +41,9 @@ const seedAnnounce = `{"services":{"photon":"203.0.113.9:22002","turn":"203.0.11
 // relays go home, the AU duel's room stays in the register, and the JP
 // node goes on getting rooms, played on its duel.
 func TestDuelServerFederated(t *testing.T) {
+	for _, bin := range []string{"go", "redis-server", "turnserver", "turnutils_uclient"} {
+		testbin.Need(t, bin) // skip before building anything
+	}
 	home := fedtest.StartHome(t)
 	duelBin := buildDuel(t)
 	nodeBin := fedtest.BuildMusterNode(t, t.TempDir())
@@ -167,7 +170,6 @@ func TestDuelServerFederated(t *testing.T) {
 	// Each player's relay is their node's coturn, and it accepts the
 	// credentials home minted (both allocations at once: each takes
 	// seconds).
-	testbin.Need(t, "turnutils_uclient")
 	var wg sync.WaitGroup
 	errs := map[string]chan error{}
 	for player, turn := range map[string]*testbin.Coturn{"alice": turnAU, "bob": turnJP} {
