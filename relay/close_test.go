@@ -1,10 +1,13 @@
 package relay
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"testing"
 
 	"github.com/coder/websocket"
@@ -172,4 +175,58 @@ func TestCloseFor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRelayMessageThenFIN has raw clients each send a message and shut
+// down their side of the TCP connection at once, so that the FIN arrives
+// right behind the message, often read together with it. Each time, the
+// node must get the message and then see the client go away (1001): a
+// relay that took a short read for an empty socket, and waited for the
+// poller, would miss the FIN and hang.
+func TestRelayMessageThenFIN(t *testing.T) {
+	t.Parallel()
+	dir := &dirMap{}
+	a := startNode(t, "a", dir)
+	b := startNode(t, "b", dir)
+	const conns = 50
+	key := [4]byte{7, 1, 2, 9}
+	var sent uint64
+	for i := range conns {
+		c, err := net.Dial("tcp", a.srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_, _ = io.WriteString(c, upgradeRequest("/ws?node=b", "play.example.com"))
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+			t.Fatalf("conn %d: handshake: %v %v", i, resp, err)
+		}
+		recv(t, b.seen, "request at b")
+		buf := make([]byte, 256)
+		if h, ok := readFrame(br, buf); !ok || string(buf[h.size:h.size+int(h.length)]) != "node=b" {
+			t.Fatalf("conn %d: first frame %+v %q", i, h, buf[h.size:h.size+int(h.length)])
+		}
+		payload := fmt.Appendf(nil, "last message %d", i)
+		frame := make([]byte, maxHeader+len(payload))
+		n := putHeader(frame, true, opText, true, key, int64(len(payload)))
+		n += copy(frame[n:], payload)
+		mask(key, frame[n-len(payload):n])
+		if _, err := c.Write(frame[:n]); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+			t.Fatal(err)
+		}
+		sent += uint64(len(payload))
+		if got := recv(t, b.ends, "end at b"); got.Code != websocket.StatusGoingAway {
+			t.Fatalf("conn %d: b saw %d %q after the client's FIN, want 1001", i, got.Code, got.Reason)
+		}
+		if st := a.relay.Stats(); st.BytesToNode != sent {
+			t.Fatalf("conn %d: %d bytes relayed to b, want %d", i, st.BytesToNode, sent)
+		}
+		_ = c.Close()
+	}
+	eventually(t, "no active relayed connection", func() bool { return a.relay.Stats().Active == 0 })
 }

@@ -327,17 +327,30 @@ func (p *pump) run(initial []byte) {
 	p.buf = *bp
 	end := headroom + copy(p.buf[headroom:], initial)
 	var err error
+	if rc := inqConn(p.src.conn); rc != nil && !testNoInq {
+		err = p.copyInq(rc, end)
+	} else {
+		err = p.copyReads(end)
+	}
+	p.finish(err)
+}
+
+// testNoInq makes pumps use the connection's own Read, for benchmarks.
+var testNoInq bool
+
+// copyReads pumps with the connection's own Read, until the source
+// closes, fails or breaks the protocol. p.buf[headroom:end] holds bytes
+// not processed yet.
+func (p *pump) copyReads(end int) error {
 	for {
-		var next int
-		next, err = p.process(end)
+		next, err := p.process(end)
 		if err != nil {
-			break
+			return err
 		}
 		// Keep what is left (part of a header, or a short frame not
 		// complete yet) at the start of the buffer.
 		end = headroom + copy(p.buf[headroom:], p.buf[next:end])
-		var n int
-		n, err = p.src.conn.Read(p.buf[end:])
+		n, err := p.src.conn.Read(p.buf[end:])
 		end += n
 		if err != nil {
 			if n > 0 {
@@ -345,10 +358,9 @@ func (p *pump) run(initial []byte) {
 					err = perr
 				}
 			}
-			break
+			return err
 		}
 	}
-	p.finish(err)
 }
 
 // errClosed reports that the source sent a close frame, which has been

@@ -1,0 +1,123 @@
+//go:build linux && (amd64 || arm64)
+
+package relay
+
+import (
+	"io"
+	"net"
+	"syscall"
+	"unsafe"
+)
+
+// tcpInq is Linux's TCP_INQ socket option (since 4.18), and TCP_CM_INQ, the
+// type of the control message it adds to recvmsg: the number of bytes left
+// in the receive queue after the read, or 1 when only the peer's FIN is
+// left (tcp_inq_hint), so that a reader knows it must read again.
+const tcpInq = 36
+
+// inqConn returns the raw connection of c if c is a TCP connection on
+// which the kernel reports, with each read, how much is left to read;
+// otherwise nil, and the pump uses c's own Read.
+func inqConn(c net.Conn) syscall.RawConn {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return nil
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	var serr error
+	err = rc.Control(func(fd uintptr) {
+		serr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, tcpInq, 1)
+	})
+	if err != nil || serr != nil {
+		return nil
+	}
+	return rc
+}
+
+// inqReader reads with recvmsg and the TCP_INQ control message, with
+// everything the call points to allocated once.
+type inqReader struct {
+	msg syscall.Msghdr
+	iov syscall.Iovec
+	oob [4]uint64 // the control message, 8-byte aligned
+}
+
+// recv reads into b (not empty) from the socket fd. inq is what the kernel
+// says is left to read after it, and 1 if it did not say.
+func (r *inqReader) recv(fd uintptr, b []byte) (n, inq int, errno syscall.Errno) {
+	r.iov.Base = &b[0]
+	r.iov.SetLen(len(b))
+	r.msg.Iov = &r.iov
+	r.msg.Iovlen = 1
+	r.msg.Control = (*byte)(unsafe.Pointer(&r.oob[0]))
+	r.msg.SetControllen(int(unsafe.Sizeof(r.oob)))
+	m, _, e := syscall.Syscall(syscall.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&r.msg)), 0)
+	if e != 0 {
+		return 0, 0, e
+	}
+	inq = 1
+	h := (*syscall.Cmsghdr)(unsafe.Pointer(&r.oob[0]))
+	if r.msg.Controllen >= uint64(syscall.SizeofCmsghdr+4) && h.Level == syscall.IPPROTO_TCP && h.Type == tcpInq {
+		inq = int(*(*int32)(unsafe.Pointer(&r.oob[syscall.SizeofCmsghdr/8])))
+	}
+	return int(m), inq, 0
+}
+
+// copyInq pumps like copyReads, but does not make the read that returns
+// EAGAIN after every message, which Go's own Read needs before it waits
+// for the poller: when the kernel says nothing is left to read, it waits
+// for the socket to become readable at once.
+//
+// This is race-free. The poller is edge-triggered, and it only records an
+// edge for the waiter; rc.Read clears that record once, before it first
+// calls the function, and never between a read and the wait that follows
+// it inside the function. So any data (or FIN) that arrives after the
+// kernel computed inq is an edge that is either recorded, ending the wait
+// at once, or wakes the waiter; and data that arrived before it is counted
+// in inq. What the kernel counts includes urgent data, and a FIN alone
+// counts 1. Deadlines and Close end the wait as they end a Read; the
+// function returns after a read that left bytes behind, so that they are
+// also checked while the source keeps the buffer full.
+func (p *pump) copyInq(rc syscall.RawConn, end int) error {
+	next, err := p.process(end)
+	if err != nil {
+		return err
+	}
+	end = headroom + copy(p.buf[headroom:], p.buf[next:end])
+	r := new(inqReader)
+	read := func(fd uintptr) bool {
+		n, inq, errno := r.recv(fd, p.buf[end:])
+		switch {
+		case errno == syscall.EAGAIN:
+			return false // wait for the poller
+		case errno == syscall.EINTR:
+			return true
+		case errno != 0:
+			err = errno
+			return true
+		case n == 0:
+			err = io.EOF
+			return true
+		}
+		end += n
+		next, err = p.process(end)
+		if err != nil {
+			return true
+		}
+		// Keep what is left (part of a header, or a short frame not
+		// complete yet) at the start of the buffer.
+		end = headroom + copy(p.buf[headroom:], p.buf[next:end])
+		return inq > 0
+	}
+	for {
+		if rerr := rc.Read(read); err != nil || rerr != nil {
+			if err == nil {
+				err = rerr
+			}
+			return err
+		}
+	}
+}

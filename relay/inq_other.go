@@ -1,0 +1,14 @@
+//go:build !linux || !(amd64 || arm64)
+
+package relay
+
+import (
+	"net"
+	"syscall"
+)
+
+// inqConn returns nil: the pump uses the connection's own Read.
+func inqConn(net.Conn) syscall.RawConn { return nil }
+
+// copyInq is not used where inqConn returns nil.
+func (p *pump) copyInq(_ syscall.RawConn, end int) error { return p.copyReads(end) }
