@@ -93,7 +93,19 @@ func TestRedisFailoverSentinel(t *testing.T) {
 			t.Fatal(err)
 		}
 	}, func() { victim.Stop() }, func(ctx context.Context) bool {
-		return isMaster(ctx, survivor.Addr, g.Password)
+		// Promoted, and named by a sentinel: what a client can find.
+		if !isMaster(ctx, survivor.Addr, g.Password) {
+			return false
+		}
+		for _, a := range s {
+			c := goredis.NewClient(&goredis.Options{Addr: a, Password: g.SentinelPassword, DisableIdentity: true, MaxRetries: -1})
+			master, err := c.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", g.MasterName).StringSlice()
+			c.Close()
+			if err == nil && len(master) == 2 && master[0]+":"+master[1] == survivor.Addr {
+				return true
+			}
+		}
+		return false
 	}, func(ctx context.Context) string {
 		var b strings.Builder
 		for _, a := range s {
@@ -173,11 +185,12 @@ const (
 
 // failoverServer is one server of the failover fleet.
 type failoverServer struct {
-	*fleet.Fleet
-	bp    *okBeats
-	host  *room.Host[*stateSim, int, string]
-	url   string
-	seats map[string]string // player → room
+	*fleet.Fleet // nil on the control host
+	name         string
+	bp           *okBeats
+	host         *room.Host[*stateSim, int, string]
+	url          string
+	seats        map[string]string // player → room
 }
 
 // failover starts three servers on the Redis at addr, seats players in
@@ -231,27 +244,26 @@ func failover(t *testing.T, deployment, addr string, replicate func(context.Cont
 	waitFor(t, "every player receives its room's state", 30*time.Second, func() bool {
 		return !slices.ContainsFunc(players, func(p *statePlayer) bool { return p.states() == 0 })
 	})
-	// The times at which a 20 ms sleep loop of the test process woke: a
-	// pause in the rooms' state no longer than its pauses is the
-	// machine's, not the failover's.
-	stall := &statePlayer{id: "sleep loop"}
-	sctx, scancel := context.WithCancel(t.Context())
-	var swg sync.WaitGroup
-	swg.Go(func() {
-		for sctx.Err() == nil {
-			time.Sleep(20 * time.Millisecond)
-			stall.state(time.Now())
-		}
-	})
-	defer func() { scancel(); swg.Wait() }()
+	// The control: a room host with no fleet, in the same process, whose
+	// players' pauses in room state are the machine's, not the
+	// failover's.
+	control := startFailoverServer(t, "", "control", logger)
+	var controls []*statePlayer
+	for i := range failoverSeats {
+		controls = append(controls, connectStatePlayer(t, control, fmt.Sprintf("c-%d", i)))
+	}
+	if _, err := control.host.OpenRoom(t.Context(), room.Info{Players: []string{"c-0", "c-1"}}); err != nil {
+		t.Fatal(err)
+	}
 
 	replicate(t.Context())
 	openRooms(1)
 	// A calm stretch to compare the pauses in the rooms' state with: 3 s
-	// of state for every player (the late rooms' too) before the kill.
+	// of state for every player (the late rooms' and the control's too)
+	// before the kill.
 	calm := time.Now()
 	waitFor(t, "3 s of room state before the kill", 60*time.Second, func() bool {
-		return !slices.ContainsFunc(players, func(p *statePlayer) bool { return p.statesSince(calm) < 3*failoverRate })
+		return !slices.ContainsFunc(append(players, controls...), func(p *statePlayer) bool { return p.statesSince(calm) < 3*failoverRate })
 	})
 
 	killed := time.Now()
@@ -356,16 +368,20 @@ func failover(t *testing.T, deployment, addr string, replicate func(context.Cont
 		calmGap = max(calmGap, p.longestGap(calm, killed))
 		failGap = max(failGap, p.longestGap(killed, time.Now()))
 	}
-	calmStall, failStall := stall.longestGap(calm, killed), stall.longestGap(killed, time.Now())
+	var calmCtl, failCtl time.Duration
+	for _, p := range controls {
+		calmCtl = max(calmCtl, p.longestGap(calm, killed))
+		failCtl = max(failCtl, p.longestGap(killed, time.Now()))
+	}
 	promotion := time.Duration(promotedAt.Load() - killed.UnixNano()).Round(10 * time.Millisecond)
 	t.Logf("%s: master killed under 3 servers with %d players in %d rooms: replica promoted after %v; detached %s (all attached after %v); "+
 		"claims wrong at the first look after re-assertion: %d, right again %v after the kill (%v after all attached); "+
 		"claims lost: %d of %d; players dropped: %d of %d; longest pause in a player's room state: %v from the kill on, %v in the %v before "+
-		"(the test process's own: %v and %v)",
+		"(the control room's, with no fleet, in the same process: %v and %v)",
 		deployment, len(players), len(players)/failoverSeats, promotion, strings.Join(detached, ", "), attached.Sub(killed).Round(10*time.Millisecond),
 		firstCheck, claimsRight.Round(10*time.Millisecond), (claimsRight - attached.Sub(killed)).Round(time.Millisecond),
 		lost, len(players), len(dropped), len(players), failGap.Round(10*time.Millisecond), calmGap.Round(10*time.Millisecond),
-		killed.Sub(calm).Round(10*time.Millisecond), failStall.Round(10*time.Millisecond), calmStall.Round(10*time.Millisecond))
+		killed.Sub(calm).Round(10*time.Millisecond), failCtl.Round(10*time.Millisecond), calmCtl.Round(10*time.Millisecond))
 	if lost > 0 {
 		t.Errorf("%d of %d claims lost in the failover", lost, len(players))
 	}
@@ -375,37 +391,43 @@ func failover(t *testing.T, deployment, addr string, replicate func(context.Cont
 }
 
 // startFailoverServer starts server id of the failover fleet, with a room
-// host serving /play on loopback, until the test ends.
+// host serving /play on loopback, until the test ends. With addr "" it
+// starts a room host alone, with no fleet.
 func startFailoverServer(t *testing.T, addr, id string, logger *slog.Logger) *failoverServer {
 	t.Helper()
-	bp, err := redis.Open(redis.Config{URL: addr, Cluster: "failover"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { bp.Close() })
 	hs := httptest.NewUnstartedServer(nil)
-	s := &failoverServer{bp: &okBeats{Backplane: bp}, seats: map[string]string{}}
-	s.Fleet, err = fleet.New(fleet.Config{
-		NodeID: id, InternalAddress: hs.Listener.Addr().String(),
-		Heartbeat: 500 * time.Millisecond, CallTimeout: 400 * time.Millisecond,
-	}, s.bp, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := &failoverServer{name: id, seats: map[string]string{}}
+	var err error
 	s.host, err = room.New[*stateSim, int, string](stateGame{}, room.Config{
 		Secret: "failover", Rate: failoverRate, Limits: room.Limits{Connects: 1 << 20},
 	}, logger.With("node_id", id))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.host.UseServer(s.Fleet)
-	s.host.UseFleet(s.Fleet)
+	if addr != "" {
+		bp, err := redis.Open(redis.Config{URL: addr, Cluster: "failover"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { bp.Close() })
+		s.bp = &okBeats{Backplane: bp}
+		s.Fleet, err = fleet.New(fleet.Config{
+			NodeID: id, InternalAddress: hs.Listener.Addr().String(),
+			Heartbeat: 500 * time.Millisecond, CallTimeout: 400 * time.Millisecond,
+		}, s.bp, logger)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.host.UseServer(s.Fleet)
+		s.host.UseFleet(s.Fleet)
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		wg.Go(func() { s.Run(ctx) })
+		t.Cleanup(func() { cancel(); wg.Wait() })
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/play", s.host.Handler())
 	hs.Config.Handler = mux
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { s.Run(ctx) })
 	hctx, hcancel := context.WithCancel(context.Background())
 	var hwg sync.WaitGroup
 	hwg.Go(func() {
@@ -413,11 +435,12 @@ func startFailoverServer(t *testing.T, addr, id string, logger *slog.Logger) *fa
 			t.Error(err)
 		}
 	})
-	t.Cleanup(func() { cancel(); wg.Wait() })
 	hs.Start()
 	t.Cleanup(func() { hs.Close(); hcancel(); hwg.Wait() })
 	<-s.host.Started()
-	s.MarkReady()
+	if s.Fleet != nil {
+		s.MarkReady()
+	}
 	s.url = hs.URL
 	return s
 }
@@ -455,8 +478,12 @@ func connectStatePlayer(t *testing.T, s *failoverServer, id string) *statePlayer
 	t.Helper()
 	hp := hosttest.Connect(t, s.url, s.url, s.host.Tickets(), id)
 	p := &statePlayer{id: id, node: hp.Node}
-	if p.node != s.ID() {
-		t.Fatalf("%s: welcomed by %q, not %s", id, p.node, s.ID())
+	want := "" // a host without a fleet names no node
+	if s.Fleet != nil {
+		want = s.name
+	}
+	if p.node != want {
+		t.Fatalf("%s: welcomed by %q on %s", id, p.node, s.name)
 	}
 	conn := hp.Conn
 	done := make(chan struct{})
