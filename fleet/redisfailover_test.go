@@ -30,7 +30,6 @@ import (
 // okBeats records when heartbeats and re-assertions succeed.
 type okBeats struct {
 	backplane.Backplane
-	lastOK atomic.Int64 // UnixNano of the start of the last heartbeat that succeeded
 	mark   atomic.Int64 // UnixNano: the calls below count from here
 	beatAt atomic.Int64 // UnixNano of the end of the first heartbeat started after mark that succeeded
 	reAt   atomic.Int64 // the same for Reassert
@@ -40,7 +39,6 @@ func (b *okBeats) Heartbeat(ctx context.Context, n backplane.Node, ttl time.Dura
 	start := time.Now()
 	nodes, changed, err := b.Backplane.Heartbeat(ctx, n, ttl)
 	if err == nil {
-		b.lastOK.Store(start.UnixNano())
 		b.firstAfterMark(&b.beatAt, start)
 	}
 	return nodes, changed, err
@@ -193,14 +191,18 @@ type failoverServer struct {
 	seats        map[string]string // player → room
 }
 
-// failover starts three servers on the Redis at addr, seats players in
-// rooms on each, calls replicate (which waits until the replicas have the
-// writes), opens one more room on each, calls kill (which kills the
-// master), polls promoted (true once a replica has taken over) and
-// measures (describe says what the deployment is doing, for a failure): how long each server is detached, whether every
-// player's claim names its server again (claims lost), and whether every
-// player stays connected and keeps receiving its room's state (players
-// dropped). Only the outcome is checked; the times are logged.
+// failover starts three servers on the Redis at addr and seats players in
+// rooms on each, beside a control room host with no fleet. It calls
+// replicate (which waits until the replicas have the writes), opens one
+// more room on each server, waits for 3 s of calm, calls kill (which kills
+// the master) and polls promoted (true once the deployment has switched to
+// a replica). Then it checks that no claim was lost (every player's claim,
+// looked up from another server, names its server once each has
+// re-asserted) and no player dropped (every one still connected, seated
+// and held, receiving its room's state after the fleet healed), and logs
+// how long each server was detached and the rooms' longest pauses beside
+// the control's. describe says what the deployment is doing, for a
+// failure.
 func failover(t *testing.T, deployment, addr string, replicate func(context.Context), kill func(), promoted func(context.Context) bool, describe func(context.Context) string) {
 	// Registered first, so it runs after the clients are closed: a pool
 	// that failed to dial the dead master retries once a second, and
