@@ -25,7 +25,7 @@ import (
 )
 
 var (
-	flagPlayers = flag.Int("players", 0, "concurrent bots for the load and fault scenarios (default 200, 100 under the race detector; full run: 10000)")
+	flagPlayers = flag.Int("players", 0, "concurrent bots for the load and fault scenarios (default 200, 50 under the race detector; full run: 10000)")
 	flagOutage  = flag.Duration("outage", 0, "how long Redis stays down (default 5s, 30s from 5000 players)")
 	flagHold    = flag.Duration("hold", 10*time.Second, "how long the load is measured once every bot is seated")
 	flagProbes  = flag.Int("probes", 20, "extra connections that measure ping round trips through nginx")
