@@ -82,18 +82,20 @@ func readFrame(r io.Reader, buf []byte) (header, bool) {
 // a node that allocate nothing: allocs/op are the relay's per two relayed
 // messages.
 //
-// Its sub-benchmarks compare the pump's two ways of reading: recvmsg with
-// TCP_INQ, which skips the read that returns EAGAIN, and the connection's
-// own Read. cpu-ns/op is the user and system CPU time of the whole test
-// process (client and node included, the same for both) per round trip.
+// Its sub-benchmarks compare the relay's ways of reading and writing:
+// "raw", recvmsg with TCP_INQ (no read that returns EAGAIN) and raw
+// system calls (no wake-up of the runtime's monitor thread), and "conn",
+// the connection's own Read and Write. cpu-ns/op is the user and system
+// CPU time of the whole test process (client and node included, the same
+// for both) per round trip.
 func BenchmarkRelayRoundTrip(b *testing.B) {
 	for _, bc := range []struct {
-		name  string
-		noInq bool
-	}{{"inq", false}, {"read", true}} {
+		name string
+		conn bool
+	}{{"raw", false}, {"conn", true}} {
 		b.Run(bc.name, func(b *testing.B) {
-			testNoInq = bc.noInq
-			defer func() { testNoInq = false }()
+			testNoInq, testNoRaw = bc.conn, bc.conn
+			defer func() { testNoInq, testNoRaw = false, false }()
 			benchmarkRelayRoundTrip(b)
 		})
 	}

@@ -54,7 +54,9 @@ func (r *inqReader) recv(fd uintptr, b []byte) (n, inq int, errno syscall.Errno)
 	r.msg.Iovlen = 1
 	r.msg.Control = (*byte)(unsafe.Pointer(&r.oob[0]))
 	r.msg.SetControllen(int(unsafe.Sizeof(r.oob)))
-	m, _, e := syscall.Syscall(syscall.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&r.msg)), 0)
+	// The socket does not block (Go made it non-blocking), so the call
+	// need not enter the scheduler's system call state; see rawWriter.
+	m, _, e := syscall.RawSyscall(syscall.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&r.msg)), 0)
 	if e != 0 {
 		return 0, 0, e
 	}
@@ -120,4 +122,63 @@ func (p *pump) copyInq(rc syscall.RawConn, end int) error {
 			return err
 		}
 	}
+}
+
+// rawWriter writes to a TCP connection as its Write does, waiting for the
+// poller when the socket is full, but with write(2) made as a raw system
+// call. The socket is non-blocking, so the call cannot block; Go's own
+// Write enters the scheduler's system call state for it, and that wakes
+// the runtime's monitor thread (sysmon) whenever the process was idle —
+// a futex wake-up, a sleep, and two context switches for every message
+// the relay passes on after a pause, which is most of them.
+type rawWriter struct {
+	rc  syscall.RawConn
+	fn  func(fd uintptr) bool // w.write, bound once
+	p   []byte
+	err error
+}
+
+// newRawWriter returns a rawWriter for c, or nil if c is not a TCP
+// connection.
+func newRawWriter(c net.Conn) *rawWriter {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return nil
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	w := &rawWriter{rc: rc}
+	w.fn = w.write
+	return w
+}
+
+// Write writes all of p, unless the connection fails, is closed or its
+// write deadline passes. Calls must not overlap.
+func (w *rawWriter) Write(p []byte) error {
+	w.p, w.err = p, nil
+	err := w.rc.Write(w.fn)
+	w.p = nil
+	if err != nil {
+		return err
+	}
+	return w.err
+}
+
+func (w *rawWriter) write(fd uintptr) bool {
+	for len(w.p) > 0 {
+		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&w.p[0])), uintptr(len(w.p)))
+		switch e {
+		case 0:
+			w.p = w.p[n:]
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return false // wait until the socket is writable
+		default:
+			w.err = e
+			return true
+		}
+	}
+	return true
 }

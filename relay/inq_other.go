@@ -12,3 +12,12 @@ func inqConn(net.Conn) syscall.RawConn { return nil }
 
 // copyInq is not used where inqConn returns nil.
 func (p *pump) copyInq(_ syscall.RawConn, end int) error { return p.copyReads(end) }
+
+// rawWriter is not used where newRawWriter returns nil.
+type rawWriter struct{}
+
+// newRawWriter returns nil: sides write with the connection's own Write.
+func newRawWriter(net.Conn) *rawWriter { return nil }
+
+// Write is never called.
+func (*rawWriter) Write([]byte) error { return nil }

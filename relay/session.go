@@ -37,6 +37,7 @@ const closeTimeout = 5 * time.Second
 // two of them.
 type side struct {
 	conn net.Conn
+	raw  *rawWriter // writes conn, where the platform has one
 	// masked is set for the node's side: the relay is its client, and a
 	// client's frames are masked (the client's own masks are kept).
 	masked bool
@@ -65,7 +66,13 @@ func (d *side) writeLocked(p []byte) error {
 	if len(p) == 0 {
 		return nil
 	}
-	if _, err := d.conn.Write(p); err != nil {
+	var err error
+	if d.raw != nil && !testNoRaw {
+		err = d.raw.Write(p)
+	} else {
+		_, err = d.conn.Write(p)
+	}
+	if err != nil {
 		d.broken = true
 		return err
 	}
@@ -148,7 +155,7 @@ type session struct {
 }
 
 func newSession(rl *Relay, up net.Conn) *session {
-	s := &session{rl: rl, up: &side{conn: up, masked: true}, pong: make(chan struct{}, 1)}
+	s := &session{rl: rl, up: &side{conn: up, raw: newRawWriter(up), masked: true}, pong: make(chan struct{}, 1)}
 	_, _ = rand.Read(s.up.key[:])
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s
@@ -177,7 +184,7 @@ func (s *session) accepted(c net.Conn) bool {
 	s.mu.Lock()
 	stopped := s.stopped
 	if !stopped {
-		s.client = &side{conn: c}
+		s.client = &side{conn: c, raw: newRawWriter(c)}
 	}
 	s.mu.Unlock()
 	if stopped {
@@ -335,8 +342,9 @@ func (p *pump) run(initial []byte) {
 	p.finish(err)
 }
 
-// testNoInq makes pumps use the connection's own Read, for benchmarks.
-var testNoInq bool
+// testNoInq and testNoRaw make pumps use the connection's own Read and
+// Write, for benchmarks.
+var testNoInq, testNoRaw bool
 
 // copyReads pumps with the connection's own Read, until the source
 // closes, fails or breaks the protocol. p.buf[headroom:end] holds bytes
