@@ -221,13 +221,14 @@ func failover(t *testing.T, deployment, addr string, replicate func(context.Cont
 	for _, s := range servers {
 		waitFor(t, s.ID()+" sees three", 30*time.Second, func() bool { return len(s.Nodes()) == 3 })
 	}
-	var players []*statePlayer
-	openRooms := func(n int) {
-		for _, s := range servers {
+	// openRooms opens n rooms on each host of on, and returns their
+	// players.
+	openRooms := func(on []*failoverServer, n int) (players []*statePlayer) {
+		for _, s := range on {
 			for range n {
 				var ids []string
 				for range failoverSeats {
-					id := fmt.Sprintf("p-%s-%d", s.ID(), len(s.seats))
+					id := fmt.Sprintf("p-%s-%d", s.name, len(s.seats))
 					players = append(players, connectStatePlayer(t, s, id))
 					s.seats[id] = ""
 					ids = append(ids, id)
@@ -241,25 +242,20 @@ func failover(t *testing.T, deployment, addr string, replicate func(context.Cont
 				}
 			}
 		}
+		return players
 	}
-	openRooms(failoverRooms)
+	players := openRooms(servers, failoverRooms)
 	waitFor(t, "every player receives its room's state", 30*time.Second, func() bool {
 		return !slices.ContainsFunc(players, func(p *statePlayer) bool { return p.states() == 0 })
 	})
-	// The control: a room host with no fleet, in the same process, whose
-	// players' pauses in room state are the machine's, not the
-	// failover's.
+	// The control: a room host with no fleet, in the same process, with
+	// as many rooms and players as each server, whose pauses in room
+	// state are the machine's, not the failover's.
 	control := startFailoverServer(t, "", "control", logger)
-	var controls []*statePlayer
-	for i := range failoverSeats {
-		controls = append(controls, connectStatePlayer(t, control, fmt.Sprintf("c-%d", i)))
-	}
-	if _, err := control.host.OpenRoom(t.Context(), room.Info{Players: []string{"c-0", "c-1"}}); err != nil {
-		t.Fatal(err)
-	}
+	controls := openRooms([]*failoverServer{control}, failoverRooms+1)
 
 	replicate(t.Context())
-	openRooms(1)
+	players = append(players, openRooms(servers, 1)...)
 	// A calm stretch to compare the pauses in the rooms' state with: 3 s
 	// of state for every player (the late rooms' and the control's too)
 	// before the kill.
@@ -345,7 +341,7 @@ func failover(t *testing.T, deployment, addr string, replicate func(context.Cont
 	}
 	var dropped []string
 	for _, p := range players {
-		s := servers[slices.IndexFunc(servers, func(s *failoverServer) bool { return s.ID() == p.node })]
+		s := p.host
 		switch {
 		case p.problem() != "":
 			dropped = append(dropped, p.id+": "+p.problem())
@@ -362,28 +358,34 @@ func failover(t *testing.T, deployment, addr string, replicate func(context.Cont
 	for _, s := range servers {
 		detached = append(detached, fmt.Sprintf("%s %v", s.ID(), time.Duration(s.bp.beatAt.Load()-killed.UnixNano()).Round(10*time.Millisecond)))
 	}
-	// The longest pause in any player's room state from the calm
-	// stretch's start to the kill, and from the kill to the end, beside
-	// the test process's own.
-	var calmGap, failGap time.Duration
-	for _, p := range players {
-		calmGap = max(calmGap, p.longestGap(calm, killed))
-		failGap = max(failGap, p.longestGap(killed, time.Now()))
-	}
-	var calmCtl, failCtl time.Duration
-	for _, p := range controls {
-		calmCtl = max(calmCtl, p.longestGap(calm, killed))
-		failCtl = max(failCtl, p.longestGap(killed, time.Now()))
+	// The longest pause in a player's room state on each host (ten
+	// players each) from the kill on, and in the calm stretch before.
+	end := time.Now()
+	var pauses []string
+	var calmGap, calmCtl time.Duration
+	for _, s := range append(servers, control) {
+		var gap time.Duration
+		for _, p := range append(players, controls...) {
+			if p.host == s {
+				gap = max(gap, p.longestGap(killed, end))
+				if s == control {
+					calmCtl = max(calmCtl, p.longestGap(calm, killed))
+				} else {
+					calmGap = max(calmGap, p.longestGap(calm, killed))
+				}
+			}
+		}
+		pauses = append(pauses, fmt.Sprintf("%s %v", s.name, gap.Round(10*time.Millisecond)))
 	}
 	promotion := time.Duration(promotedAt.Load() - killed.UnixNano()).Round(10 * time.Millisecond)
 	t.Logf("%s: master killed under 3 servers with %d players in %d rooms: replica promoted after %v; detached %s (all attached after %v); "+
 		"claims wrong at the first look after re-assertion: %d, right again %v after the kill (%v after all attached); "+
-		"claims lost: %d of %d; players dropped: %d of %d; longest pause in a player's room state: %v from the kill on, %v in the %v before "+
-		"(the control room's, with no fleet, in the same process: %v and %v)",
+		"claims lost: %d of %d; players dropped: %d of %d; longest pause in a player's room state from the kill on: %s "+
+		"(the control host has no fleet), in the %v before: servers %v, control %v",
 		deployment, len(players), len(players)/failoverSeats, promotion, strings.Join(detached, ", "), attached.Sub(killed).Round(10*time.Millisecond),
 		firstCheck, claimsRight.Round(10*time.Millisecond), (claimsRight - attached.Sub(killed)).Round(time.Millisecond),
-		lost, len(players), len(dropped), len(players), failGap.Round(10*time.Millisecond), calmGap.Round(10*time.Millisecond),
-		killed.Sub(calm).Round(10*time.Millisecond), failCtl.Round(10*time.Millisecond), calmCtl.Round(10*time.Millisecond))
+		lost, len(players), len(dropped), len(players), strings.Join(pauses, ", "),
+		killed.Sub(calm).Round(10*time.Millisecond), calmGap.Round(10*time.Millisecond), calmCtl.Round(10*time.Millisecond))
 	if lost > 0 {
 		t.Errorf("%d of %d claims lost in the failover", lost, len(players))
 	}
@@ -468,6 +470,7 @@ func (stateGame) AfterSteps(r *room.Room[*stateSim, int, string]) {
 // that reads everything it is sent until the test ends.
 type statePlayer struct {
 	id, node string
+	host     *failoverServer
 
 	mu      sync.Mutex
 	at      []time.Time // when each state packet came
@@ -479,7 +482,7 @@ type statePlayer struct {
 func connectStatePlayer(t *testing.T, s *failoverServer, id string) *statePlayer {
 	t.Helper()
 	hp := hosttest.Connect(t, s.url, s.url, s.host.Tickets(), id)
-	p := &statePlayer{id: id, node: hp.Node}
+	p := &statePlayer{id: id, node: hp.Node, host: s}
 	want := "" // a host without a fleet names no node
 	if s.Fleet != nil {
 		want = s.name
