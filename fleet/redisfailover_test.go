@@ -261,7 +261,7 @@ func failover(t *testing.T, deployment, addr string, replicate func(context.Cont
 	// before the kill.
 	calm := time.Now()
 	waitFor(t, "3 s of room state before the kill", 60*time.Second, func() bool {
-		return !slices.ContainsFunc(append(players, controls...), func(p *statePlayer) bool { return p.statesSince(calm) < 3*failoverRate })
+		return !slices.ContainsFunc(slices.Concat(players, controls), func(p *statePlayer) bool { return p.statesSince(calm) < 3*failoverRate })
 	})
 
 	killed := time.Now()
@@ -363,9 +363,9 @@ func failover(t *testing.T, deployment, addr string, replicate func(context.Cont
 	end := time.Now()
 	var pauses []string
 	var calmGap, calmCtl time.Duration
-	for _, s := range append(servers, control) {
+	for _, s := range slices.Concat(servers, []*failoverServer{control}) {
 		var gap time.Duration
-		for _, p := range append(players, controls...) {
+		for _, p := range slices.Concat(players, controls) {
 			if p.host == s {
 				gap = max(gap, p.longestGap(killed, end))
 				if s == control {
