@@ -165,7 +165,9 @@ func (f *Fleet) reassert(ctx context.Context, held []backplane.Key) {
 	lost, err := f.bp.Reassert(cctx, f.cfg.NodeID, MissedHeartbeats*f.cfg.Heartbeat, held...)
 	cancel()
 	if err != nil {
-		f.logger.Warn("re-assert claims; will retry at the next heartbeat", "claims", len(held), "err", err)
+		if ctx.Err() == nil { // not cut short by the stop
+			f.logger.Warn("re-assert claims; will retry at the next heartbeat", "claims", len(held), "err", err)
+		}
 		return
 	}
 	f.mu.Lock()

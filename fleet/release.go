@@ -112,7 +112,9 @@ func (f *Fleet) flush(ctx context.Context) bool {
 	}
 	f.mu.Unlock()
 	if err != nil {
-		f.logger.Warn("release claims; will retry", "claims", len(batch), "err", err)
+		if ctx.Err() == nil { // cut short by the stop: leaving writes them
+			f.logger.Warn("release claims; will retry", "claims", len(batch), "err", err)
+		}
 		return false
 	}
 	if len(reclaim) > 0 {

@@ -1,12 +1,17 @@
 package fleet_test
 
 import (
+	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/muster-gg/muster/backplane"
+	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/fleettest"
 )
@@ -166,6 +171,51 @@ func TestOnClaimLost(t *testing.T) {
 		}
 		if n, err := b.Locate(ctx, fleet.KindPlayer, "x"); err != nil || n.ID != "s1" {
 			t.Fatalf("Locate(x) = %+v, %v; want s1", n, err)
+		}
+	})
+}
+
+// blockedRelease is a backplane whose Release answers only when its
+// context ends.
+type blockedRelease struct {
+	backplane.Backplane
+	calls chan struct{}
+}
+
+func (b blockedRelease) Release(ctx context.Context, _ string, _ ...backplane.Key) error {
+	select {
+	case b.calls <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// A release cut short by the server stopping is not a failure to report:
+// leaving writes it.
+func TestStopDuringReleaseIsQuiet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var log strings.Builder
+		bp := blockedRelease{Backplane: memory.New(), calls: make(chan struct{}, 1)}
+		f, err := fleet.New(fleet.Config{NodeID: "a", Heartbeat: hb}, bp, slog.New(slog.NewTextHandler(&log, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- f.Run(ctx) }()
+		synctest.Wait()
+		if err := f.Claim(ctx, fleet.KindPlayer, "p1"); err != nil {
+			t.Fatal(err)
+		}
+		f.ReleaseLater(fleet.KindPlayer, "p1")
+		<-bp.calls
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(log.String(), "will retry") {
+			t.Fatalf("log of a server stopped during a release:\n%s", log.String())
 		}
 	})
 }
