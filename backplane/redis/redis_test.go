@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -67,6 +68,26 @@ func TestConformanceRedisServer(t *testing.T) {
 			Advance: func(_ *testing.T, d time.Duration) { time.Sleep(d) },
 			Stop:    func(*testing.T) { srv.Stop() },
 			Scale:   3, // a busy machine's calls stay inside the margins
+		}
+	})
+}
+
+// TestConformanceValkey runs the suite against valkey-server, the Redis
+// fork, when it is on PATH. Debian 12 packages no Valkey, so it is skipped
+// there even in CI, where the other servers are required.
+func TestConformanceValkey(t *testing.T) {
+	t.Parallel() // mostly waiting on the store's clock
+	bin, err := exec.LookPath("valkey-server")
+	if err != nil {
+		t.Skip("valkey-server is not on PATH (Debian 12 has no package); skipping the suite against Valkey")
+	}
+	backplanetest.Run(t, func(t *testing.T) backplanetest.Harness {
+		srv := testbin.StartRedisWith(t, testbin.RedisOptions{Bin: bin})
+		return backplanetest.Harness{
+			Open:    func(t *testing.T, cluster string) backplane.Backplane { return open(t, srv.Addr, cluster) },
+			Advance: func(_ *testing.T, d time.Duration) { time.Sleep(d) },
+			Stop:    func(*testing.T) { srv.Stop() },
+			Scale:   3,
 		}
 	})
 }

@@ -32,6 +32,9 @@ type RedisOptions struct {
 	ClientCerts bool
 	// Args are more redis-server arguments.
 	Args []string
+	// Bin is the server program to run instead of redis-server: the path
+	// of a compatible server, such as valkey-server. "" for redis-server.
+	Bin string
 }
 
 // StartRedisWith starts a redis-server as StartRedis does, configured by o.
@@ -48,7 +51,11 @@ func StartRedisWith(tb testing.TB, o RedisOptions) *Redis {
 // newRedis prepares a server on a free port without starting it.
 func newRedis(tb testing.TB, o RedisOptions) *Redis {
 	tb.Helper()
-	r := &Redis{tb: tb, bin: Need(tb, "redis-server"), dir: tb.TempDir()}
+	bin := o.Bin
+	if bin == "" {
+		bin = Need(tb, "redis-server")
+	}
+	r := &Redis{tb: tb, bin: bin, dir: tb.TempDir()}
 	r.port = FreePort(tb, "127.0.0.1")
 	r.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(r.port))
 	if o.Password != "" {
