@@ -132,7 +132,7 @@ func StartSentinelGroup(tb testing.TB) *SentinelGroup {
 sentinel monitor %[1]s 127.0.0.1 %[2]d 2
 sentinel auth-pass %[1]s %[3]s
 sentinel down-after-milliseconds %[1]s 1000
-sentinel failover-timeout %[1]s 5000
+sentinel failover-timeout %[1]s 2000
 requirepass %[4]s
 sentinel sentinel-pass %[4]s
 `, g.MasterName, g.Master.port, g.Password, g.SentinelPassword)
