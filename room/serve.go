@@ -349,6 +349,17 @@ func (h *Host[Sim, Input, Player]) readLoop(ctx context.Context, c *Client) {
 // disconnected forgets a client whose connection ended. Its seat stays:
 // the player can come back.
 func (h *Host[Sim, Input, Player]) disconnected(c *Client) {
+	c.mu.Lock()
+	code, reason := c.closeCode, c.closeReason
+	c.mu.Unlock()
+	if code != 0 {
+		// Why the server cut a player (too slow, no answer to a ping, a
+		// flood, a bad packet): without it an operator sees only the
+		// player's side.
+		h.logger.Debug("closed a client", "player_id", c.id, "code", int(code), "reason", reason)
+	} else {
+		h.logger.Debug("client disconnected", "player_id", c.id)
+	}
 	h.mu.Lock()
 	if h.clients[c.id] == c {
 		delete(h.clients, c.id)
