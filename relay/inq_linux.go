@@ -15,10 +15,9 @@ import (
 // left (tcp_inq_hint), so that a reader knows it must read again.
 const tcpInq = 36
 
-// inqConn returns the raw connection of c if c is a TCP connection on
-// which the kernel reports, with each read, how much is left to read;
-// otherwise nil, and the pump uses c's own Read.
-func inqConn(c net.Conn) syscall.RawConn {
+// tcpRawConn returns the raw connection of c if c is a TCP connection,
+// otherwise nil.
+func tcpRawConn(c net.Conn) syscall.RawConn {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
 		return nil
@@ -27,8 +26,19 @@ func inqConn(c net.Conn) syscall.RawConn {
 	if err != nil {
 		return nil
 	}
+	return rc
+}
+
+// inqConn returns the raw connection of c if c is a TCP connection on
+// which the kernel reports, with each read, how much is left to read;
+// otherwise nil, and the pump uses c's own Read.
+func inqConn(c net.Conn) syscall.RawConn {
+	rc := tcpRawConn(c)
+	if rc == nil {
+		return nil
+	}
 	var serr error
-	err = rc.Control(func(fd uintptr) {
+	err := rc.Control(func(fd uintptr) {
 		serr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, tcpInq, 1)
 	})
 	if err != nil || serr != nil {
@@ -141,12 +151,8 @@ type rawWriter struct {
 // newRawWriter returns a rawWriter for c, or nil if c is not a TCP
 // connection.
 func newRawWriter(c net.Conn) *rawWriter {
-	tc, ok := c.(*net.TCPConn)
-	if !ok {
-		return nil
-	}
-	rc, err := tc.SyscallConn()
-	if err != nil {
+	rc := tcpRawConn(c)
+	if rc == nil {
 		return nil
 	}
 	w := &rawWriter{rc: rc}
