@@ -52,6 +52,7 @@ type Fleet struct {
 	running     bool                 // Run was called
 	ended       bool                 // Run has returned or is returning
 	held        map[backplane.Key]bool
+	heldBuf     []backplane.Key        // step's list of held, reused; Run's goroutine only
 	pending     map[backplane.Key]bool // released by ReleaseLater, not yet written
 	onLost      func(kind, id string)
 	drainers    []Drainer
@@ -270,7 +271,13 @@ func (f *Fleet) step(ctx context.Context) error {
 	}
 	view[self.ID] = self
 	f.view, f.raw, f.expires, f.nextExp = view, raw, expires, time.Time{}
-	held := slices.Collect(maps.Keys(f.held))
+	// The list is rebuilt every heartbeat: with many thousands of claims,
+	// a new slice each time is a large share of a busy server's garbage.
+	held := f.heldBuf[:0]
+	for k := range f.held {
+		held = append(held, k)
+	}
+	f.heldBuf = held
 	f.mu.Unlock()
 
 	switch {
