@@ -47,6 +47,8 @@ type scheduler struct {
 	mu     sync.Mutex
 	slots  [slots][]stepper // a batch keeps the slice it was cut from: only appended to, or replaced
 	next   int              // slot for the next room
+	dead   [slots]int       // ended rooms still in each slot
+	ended  map[stepper]bool // those rooms
 	placed int              // rooms put in slot next since it was chosen
 
 	late []lateness // one per worker
@@ -91,7 +93,7 @@ func (s *scheduler) add(r stepper) {
 		// also evens out the slots as rooms end.
 		s.placed = 0
 		for i := range s.slots {
-			if len(s.slots[i]) < len(s.slots[s.next]) {
+			if s.live(i) < s.live(s.next) {
 				s.next = i
 			}
 		}
@@ -237,24 +239,48 @@ func (s *scheduler) drainChunk(w int, b *batch, c *chunk) {
 			// each counts, as late as it is.
 			s.late[w].recordOwed(late, s.period, b.tick-last-1)
 		}
-		alive := r.pass(b.tick, now)
-		busy.Store(false)
-		if !alive {
-			s.drop(r)
+		if !r.pass(b.tick, now) {
+			s.drop(r) // keeping busy: no worker steps it again
+			continue
 		}
+		busy.Store(false)
 	}
 }
 
+// drop forgets a room that ended. The worker that found it ended keeps
+// its busy flag set for good, so no worker steps it again while it stays
+// in its slot; the slot is copied without its ended rooms once they are
+// an eighth of it. (Batches hold the slot's slice, so it is never changed
+// in place; copying it at every room's end was most of what a host whose
+// rooms come and go allocated.)
 func (s *scheduler) drop(r stepper) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, rooms := range s.slots {
-		if j := slices.Index(rooms, r); j >= 0 {
-			s.slots[i] = slices.Delete(slices.Clone(rooms), j, j+1)
-			return
+		if !slices.Contains(rooms, r) {
+			continue
 		}
+		if s.ended == nil {
+			s.ended = make(map[stepper]bool)
+		}
+		s.ended[r] = true
+		s.dead[i]++
+		if s.dead[i]*8 >= len(rooms) {
+			s.slots[i] = slices.DeleteFunc(slices.Clone(rooms), func(x stepper) bool {
+				if s.ended[x] {
+					delete(s.ended, x)
+					return true
+				}
+				return false
+			})
+			s.dead[i] = 0
+		}
+		return
 	}
 }
+
+// live returns how many rooms of slot i have not ended. s.mu must be held.
+func (s *scheduler) live(i int) int { return len(s.slots[i]) - s.dead[i] }
 
 // lateness returns the quantile q of how late room passes started after
 // they were due, over all workers, and the number of passes measured.

@@ -104,3 +104,40 @@ func TestSchedulerStaleBatchSkipsSteppedRooms(t *testing.T) {
 		t.Fatalf("stale batch stepped the room %d times, last tick %d; want 0 and 7", got, r.last)
 	}
 }
+
+// endStepper is a room that ends at its first pass.
+type endStepper struct{ countStepper }
+
+func (e *endStepper) pass(t uint64, now time.Duration) bool {
+	e.countStepper.pass(t, now)
+	return false
+}
+
+// A room that ended is never stepped again, though its slot keeps it
+// until enough rooms of the slot ended to copy it without them.
+func TestSchedulerEndedRoomNotSteppedAgain(t *testing.T) {
+	s := newScheduler(time.Second/60, 1)
+	ending := &endStepper{}
+	s.add(ending)
+	others := make([]*countStepper, 2*8)
+	for i := range others {
+		others[i] = &countStepper{}
+		s.add(others[i])
+	}
+	for tick := uint64(1); tick <= 3; tick++ {
+		s.runBatch(0, s.cut(0, tick, time.Now()))
+	}
+	if n := ending.passes.Load(); n != 1 {
+		t.Fatalf("the ended room was stepped %d times, want 1", n)
+	}
+	for i, r := range others {
+		if n := r.passes.Load(); n != 3 {
+			t.Fatalf("room %d was stepped %d times, want 3", i, n)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.live(0) != len(others) || len(s.slots[0]) != len(others)+1 {
+		t.Fatalf("slot 0: %d rooms, %d live; want the ended one kept until an eighth ended", len(s.slots[0]), s.live(0))
+	}
+}
