@@ -60,16 +60,18 @@ func TestConformanceMiniredis(t *testing.T) {
 func TestConformanceRedisServer(t *testing.T) {
 	t.Parallel() // mostly waiting on the store's clock
 	testbin.Need(t, "redis-server")
-	backplanetest.Run(t, func(t *testing.T) backplanetest.Harness {
-		srv := testbin.StartRedis(t)
-		return backplanetest.Harness{
-			Open: func(t *testing.T, cluster string) backplane.Backplane { return open(t, srv.Addr, cluster) },
-			// Redis expires keys by its own clock; wait for it.
-			Advance: func(_ *testing.T, d time.Duration) { time.Sleep(d) },
-			Stop:    func(*testing.T) { srv.Stop() },
-			Scale:   3, // a busy machine's calls stay inside the margins
-		}
-	})
+	backplanetest.Run(t, func(t *testing.T) backplanetest.Harness { return serverHarness(testbin.StartRedis(t)) })
+}
+
+// serverHarness is the conformance harness for one server process.
+func serverHarness(srv *testbin.Redis) backplanetest.Harness {
+	return backplanetest.Harness{
+		Open: func(t *testing.T, cluster string) backplane.Backplane { return open(t, srv.Addr, cluster) },
+		// Redis expires keys by its own clock; wait for it.
+		Advance: func(_ *testing.T, d time.Duration) { time.Sleep(d) },
+		Stop:    func(*testing.T) { srv.Stop() },
+		Scale:   3, // a busy machine's calls stay inside the margins
+	}
 }
 
 // TestConformanceValkey runs the suite against valkey-server, the Redis
@@ -82,13 +84,7 @@ func TestConformanceValkey(t *testing.T) {
 		t.Skip("valkey-server is not on PATH (Debian 12 has no package); skipping the suite against Valkey")
 	}
 	backplanetest.Run(t, func(t *testing.T) backplanetest.Harness {
-		srv := testbin.StartRedisWith(t, testbin.RedisOptions{Bin: bin})
-		return backplanetest.Harness{
-			Open:    func(t *testing.T, cluster string) backplane.Backplane { return open(t, srv.Addr, cluster) },
-			Advance: func(_ *testing.T, d time.Duration) { time.Sleep(d) },
-			Stop:    func(*testing.T) { srv.Stop() },
-			Scale:   3,
-		}
+		return serverHarness(testbin.StartRedisWith(t, testbin.RedisOptions{Bin: bin}))
 	})
 }
 
