@@ -251,8 +251,8 @@ func (s *scheduler) drainChunk(w int, b *batch, c *chunk) {
 // its busy flag set for good, so no worker steps it again while it stays
 // in its slot; the slot is copied without its ended rooms once they are
 // an eighth of it. (Batches hold the slot's slice, so it is never changed
-// in place; copying it at every room's end was most of what a host whose
-// rooms come and go allocated.)
+// in place; copying it at every room's end was a quarter of what
+// bench/rooms' churn run allocated.)
 func (s *scheduler) drop(r stepper) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
