@@ -7,7 +7,7 @@ import (
 
 // A slot lasts about a millisecond at 60 Hz, and Go's timers wake up to a
 // millisecond late on Linux: the runtime waits for them in epoll, whose
-// timeout is in whole milliseconds. So the tick driver sleeps its last
+// timeout is in whole milliseconds. So a timekeeping worker sleeps its last
 // stretch before a slot in the kernel's high-resolution sleep, which
 // blocks its thread (not a P) and wakes within tens of microseconds.
 //

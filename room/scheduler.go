@@ -39,6 +39,10 @@ const slots = 16
 // chunks takes the rooms left in the others'. So every room is stepped by
 // one worker at a time, and a slow room delays only itself: the rooms
 // queued behind it are taken by the other workers.
+//
+// The first workers keep time themselves (see timekeepers): there is no
+// tick driver whose thread, run late by the OS, would hold back every
+// room.
 type scheduler struct {
 	period  time.Duration
 	workers int
@@ -52,6 +56,15 @@ type scheduler struct {
 	placed int              // rooms put in slot next since it was chosen
 
 	late []lateness // one per worker
+
+	// Slots are counted from start: slot n is due at start+(n+1)*slotLen,
+	// and its batch is published at ring[n%ringLen] before cutNext passes
+	// n.
+	start   time.Time
+	cutMu   sync.Mutex // held while slots are cut
+	cutNext atomic.Uint64
+	ring    [ringLen]atomic.Pointer[batch]
+	wake    []chan struct{} // per worker past the timekeepers: a slot was cut
 }
 
 type chunk struct {
@@ -64,6 +77,7 @@ type chunk struct {
 }
 
 type batch struct {
+	n      uint64 // the slot's number, counted from the scheduler's start
 	tick   uint64
 	due    time.Duration // on the scheduler's clock
 	chunks []chunk
@@ -104,68 +118,116 @@ func (s *scheduler) add(r stepper) {
 	s.slots[s.next] = append(s.slots[s.next], r)
 }
 
+// timekeepers is how many workers keep time: each sleeps until the next
+// slot is due, cuts it unless another did, and runs it; the other workers
+// are woken by the one that cut it. A single tick driver was a single
+// point of failure: a thread is run late now and then (the OS, and on a
+// virtual machine the hypervisor, takes its CPU for a few milliseconds),
+// and every room waited for it; with two, the other cuts the slot on
+// time. More than two would only add wake-ups.
+const timekeepers = 2
+
 // run steps the rooms until ctx ends, and returns when every worker has.
 func (s *scheduler) run(ctx context.Context) {
-	feeds := make([]chan *batch, s.workers)
-	var wg sync.WaitGroup
-	for i := range feeds {
-		feeds[i] = newFeed()
-		wg.Go(func() { s.work(i, feeds[i]) })
+	s.start = time.Now()
+	s.wake = make([]chan struct{}, s.workers)
+	for w := timekeepers; w < s.workers; w++ {
+		s.wake[w] = make(chan struct{}, 1)
 	}
-	defer func() {
-		for _, f := range feeds {
-			close(f)
-		}
-		wg.Wait()
-	}()
+	var wg sync.WaitGroup
+	for w := range s.workers {
+		wg.Go(func() { s.work(ctx, w) })
+	}
+	wg.Wait()
+}
 
-	start := time.Now()
-	slotLen := s.period / slots
-	clock := newSlotClock()
-	defer clock.stop()
-	var n uint64 // next slot to run, counted from start
-	for clock.wait(ctx, start.Add(time.Duration(n+1)*slotLen)) {
-		// Count slots by the clock, so that a late driver runs every
-		// slot it owes rather than drifting.
-		for due := uint64(time.Since(start) / slotLen); n < due; n++ {
-			s.dispatch(feeds, n, start.Add(time.Duration(n+1)*slotLen))
+// ringLen is how many slots' batches are kept for the workers: a whole
+// period's. Batches of different slots hold different rooms, so none may
+// be skipped while a worker is merely a little behind; a worker more than
+// a period behind skips to the last period's batches, which hold every
+// room once.
+const ringLen = slots
+
+// work runs the batches of the slots cut, in order, until ctx ends.
+func (s *scheduler) work(ctx context.Context, w int) {
+	var clock *slotClock
+	if w < timekeepers {
+		clock = newSlotClock()
+		defer clock.stop()
+	}
+	var seen uint64 // the next slot this worker runs
+	for {
+		if clock != nil {
+			s.cutDue()
+		}
+		s.runCut(w, &seen)
+		if clock != nil {
+			if !clock.wait(ctx, s.dueAt(s.cutNext.Load())) {
+				return
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.wake[w]:
 		}
 	}
 }
 
-// feedLen is how many batches a worker's queue holds: a whole period's
-// slots. Batches of different slots hold different rooms, so none may be
-// dropped while a worker is merely a little behind; only a worker more
-// than a period behind loses its oldest batch, whose rooms the other
-// workers have stepped (or the same slot's next batch steps, catching up).
-const feedLen = slots
+// dueAt returns when slot n is due.
+func (s *scheduler) dueAt(n uint64) time.Time {
+	return s.start.Add(time.Duration(n+1) * (s.period / slots))
+}
 
-func newFeed() chan *batch { return make(chan *batch, feedLen) }
-
-// dispatch hands slot n (slot n%slots of tick n/slots+1) to the workers.
-func (s *scheduler) dispatch(feeds []chan *batch, n uint64, due time.Time) {
-	b := s.cut(n%slots, n/slots+1, due)
-	if len(b.chunks) == 0 {
+// cutDue cuts and publishes every slot due by now that no worker has cut,
+// and wakes the workers that do not keep time.
+func (s *scheduler) cutDue() {
+	due := uint64(time.Since(s.start) / (s.period / slots)) // slots 0 to due-1 are due
+	if s.cutNext.Load() >= due {
 		return
 	}
-	for _, f := range feeds {
-		// Every worker gets every batch and they share its rooms, so a
-		// batch runs as soon as any worker is free; one that finds it
-		// done passes over it in a few atomic loads.
-		for {
+	s.cutMu.Lock()
+	n := s.cutNext.Load()
+	if n >= due {
+		s.cutMu.Unlock()
+		return // another timekeeper cut them
+	}
+	// Counting slots by the clock, a timekeeper that ran late cuts
+	// every slot owed rather than drifting; only the last period's
+	// batches are kept, and they hold every room.
+	n = max(n, due-min(due, ringLen))
+	for ; n < due; n++ {
+		b := s.cut(n%slots, n/slots+1, s.dueAt(n))
+		b.n = n
+		s.ring[n%ringLen].Store(b)
+		s.cutNext.Store(n + 1)
+	}
+	s.cutMu.Unlock()
+	for _, c := range s.wake {
+		if c != nil {
 			select {
-			case f <- b:
-			default:
-				// This worker is a whole period behind: drop its
-				// oldest batch, which the other workers have run (or
-				// the same slot's next batch catches up).
-				select {
-				case <-f:
-				default:
-				}
-				continue
+			case c <- struct{}{}:
+			default: // already woken
 			}
-			break
+		}
+	}
+}
+
+// runCut runs the batches of the slots cut since *seen, in order, and
+// moves *seen past them. Every worker runs every batch and they share
+// its rooms, so a batch runs as soon as any worker is free; one that
+// finds it done passes over it in a few atomic loads.
+func (s *scheduler) runCut(w int, seen *uint64) {
+	cut := s.cutNext.Load()
+	if cut-*seen > ringLen {
+		*seen = cut - ringLen // their slots were cut again since
+	}
+	for ; *seen < cut; *seen++ {
+		// A batch published for a later slot in the same place means
+		// this one's rooms were cut again: that batch steps them.
+		if b := s.ring[*seen%ringLen].Load(); b != nil && b.n == *seen && len(b.chunks) > 0 {
+			s.runBatch(w, b)
 		}
 	}
 }
@@ -184,12 +246,6 @@ func (s *scheduler) cut(slot, tick uint64, due time.Time) *batch {
 	return b
 }
 
-func (s *scheduler) work(w int, feed <-chan *batch) {
-	for b := range feed {
-		s.runBatch(w, b)
-	}
-}
-
 // runBatch takes chunks of b until none is left, then helps with the
 // rooms left in other workers' chunks.
 func (s *scheduler) runBatch(w int, b *batch) {
@@ -199,9 +255,9 @@ func (s *scheduler) runBatch(w int, b *batch) {
 			break
 		}
 		s.drainChunk(w, b, &b.chunks[i])
-		// Workers fill every P; yield between chunks so the tick driver
-		// (and the connections) run on time rather than at the next
-		// preemption, up to 10ms later.
+		// Workers fill every P; yield between chunks so the connections
+		// (and the other workers, back from their sleep) run on time
+		// rather than at the next preemption, up to 10ms later.
 		runtime.Gosched()
 	}
 	for i := range b.chunks {

@@ -1,6 +1,7 @@
 package room
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -61,8 +62,8 @@ func (c *countStepper) pass(t uint64, _ time.Duration) bool {
 func (c *countStepper) busyFlag() *atomic.Bool { return &c.busy }
 func (c *countStepper) lastTick() uint64       { return c.last }
 
-// A tick driver that runs late dispatches the slots it owes back to back,
-// before any worker has taken the first: every slot's rooms must still be
+// A timekeeper that runs late cuts the slots owed back to back, before
+// any worker has taken the first: every slot's rooms must still be
 // stepped, not only the last slot's.
 func TestSchedulerLateDriverStepsEverySlot(t *testing.T) {
 	const workers = 2
@@ -73,21 +74,48 @@ func TestSchedulerLateDriverStepsEverySlot(t *testing.T) {
 		rooms = append(rooms, r)
 		s.add(r) // a block each in slots 0, 1 and 2
 	}
-	feeds := make([]chan *batch, workers)
-	for i := range feeds {
-		feeds[i] = newFeed()
+	// The timekeeper woke three slots late.
+	s.start = time.Now().Add(-3*s.period/slots - time.Microsecond)
+	s.cutDue()
+	if got := s.cutNext.Load(); got != 3 {
+		t.Fatalf("%d slots cut, want 3", got)
 	}
-	due := time.Now()
-	for n := range uint64(3) { // the driver woke three slots late
-		s.dispatch(feeds, n, due)
-	}
-	for i, f := range feeds {
-		close(f)
-		s.work(i, f)
+	for w := range workers {
+		var seen uint64
+		s.runCut(w, &seen)
 	}
 	for i, r := range rooms {
 		if got := r.passes.Load(); got != 1 {
 			t.Fatalf("room %d (slot %d) was stepped %d times, want 1", i, i/block, got)
+		}
+	}
+}
+
+// A timekeeper that the OS does not run (its thread descheduled, here
+// never started) holds no slot back: the other cuts and steps every slot.
+func TestSchedulerOneTimekeeperStalled(t *testing.T) {
+	s := newScheduler(time.Second/60, timekeepers)
+	var rooms []*countStepper
+	for range 2 * slots * block {
+		r := &countStepper{}
+		rooms = append(rooms, r)
+		s.add(r)
+	}
+	s.start = time.Now()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.work(ctx, 1) // worker 0 never runs
+	}()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(10 * time.Second)
+	for i, r := range rooms {
+		for r.passes.Load() < 3 {
+			if time.Now().After(deadline) {
+				t.Fatalf("room %d (slot %d) stepped %d times with one timekeeper stalled, want 3", i, i/block%slots, r.passes.Load())
+			}
+			time.Sleep(time.Millisecond)
 		}
 	}
 }
