@@ -52,6 +52,8 @@ func main() {
 	slowDelay := flag.Duration("slow-delay", 200*time.Millisecond, "backplane delay of the slow-backplane run")
 	churners := flag.Int("churners", 20, "goroutines ending rooms and unseating players, 20 times a second each")
 	skipSizes := flag.Bool("skip-sizes", false, "skip the runs at growing counts")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the slow-backplane runs to this file")
+	memProfile := flag.String("memprofile", "", "write an allocation profile of the slow-backplane runs to this file (samples every 4 KiB allocated)")
 	role := flag.String("role", "", "internal: client")
 	url := flag.String("url", "", "internal: server URL for -role client")
 	flag.Parse()
@@ -70,11 +72,13 @@ func main() {
 		ks = append(ks, k)
 	}
 	if *slowRooms > 0 {
+		stop := startProfiles(*cpuProfile, *memProfile)
 		fmt.Printf("%d rooms at %d Hz while rooms end and players leave (%d churners), p99 lateness (goal < %v):\n", *slowRooms, rate, *churners, goal)
 		fast, e1, l1 := runChurn(*slowRooms, 0, *measure, *churners)
 		slow, e2, l2 := runChurn(*slowRooms, *slowDelay, *measure, *churners)
 		fmt.Printf("  backplane at once:      %v (%d rooms ended, %d players left)\n", fast, e1, l1)
 		fmt.Printf("  backplane %v slow: %v (%d rooms ended, %d players left), ratio %.2fx\n\n", *slowDelay, slow, e2, l2, float64(slow)/float64(max(fast, 1)))
+		stop()
 	}
 	if *skipSizes {
 		ks = nil
