@@ -70,9 +70,10 @@ func (b *slowBackplane) Leave(ctx context.Context, id string) error {
 // backplane answers every call delay late, while churners end rooms,
 // unseat players and open new rooms (their claims wait for the
 // backplane on the churners' goroutines). It returns the host's p99
-// lateness, which counts steps owed by a stalled worker, and the rooms
-// ended and players unseated while measuring.
-func runChurn(k int, delay, measure time.Duration, churners int) (p99 time.Duration, ended, left int64) {
+// lateness, which counts steps owed by a stalled worker, the rooms
+// ended and players unseated while measuring, and how much of the
+// machine's CPU time the hypervisor took meanwhile ("" when unknown).
+func runChurn(k int, delay, measure time.Duration, churners int) (p99 time.Duration, ended, left int64, steal string) {
 	bp := &slowBackplane{Backplane: memory.New(), delay: delay}
 	logger := slog.New(slog.DiscardHandler)
 	fl, err := fleet.New(fleet.Config{NodeID: "bench", Heartbeat: time.Second, CallTimeout: 500 * time.Millisecond}, bp, logger)
@@ -139,8 +140,10 @@ func runChurn(k int, delay, measure time.Duration, churners int) (p99 time.Durat
 	time.Sleep(time.Second)
 	h.ResetLateness()
 	measuring.Store(true)
+	sm := startSteal()
 	time.Sleep(measure)
 	p99, _ = h.Lateness(0.99)
+	steal = sm.done()
 	measuring.Store(false)
 	stopChurn()
 	churn.Wait()
@@ -148,5 +151,5 @@ func runChurn(k int, delay, measure time.Duration, churners int) (p99 time.Durat
 	cancel()
 	wg.Wait()
 	runtime.GC()
-	return p99, nEnded.Load(), nLeft.Load()
+	return p99, nEnded.Load(), nLeft.Load(), steal
 }
