@@ -77,7 +77,12 @@ type chunk struct {
 }
 
 type batch struct {
-	n      uint64 // the slot's number, counted from the scheduler's start
+	// n is the slot's number, counted from the scheduler's start. A
+	// batch is cut again for a later slot once no worker runs it, so
+	// that the tick's batches allocate nothing: refs counts the workers
+	// running it, and is -1 while it is cut again.
+	n      atomic.Uint64
+	refs   atomic.Int32
 	tick   uint64
 	due    time.Duration // on the scheduler's clock
 	chunks []chunk
@@ -183,7 +188,11 @@ func (s *scheduler) dueAt(n uint64) time.Time {
 // cutDue cuts and publishes every slot due by now that no worker has cut,
 // and wakes the workers that do not keep time.
 func (s *scheduler) cutDue() {
-	due := uint64(time.Since(s.start) / (s.period / slots)) // slots 0 to due-1 are due
+	s.cutUpTo(uint64(time.Since(s.start) / (s.period / slots)))
+}
+
+// cutUpTo cuts the slots before due that no worker has cut.
+func (s *scheduler) cutUpTo(due uint64) {
 	if s.cutNext.Load() >= due {
 		return
 	}
@@ -198,8 +207,13 @@ func (s *scheduler) cutDue() {
 	// batches are kept, and they hold every room.
 	n = max(n, due-min(due, ringLen))
 	for ; n < due; n++ {
-		b := s.cut(n%slots, n/slots+1, s.dueAt(n))
-		b.n = n
+		b := s.ring[n%ringLen].Load()
+		if b == nil || !b.refs.CompareAndSwap(0, -1) {
+			b = new(batch) // a worker still runs the old one: it keeps it
+		}
+		s.cutInto(b, n%slots, n/slots+1, s.dueAt(n))
+		b.n.Store(n)
+		b.refs.Store(0)
 		s.ring[n%ringLen].Store(b)
 		s.cutNext.Store(n + 1)
 	}
@@ -224,10 +238,28 @@ func (s *scheduler) runCut(w int, seen *uint64) {
 		*seen = cut - ringLen // their slots were cut again since
 	}
 	for ; *seen < cut; *seen++ {
-		// A batch published for a later slot in the same place means
-		// this one's rooms were cut again: that batch steps them.
-		if b := s.ring[*seen%ringLen].Load(); b != nil && b.n == *seen && len(b.chunks) > 0 {
+		b := s.ring[*seen%ringLen].Load()
+		if b == nil || !b.acquire() {
+			continue // being cut again, for a later slot
+		}
+		// A batch cut again for a later slot means this one's rooms
+		// were cut again: that batch steps them.
+		if b.n.Load() == *seen && len(b.chunks) > 0 {
 			s.runBatch(w, b)
+		}
+		b.refs.Add(-1)
+	}
+}
+
+// acquire counts a worker in as running b, unless b is being cut again.
+func (b *batch) acquire() bool {
+	for {
+		r := b.refs.Load()
+		if r < 0 {
+			return false
+		}
+		if b.refs.CompareAndSwap(r, r+1) {
+			return true
 		}
 	}
 }
@@ -235,15 +267,24 @@ func (s *scheduler) runCut(w int, seen *uint64) {
 // cut makes the batch of one slot: its rooms in chunks, about four chunks
 // per worker so that work spreads before any taking over is needed.
 func (s *scheduler) cut(slot, tick uint64, due time.Time) *batch {
+	b := new(batch)
+	s.cutInto(b, slot, tick, due)
+	return b
+}
+
+// cutInto is cut into b, which no worker runs, reusing its chunks.
+func (s *scheduler) cutInto(b *batch, slot, tick uint64, due time.Time) {
 	s.mu.Lock()
 	rooms := s.slots[slot]
 	s.mu.Unlock()
 	size := max(1, min(256, len(rooms)/(4*s.workers)))
-	b := &batch{tick: tick, due: due.Sub(s.epoch)}
+	clear(b.chunks) // the rooms of the slot it was cut for last
+	b.chunks = b.chunks[:0]
+	b.tick, b.due = tick, due.Sub(s.epoch)
+	b.next.Store(0)
 	for rs := range slices.Chunk(rooms, size) {
 		b.chunks = append(b.chunks, chunk{rooms: rs})
 	}
-	return b
 }
 
 // runBatch takes chunks of b until none is left, then helps with the

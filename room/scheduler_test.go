@@ -169,3 +169,45 @@ func TestSchedulerEndedRoomNotSteppedAgain(t *testing.T) {
 		t.Fatalf("slot 0: %d rooms, %d live; want the ended one kept until an eighth ended", len(s.slots[0]), s.live(0))
 	}
 }
+
+// orderStepper fails the test if it is passed a tick not after its last.
+type orderStepper struct {
+	countStepper
+	t *testing.T
+}
+
+func (o *orderStepper) pass(t uint64, now time.Duration) bool {
+	if t <= o.last {
+		o.t.Errorf("stepped at tick %d after tick %d", t, o.last)
+	}
+	return o.countStepper.pass(t, now)
+}
+
+// Workers that keep time and workers woken by them share every slot's
+// batch, and batches are cut again for later slots while workers may
+// still hold them: no room is stepped twice for a tick, or backwards.
+func TestSchedulerWorkersStepEachTickOnce(t *testing.T) {
+	s := newScheduler(time.Second/60, timekeepers+2)
+	var rooms []*orderStepper
+	for range 2 * slots * block {
+		r := &orderStepper{t: t}
+		rooms = append(rooms, r)
+		s.add(r)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.run(ctx)
+	}()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(10 * time.Second)
+	for i, r := range rooms {
+		for r.passes.Load() < 20 {
+			if time.Now().After(deadline) {
+				t.Fatalf("room %d stepped %d times, want 20", i, r.passes.Load())
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
