@@ -83,31 +83,33 @@ func readFrame(r io.Reader, buf []byte) (header, bool) {
 // messages.
 //
 // Its sub-benchmarks compare the relay's ways of reading and writing:
-// "raw", recvmsg with TCP_INQ (no read that returns EAGAIN) and raw
-// system calls (no wake-up of the runtime's monitor thread), and "conn",
-// the connection's own Read and Write. cpu-ns/op is the user and system
-// CPU time of the whole test process (client and node included, the same
-// for both) per round trip.
+// "loop", the event loop (one epoll instance for every session, recvmsg
+// with TCP_INQ, raw system calls); "raw", a goroutine per direction
+// waiting in Go's poller, with the same reads and writes; and "conn", the
+// connection's own Read and Write. cpu-ns/op is the user and system CPU
+// time of the whole test process (client and node included, the same for
+// all) per round trip.
 func BenchmarkRelayRoundTrip(b *testing.B) {
 	for _, bc := range []struct {
-		name string
-		conn bool
-	}{{"raw", false}, {"conn", true}} {
+		name       string
+		loop, conn bool
+	}{{"loop", true, false}, {"raw", false, false}, {"conn", false, true}} {
 		b.Run(bc.name, func(b *testing.B) {
 			testNoInq, testNoRaw = bc.conn, bc.conn
 			defer func() { testNoInq, testNoRaw = false, false }()
-			benchmarkRelayRoundTrip(b)
+			benchmarkRelayRoundTrip(b, !bc.loop)
 		})
 	}
 }
 
-func benchmarkRelayRoundTrip(b *testing.B) {
+func benchmarkRelayRoundTrip(b *testing.B, noLoop bool) {
 	node := rawEchoNode(b)
 	rl, err := New(Config{NodeID: "a", Secret: testSecret},
 		DirectoryFunc(func(string) (string, bool) { return node, true }), slog.New(slog.DiscardHandler))
 	if err != nil {
 		b.Fatal(err)
 	}
+	rl.noLoop = noLoop
 	srv := httptest.NewServer(rl.Middleware(http.NotFoundHandler()))
 	defer srv.Close()
 	defer rl.Close()

@@ -34,8 +34,18 @@
 // socket is drained (so the relay waits for the poller without the read
 // that returns EAGAIN), and both reads and writes are raw system calls on
 // the non-blocking sockets (so they do not wake the Go runtime's monitor
-// thread after every pause): one read and one write per message, plus
-// the poller's epoll_wait.
+// thread after every pause): one read and one write per message.
+//
+// On Linux the frames of plain TCP connections are relayed by the Relay's
+// event loops rather than by a goroutine per direction: each loop waits on
+// an epoll instance of its own for every connection it relays, and, once
+// woken, reads every socket that is ready and writes what it read on, as
+// nginx's workers do, so that one wake-up and one epoll_wait serve many
+// messages. A loop never waits inside a connection: a peer whose socket
+// is full, a close frame, an error or Close hands that connection back to
+// a goroutine per direction, which carries on where the loop stopped. A
+// Relay runs one loop for every two Ps (GOMAXPROCS), and a loop runs only
+// while it has connections; an idle loop holds no thread.
 //
 // The node is dialled at its internal address with the path and query of
 // the client's request, put together from parts: an upgrade naming another
@@ -69,7 +79,8 @@
 //
 // New only builds the Relay; nothing runs until a request arrives. Each
 // relayed connection runs in the goroutine of the HTTP handler that accepted
-// it plus one pump goroutine, both owned by the Relay. Because relayed
+// it (which waits while the connection is on an event loop) plus, off the
+// loop, one pump goroutine, all owned by the Relay. Because relayed
 // connections are hijacked, http.Server.Shutdown neither waits for them nor
 // closes them: the owner of the Relay calls Shutdown (let them finish, then
 // close what is left) or Close (close them now, each side with 1001) when

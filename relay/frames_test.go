@@ -106,14 +106,27 @@ func randomClose(rng *rand.Rand) (websocket.StatusCode, string) {
 // connections in turn, echoed by the node, with writes running ahead of
 // reads; it checks that every message arrives byte for byte with its type,
 // and that each connection's close code and reason, random and sent by the
-// client or the node, reach the other end.
+// client or the node, reach the other end. It runs with sessions on the
+// event loop, and on their pumps' goroutines.
 func TestRelayRandomMessages(t *testing.T) {
 	t.Parallel()
+	for _, mode := range []struct {
+		name string
+		opts []nodeOpt
+	}{{"loop", nil}, {"goroutines", []nodeOpt{withoutLoop()}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
+			testRelayRandomMessages(t, mode.opts...)
+		})
+	}
+}
+
+func testRelayRandomMessages(t *testing.T, opts ...nodeOpt) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0x6d75737465))
 	dir := &dirMap{}
-	a := startNode(t, "a", dir)
+	a := startNode(t, "a", dir, opts...)
 	b := startNode(t, "b", dir)
 	const conns, perConn = 20, 500
 	var sent uint64

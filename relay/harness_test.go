@@ -95,6 +95,7 @@ type testNode struct {
 type nodeSettings struct {
 	cfg          Config
 	probeTimeout time.Duration
+	noLoop       bool
 }
 
 type nodeOpt func(*nodeSettings)
@@ -103,6 +104,9 @@ func withSecret(s string) nodeOpt              { return func(n *nodeSettings) { 
 func withReadLimit(l int64) nodeOpt            { return func(n *nodeSettings) { n.cfg.ReadLimit = l } }
 func withProbeTimeout(d time.Duration) nodeOpt { return func(n *nodeSettings) { n.probeTimeout = d } }
 func withDialTimeout(d time.Duration) nodeOpt  { return func(n *nodeSettings) { n.cfg.DialTimeout = d } }
+
+// withoutLoop keeps the node's relayed sessions on their pumps' goroutines.
+func withoutLoop() nodeOpt { return func(n *nodeSettings) { n.noLoop = true } }
 
 // startNode starts node id on loopback, using dir to find others and
 // registering itself in it. It is stopped when the test ends.
@@ -142,6 +146,7 @@ func newNode(t *testing.T, id string, dir *dirMap, opts ...nodeOpt) *testNode {
 	if set.probeTimeout != 0 {
 		rl.probeTimeout = set.probeTimeout
 	}
+	rl.noLoop = set.noLoop
 	return &testNode{id: id, relay: rl, seen: make(chan seen, 64), ends: make(chan websocket.CloseError, 64)}
 }
 

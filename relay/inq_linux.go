@@ -93,15 +93,14 @@ func (r *inqReader) recv(fd uintptr, b []byte) (n, inq int, errno syscall.Errno)
 // counts 1. Deadlines and Close end the wait as they end a Read; the
 // function returns after a read that left bytes behind, so that they are
 // also checked while the source keeps the buffer full.
-func (p *pump) copyInq(rc syscall.RawConn, end int) error {
-	next, err := p.process(end)
-	if err != nil {
+func (p *pump) copyInq(rc syscall.RawConn) error {
+	if err := p.passOn(); err != nil {
 		return err
 	}
-	end = headroom + copy(p.buf[headroom:], p.buf[next:end])
+	var err error
 	r := new(inqReader)
 	read := func(fd uintptr) bool {
-		n, inq, errno := r.recv(fd, p.buf[end:])
+		n, inq, errno := r.recv(fd, p.buf[p.end:])
 		switch {
 		case errno == syscall.EAGAIN:
 			return false // wait for the poller
@@ -114,14 +113,10 @@ func (p *pump) copyInq(rc syscall.RawConn, end int) error {
 			err = io.EOF
 			return true
 		}
-		end += n
-		next, err = p.process(end)
-		if err != nil {
+		p.end += n
+		if err = p.passOn(); err != nil {
 			return true
 		}
-		// Keep what is left (part of a header, or a short frame not
-		// complete yet) at the start of the buffer.
-		end = headroom + copy(p.buf[headroom:], p.buf[next:end])
 		return inq > 0
 	}
 	for {

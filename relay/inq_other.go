@@ -11,7 +11,7 @@ import (
 func inqConn(net.Conn) syscall.RawConn { return nil }
 
 // copyInq is not used where inqConn returns nil.
-func (p *pump) copyInq(_ syscall.RawConn, end int) error { return p.copyReads(end) }
+func (p *pump) copyInq(syscall.RawConn) error { return p.copyReads() }
 
 // rawWriter is not used where newRawWriter returns nil.
 type rawWriter struct{}

@@ -123,8 +123,9 @@ func FuzzPump(f *testing.F) {
 		} else {
 			s.client, s.up = dstSide, srcSide
 		}
-		p := pump{s: s, src: srcSide, dst: dstSide, fromClient: fromClient, count: &rl.bytesToNode}
-		p.run(nil)
+		p := newPump(s, srcSide, dstSide, &rl.bytesToNode, nil)
+		p.fromClient = fromClient
+		p.run()
 		s.cancel()
 		s.wg.Wait()
 

@@ -87,6 +87,11 @@ type Relay struct {
 	sessions map[*session]struct{}
 	wg       sync.WaitGroup // one per session, held until its pumps end
 
+	loops loops // relays the sessions' frames, where the platform has it
+	// noLoop keeps sessions on their pumps' goroutines, for tests and
+	// benchmarks of those.
+	noLoop bool
+
 	active                     atomic.Int64
 	relayed, fallbacks         atomic.Uint64
 	bytesToNode, bytesToClient atomic.Uint64
@@ -442,6 +447,7 @@ func (rl *Relay) Close() error {
 	}
 	wg.Wait()
 	rl.wg.Wait()
+	rl.loops.wait()
 	return nil
 }
 
@@ -456,6 +462,7 @@ func (rl *Relay) Shutdown(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() { // ends when the last session does, at the latest in Close below
 		rl.wg.Wait()
+		rl.loops.wait()
 		close(done)
 	}()
 	select {

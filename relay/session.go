@@ -43,6 +43,14 @@ type side struct {
 	masked bool
 	key    [4]byte // masks the frames the relay itself makes
 
+	// While the session is on the event loop (see loop_linux.go), fd is
+	// the socket, which the loop alone reads and writes, and conn is
+	// closed; spill holds what a write on the loop could not write at
+	// once, written first once the session is off the loop.
+	onLoop bool
+	fd     int
+	spill  []byte
+
 	mu        sync.Mutex
 	closeSent bool // a close frame has been written; no data follows it
 	broken    bool // a write failed
@@ -66,6 +74,33 @@ func (d *side) writeLocked(p []byte) error {
 	if len(p) == 0 {
 		return nil
 	}
+	if d.onLoop {
+		return d.writeOnLoop(p)
+	}
+	if err := d.flushLocked(); err != nil {
+		return err
+	}
+	return d.writeConn(p)
+}
+
+// flush writes what a write on the loop left over.
+func (d *side) flush() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.flushLocked()
+}
+
+func (d *side) flushLocked() error {
+	if len(d.spill) == 0 || d.broken {
+		return nil
+	}
+	p := d.spill
+	d.spill = nil
+	return d.writeConn(p)
+}
+
+// writeConn writes p to the connection, waiting while it is full.
+func (d *side) writeConn(p []byte) error {
 	var err error
 	if d.raw != nil && !testNoRaw {
 		err = d.raw.Write(p)
@@ -141,9 +176,15 @@ type session struct {
 	client, up *side
 
 	// mu guards client until it is set (a session is tracked, and may be
-	// stopped, while its client is still being accepted) and stopped.
+	// stopped, while its client is still being accepted), stopped and
+	// loop.
 	mu      sync.Mutex
 	stopped bool
+	// loop is the event loop the session's frames are relayed on, nil
+	// when they are relayed by the pumps' own goroutines; offLoop is
+	// closed when the loop has handed the session back to them.
+	loop    *loop
+	offLoop chan struct{}
 
 	// wg holds the pump from the node and any client probe.
 	wg sync.WaitGroup
@@ -166,12 +207,12 @@ func newSession(rl *Relay, up net.Conn) *session {
 // side's handshake. It returns only when no goroutine of the session is
 // left.
 func (s *session) run(upData, clientData []byte) {
-	s.wg.Go(func() {
-		p := pump{s: s, src: s.up, dst: s.client, count: &s.rl.bytesToClient}
-		p.run(upData)
-	})
-	p := pump{s: s, src: s.client, dst: s.up, fromClient: true, count: &s.rl.bytesToNode}
-	p.run(clientData)
+	fromUp := newPump(s, s.up, s.client, &s.rl.bytesToClient, upData)
+	fromClient := newPump(s, s.client, s.up, &s.rl.bytesToNode, clientData)
+	fromClient.fromClient = true
+	s.rl.loops.relay(s, fromUp, fromClient)
+	s.wg.Go(fromUp.run)
+	fromClient.run()
 	s.cancel()
 	s.wg.Wait()
 	_ = s.client.conn.Close()
@@ -250,7 +291,11 @@ func (s *session) stop(code websocket.StatusCode, reason string) {
 	s.mu.Lock()
 	s.stopped = true
 	accepted := s.client != nil
+	l := s.loop
 	s.mu.Unlock()
+	if l != nil {
+		l.handBack(s)
+	}
 	s.up.closing()
 	if !accepted {
 		s.up.close(code, reason) // accepted refuses the client, and lingers on the node
@@ -315,7 +360,12 @@ type pump struct {
 	fromClient bool
 	count      *atomic.Uint64
 
+	bp  *[]byte // from bufPool
 	buf []byte
+	// p.buf[headroom:end] holds bytes read and not passed on yet.
+	end int
+	// err is why the pump ended, if it ended on the event loop.
+	err error
 
 	// The frame whose payload is being passed on in pieces.
 	inFrame  bool
@@ -326,20 +376,44 @@ type pump struct {
 	messageLen int64
 }
 
+// newPump returns the pump from src to dst, with initial, the bytes read
+// from src with its handshake, not passed on yet.
+func newPump(s *session, src, dst *side, count *atomic.Uint64, initial []byte) *pump {
+	p := &pump{s: s, src: src, dst: dst, count: count, bp: bufPool.Get().(*[]byte)}
+	p.buf = *p.bp
+	p.end = headroom + copy(p.buf[headroom:], initial)
+	return p
+}
+
 // run pumps until the source closes, fails or breaks the protocol, and
-// settles how the other side learns of it.
-func (p *pump) run(initial []byte) {
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
-	p.buf = *bp
-	end := headroom + copy(p.buf[headroom:], initial)
-	var err error
-	if rc := inqConn(p.src.conn); rc != nil && !testNoInq {
-		err = p.copyInq(rc, end)
-	} else {
-		err = p.copyReads(end)
+// settles how the other side learns of it. It takes over from where the
+// event loop left off, if the pump was on it.
+func (p *pump) run() {
+	defer bufPool.Put(p.bp)
+	err := p.err
+	if err == nil && p.dst.flush() != nil {
+		err = errWrite
+	}
+	if err == nil {
+		if rc := inqConn(p.src.conn); rc != nil && !testNoInq {
+			err = p.copyInq(rc)
+		} else {
+			err = p.copyReads()
+		}
 	}
 	p.finish(err)
+}
+
+// passOn passes on the bytes read and not passed on yet, and keeps what is
+// left (part of a header, or a short frame not complete yet) at the start
+// of the buffer.
+func (p *pump) passOn() error {
+	next, err := p.process(p.end)
+	if err != nil {
+		return err
+	}
+	p.end = headroom + copy(p.buf[headroom:], p.buf[next:p.end])
+	return nil
 }
 
 // testNoInq and testNoRaw make pumps use the connection's own Read and
@@ -347,22 +421,17 @@ func (p *pump) run(initial []byte) {
 var testNoInq, testNoRaw bool
 
 // copyReads pumps with the connection's own Read, until the source
-// closes, fails or breaks the protocol. p.buf[headroom:end] holds bytes
-// not processed yet.
-func (p *pump) copyReads(end int) error {
+// closes, fails or breaks the protocol.
+func (p *pump) copyReads() error {
 	for {
-		next, err := p.process(end)
-		if err != nil {
+		if err := p.passOn(); err != nil {
 			return err
 		}
-		// Keep what is left (part of a header, or a short frame not
-		// complete yet) at the start of the buffer.
-		end = headroom + copy(p.buf[headroom:], p.buf[next:end])
-		n, err := p.src.conn.Read(p.buf[end:])
-		end += n
+		n, err := p.src.conn.Read(p.buf[p.end:])
+		p.end += n
 		if err != nil {
 			if n > 0 {
-				if _, perr := p.process(end); perr != nil {
+				if _, perr := p.process(p.end); perr != nil {
 					err = perr
 				}
 			}

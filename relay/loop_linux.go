@@ -1,0 +1,473 @@
+//go:build linux && (amd64 || arm64)
+
+package relay
+
+import (
+	"net"
+	"os"
+	"runtime"
+	"sync"
+	"syscall"
+	"unsafe"
+)
+
+// The event loop.
+//
+// Once both handshakes are done, a session's frames are relayed by one
+// goroutine per Relay, the loop, which waits on an epoll instance of its
+// own, instead of by two goroutines per session, each waiting in Go's
+// poller. For every message, a goroutine waiting in Go's poller costs a
+// wake-up through the scheduler and about two epoll calls (the one that
+// reports the socket, and the scheduler's look for more work before it
+// sleeps again); the loop makes one epoll call for all the sockets that
+// became readable since the last one, then reads each and writes what it
+// read on, as nginx's workers do.
+//
+// The loop only relays: it reads, passes whole frames on with writes that
+// must not wait, and answers pings. Anything else hands the session back
+// to the pumps' goroutines, which carry on from exactly where the loop
+// stopped (see pump.run), with deadlines and waits as before:
+//   - a write the peer's socket has no room for (the rest is kept in the
+//     side's spill and written first);
+//   - the end of a source, a read error, or a frame that ends the session
+//     (a close frame, a protocol error, a message above the read limit);
+//   - session.stop, from another goroutine (Close, a client that did not
+//     answer the relay's probe).
+//
+// Sockets are taken off Go's poller while on the loop: the loop relays on
+// a duplicate of each socket's file descriptor and the net.Conn is closed,
+// which removes it from Go's poller without closing the socket, so that a
+// message does not also wake a thread waiting in Go's poller. Handing back
+// wraps the descriptor in a new net.Conn.
+//
+// The loop runs while it has sessions, and ends when it has none left.
+
+// loops is a Relay's event loops, one for every two Ps at most, each
+// started for a session and ended when it has none left. Sessions are
+// spread over them in turn.
+type loops struct {
+	mu    sync.Mutex
+	slots []*loop // the running loops; nil where none runs
+	next  int     // the slot the next session goes to
+	wg    sync.WaitGroup
+}
+
+// loop is one run of the event loop.
+type loop struct {
+	ls         *loops
+	slot       int
+	epfd, wake int // the epoll instance, and an eventfd that wakes it
+	// ep is the epoll instance on Go's poller, which reports it readable
+	// when it has events: the loop waits there, holding no thread.
+	ep *os.File
+	rc syscall.RawConn
+
+	// Guarded by ls.mu.
+	reqs   []loopReq
+	exited bool // the loop has ended; it takes no more requests
+
+	// Only the loop's goroutine uses these.
+	pumps  map[int32]*pump // by the descriptor they read
+	again  []*pump         // pumps whose source had more than one turn's worth
+	spare  []*pump
+	r      inqReader
+	events [128]syscall.EpollEvent
+}
+
+// loopReq asks the loop to take a session's two pumps, or, with none, to
+// hand the session back.
+type loopReq struct {
+	s     *session
+	pumps [2]*pump
+}
+
+// loopReads is how many reads one source gets in a turn before the loop
+// looks at the others.
+const loopReads = 8
+
+// epollET is EPOLLET as the uint32 that EpollEvent.Events holds.
+const epollET = 1 << 31
+
+// relay puts the session's pumps a and b on the loop, if both its
+// connections are TCP, and returns when the loop has handed the session
+// back; otherwise it returns at once and nothing changed.
+func (ls *loops) relay(s *session, a, b *pump) {
+	if s.rl.noLoop || testNoInq {
+		return
+	}
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return
+	}
+	fa, ok := loopFD(a.src.conn)
+	if !ok {
+		s.mu.Unlock()
+		return
+	}
+	fb, ok := loopFD(b.src.conn)
+	if !ok {
+		_ = syscall.Close(fa)
+		s.mu.Unlock()
+		return
+	}
+	ls.mu.Lock()
+	if ls.slots == nil {
+		ls.slots = make([]*loop, loopCount())
+	}
+	slot := ls.next
+	ls.next = (ls.next + 1) % len(ls.slots)
+	l := ls.slots[slot]
+	if l == nil {
+		var err error
+		if l, err = ls.start(slot); err != nil {
+			ls.mu.Unlock()
+			_ = syscall.Close(fa)
+			_ = syscall.Close(fb)
+			s.mu.Unlock()
+			return
+		}
+	}
+	// From here the sockets are the loop's: off Go's poller, and their
+	// connections closed.
+	_ = a.src.conn.Close()
+	_ = b.src.conn.Close()
+	a.src.onLoop, a.src.fd = true, fa
+	b.src.onLoop, b.src.fd = true, fb
+	s.loop, s.offLoop = l, make(chan struct{})
+	l.reqs = append(l.reqs, loopReq{s: s, pumps: [2]*pump{a, b}})
+	l.poke()
+	ls.mu.Unlock()
+	s.mu.Unlock()
+	<-s.offLoop
+}
+
+// wait returns when no loop runs; the caller makes sure no session is
+// left on one.
+func (ls *loops) wait() { ls.wg.Wait() }
+
+// loopFD returns a duplicate of c's descriptor if c is a TCP connection
+// whose reads can report what is left to read (TCP_INQ).
+func loopFD(c net.Conn) (int, bool) {
+	rc := tcpRawConn(c)
+	if rc == nil {
+		return 0, false
+	}
+	fd, errno := -1, syscall.Errno(0)
+	err := rc.Control(func(s uintptr) {
+		r, _, e := syscall.Syscall(syscall.SYS_FCNTL, s, syscall.F_DUPFD_CLOEXEC, 0)
+		fd, errno = int(r), e
+	})
+	if err != nil || errno != 0 {
+		return 0, false
+	}
+	if syscall.SetsockoptInt(fd, syscall.IPPROTO_TCP, tcpInq, 1) != nil {
+		_ = syscall.Close(fd)
+		return 0, false
+	}
+	return fd, true
+}
+
+// loopCount is how many loops a Relay runs at most: one for every two Ps,
+// so that relaying leaves room for the server's rooms. One loop on two
+// cores also costs less CPU per message than two, whose batches are
+// smaller.
+func loopCount() int { return (runtime.GOMAXPROCS(0) + 1) / 2 }
+
+// start starts a loop in slot; ls.mu is held.
+func (ls *loops) start(slot int) (*loop, error) {
+	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.SetNonblock(epfd, true); err != nil {
+		_ = syscall.Close(epfd)
+		return nil, err
+	}
+	l := &loop{ls: ls, slot: slot, epfd: epfd, wake: -1, pumps: make(map[int32]*pump)}
+	l.ep = os.NewFile(uintptr(epfd), "relay-epoll")
+	if l.rc, err = l.ep.SyscallConn(); err != nil {
+		_ = l.ep.Close()
+		return nil, err
+	}
+	wake, _, errno := syscall.RawSyscall(syscall.SYS_EVENTFD2, 0, syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
+	if errno != 0 {
+		_ = l.ep.Close()
+		return nil, errno
+	}
+	l.wake = int(wake)
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(wake)}
+	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, l.wake, &ev); err != nil {
+		l.close()
+		return nil, err
+	}
+	ls.slots[slot] = l
+	ls.wg.Add(1)
+	go l.run()
+	return l, nil
+}
+
+// close closes the loop's epoll instance and eventfd.
+func (l *loop) close() {
+	_ = l.ep.Close()
+	_ = syscall.Close(l.wake)
+}
+
+// poke wakes the loop; ls.mu is held.
+func (l *loop) poke() {
+	one := uint64(1)
+	_, _, _ = syscall.RawSyscall(syscall.SYS_WRITE, uintptr(l.wake), uintptr(unsafe.Pointer(&one)), 8)
+}
+
+// handBack asks the loop to hand s back and returns when it has. It is
+// called from any goroutine but the loop's.
+func (l *loop) handBack(s *session) {
+	l.ls.mu.Lock()
+	if !l.exited { // an ended loop has handed back every session
+		l.reqs = append(l.reqs, loopReq{s: s})
+		l.poke()
+	}
+	l.ls.mu.Unlock()
+	<-s.offLoop
+}
+
+// run is the loop's goroutine.
+func (l *loop) run() {
+	defer l.ls.wg.Done()
+	var n int
+	wait := func(fd uintptr) bool {
+		n = l.poll()
+		return n != 0
+	}
+	for {
+		if len(l.again) > 0 {
+			n = l.poll()
+		} else if err := l.rc.Read(wait); err != nil {
+			n = -1
+		}
+		if n < 0 {
+			l.end() // cannot happen with a valid epoll instance
+			return
+		}
+		woke := false
+		for _, ev := range l.events[:n] {
+			if int(ev.Fd) == l.wake {
+				woke = true
+				continue
+			}
+			if p := l.pumps[ev.Fd]; p != nil {
+				l.read(p)
+			}
+		}
+		prev := l.again
+		l.again = l.spare[:0]
+		for _, p := range prev {
+			if l.pumps[int32(p.src.fd)] == p {
+				l.read(p)
+			}
+		}
+		clear(prev)
+		l.spare = prev[:0]
+		if woke || len(l.pumps) == 0 {
+			if !l.serve() {
+				return
+			}
+		}
+	}
+}
+
+// poll returns how many events the epoll instance has ready, without
+// waiting, or -1 if it failed. It does not need the scheduler's system call
+// state, as the call cannot block.
+func (l *loop) poll() int {
+	for {
+		n, _, errno := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(l.epfd),
+			uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), 0, 0, 0)
+		switch errno {
+		case 0:
+			return int(n)
+		case syscall.EINTR:
+		default:
+			return -1
+		}
+	}
+}
+
+// serve takes the requests, and reports false when the loop has ended
+// because it has no session left.
+func (l *loop) serve() bool {
+	var b [8]byte
+	_, _, _ = syscall.RawSyscall(syscall.SYS_READ, uintptr(l.wake), uintptr(unsafe.Pointer(&b[0])), 8)
+	for {
+		reqs, ended := l.take()
+		if ended {
+			return false
+		}
+		if len(reqs) == 0 {
+			return true
+		}
+		for _, q := range reqs {
+			if q.pumps[0] == nil {
+				l.release(q.s)
+			} else {
+				l.add(q.s, q.pumps)
+			}
+		}
+	}
+}
+
+// take returns the requests made since it last did. When there are none
+// and the loop has no session left, it ends the loop and reports ended.
+func (l *loop) take() (reqs []loopReq, ended bool) {
+	l.ls.mu.Lock()
+	reqs, l.reqs = l.reqs, nil
+	if len(reqs) > 0 || len(l.pumps) > 0 {
+		l.ls.mu.Unlock()
+		return reqs, false
+	}
+	l.exited = true
+	l.ls.slots[l.slot] = nil
+	l.ls.mu.Unlock()
+	l.close()
+	return nil, true
+}
+
+// end hands every session back, taken or asked for, and ends the loop.
+func (l *loop) end() {
+	for {
+		for _, p := range l.pumps {
+			l.release(p.s)
+		}
+		reqs, ended := l.take()
+		if ended {
+			return
+		}
+		for _, q := range reqs {
+			l.release(q.s)
+		}
+	}
+}
+
+// add takes the session's pumps, and passes on what came with the
+// handshakes.
+func (l *loop) add(s *session, ps [2]*pump) {
+	for _, p := range ps {
+		ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | epollET, Fd: int32(p.src.fd)}
+		if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, p.src.fd, &ev); err != nil {
+			l.release(s)
+			return
+		}
+		l.pumps[int32(p.src.fd)] = p
+	}
+	for _, p := range ps {
+		if !l.passOn(p) {
+			return
+		}
+	}
+}
+
+// read reads p's source until the kernel says nothing is left, or for
+// one turn, passing on what it reads.
+func (l *loop) read(p *pump) {
+	for range loopReads {
+		n, inq, errno := l.r.recv(uintptr(p.src.fd), p.buf[p.end:])
+		switch {
+		case errno == syscall.EAGAIN:
+			return
+		case errno == syscall.EINTR:
+			continue
+		case errno != 0 || n == 0:
+			// The end of the source, or an error: the pump reads it
+			// again on its goroutine, and ends as it would have there.
+			l.release(p.s)
+			return
+		}
+		p.end += n
+		if !l.passOn(p) || inq == 0 {
+			return
+		}
+	}
+	l.again = append(l.again, p)
+}
+
+// passOn passes on what p has read, and reports false if that handed the
+// session back.
+func (l *loop) passOn(p *pump) bool {
+	if err := p.passOn(); err != nil {
+		p.err = err
+		l.release(p.s)
+		return false
+	}
+	if len(p.s.client.spill) > 0 || len(p.s.up.spill) > 0 {
+		l.release(p.s)
+		return false
+	}
+	return true
+}
+
+// release hands s back to its pumps' goroutines, unless it has been
+// already: its sockets leave the loop, and each gets a net.Conn again.
+func (l *loop) release(s *session) {
+	select {
+	case <-s.offLoop:
+		return
+	default:
+	}
+	for _, d := range [2]*side{s.client, s.up} {
+		if l.pumps[int32(d.fd)] != nil {
+			delete(l.pumps, int32(d.fd))
+			_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, d.fd, nil)
+		}
+		c, err := fileConn(d.fd)
+		d.mu.Lock()
+		if err != nil {
+			// The socket is closed: the pump that reads it ends at once.
+			d.broken = true
+			c = closedConn()
+		}
+		d.conn, d.raw, d.onLoop, d.fd = c, newRawWriter(c), false, -1
+		d.mu.Unlock()
+	}
+	close(s.offLoop)
+}
+
+// fileConn returns a connection on Go's poller for the socket fd, and
+// closes fd.
+func fileConn(fd int) (net.Conn, error) {
+	f := os.NewFile(uintptr(fd), "relay")
+	defer f.Close()
+	return net.FileConn(f)
+}
+
+// closedConn returns a connection on which everything fails at once.
+func closedConn() net.Conn {
+	a, b := net.Pipe()
+	_ = a.Close()
+	_ = b.Close()
+	return a
+}
+
+// writeOnLoop writes p to the socket without waiting, on the loop's
+// goroutine. What the socket has no room for is kept in the spill, and
+// the loop hands the session back, whose pump writes it first.
+func (d *side) writeOnLoop(p []byte) error {
+	if len(d.spill) > 0 {
+		d.spill = append(d.spill, p...)
+		return nil
+	}
+	for len(p) > 0 {
+		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(d.fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		switch e {
+		case 0:
+			p = p[n:]
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			d.spill = append(d.spill, p...)
+			return nil
+		default:
+			d.broken = true
+			return e
+		}
+	}
+	return nil
+}
