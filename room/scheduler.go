@@ -54,6 +54,8 @@ type scheduler struct {
 	dead   [slots]int       // ended rooms still in each slot
 	ended  map[stepper]bool // those rooms
 	placed int              // rooms put in slot next since it was chosen
+	rooms  int              // rooms that have not ended
+	idle   chan struct{}    // closed when a room is added to a scheduler without any
 
 	late []lateness // one per worker
 
@@ -121,6 +123,38 @@ func (s *scheduler) add(r stepper) {
 	// Appending writes past the end of the slices that batches hold, never
 	// into them.
 	s.slots[s.next] = append(s.slots[s.next], r)
+	s.rooms++
+	if s.idle != nil {
+		close(s.idle)
+		s.idle = nil
+	}
+}
+
+// idleWait returns a channel closed when a room is added, if no room
+// runs now; otherwise nil. A timekeeper waits on it rather than on the
+// clock, so that a host without rooms costs no wake-ups.
+func (s *scheduler) idleWait() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rooms > 0 {
+		return nil
+	}
+	if s.idle == nil {
+		s.idle = make(chan struct{})
+	}
+	return s.idle
+}
+
+// skipIdle passes over the slots that fell due while no room ran: they
+// held no room, and a room added since is stepped at its slot's next
+// turn, not late at once.
+func (s *scheduler) skipIdle() {
+	due := uint64(time.Since(s.start) / (s.period / slots))
+	s.cutMu.Lock()
+	defer s.cutMu.Unlock()
+	if s.cutNext.Load() < due {
+		s.cutNext.Store(due)
+	}
 }
 
 // timekeepers is how many workers keep time: each sleeps until the next
@@ -167,6 +201,15 @@ func (s *scheduler) work(ctx context.Context, w int) {
 		}
 		s.runCut(w, &seen)
 		if clock != nil {
+			if idle := s.idleWait(); idle != nil {
+				select {
+				case <-ctx.Done():
+					return
+				case <-idle:
+				}
+				s.skipIdle()
+				continue
+			}
 			if !clock.wait(ctx, s.dueAt(s.cutNext.Load())) {
 				return
 			}
@@ -362,6 +405,7 @@ func (s *scheduler) drop(r stepper) {
 		}
 		s.ended[r] = true
 		s.dead[i]++
+		s.rooms--
 		if s.dead[i]*8 >= len(rooms) {
 			s.slots[i] = slices.DeleteFunc(slices.Clone(rooms), func(x stepper) bool {
 				if s.ended[x] {

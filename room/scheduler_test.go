@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -210,4 +211,32 @@ func TestSchedulerWorkersStepEachTickOnce(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
+}
+
+// A scheduler without rooms cuts no slot (its timekeepers wait for a
+// room, not for the clock); a room added later is stepped at the rate.
+func TestSchedulerIdleWithoutRooms(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScheduler(time.Second/60, timekeepers)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.run(ctx)
+		}()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if n := s.cutNext.Load(); n != 0 {
+			t.Fatalf("%d slots cut without a room, want 0", n)
+		}
+		r := &countStepper{}
+		s.add(r)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if n := r.passes.Load(); n < 59 || n > 61 {
+			t.Fatalf("the room added was stepped %d times in a second, want 60", n)
+		}
+		cancel()
+		<-done
+	})
 }
