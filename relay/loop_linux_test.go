@@ -3,10 +3,16 @@
 package relay
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
+	"io"
+	"log/slog"
+	"net"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 )
@@ -164,4 +170,129 @@ func TestLoopEndsWithItsLastSession(t *testing.T) {
 		}
 		eventually(t, "the loops ended", func() bool { return runningLoops(a.relay) == 0 && a.relay.Stats().Active == 0 })
 	}
+}
+
+// tcpPair returns the two ends of a loopback TCP connection.
+func tcpPair(t *testing.T) (net.Conn, net.Conn) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	a, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return a, b
+}
+
+// fill writes to c until its socket has no room left, and returns how
+// many bytes it wrote.
+func fill(t *testing.T, c net.Conn) int {
+	t.Helper()
+	rc, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 64<<10)
+	n := 0
+	err = rc.Write(func(fd uintptr) bool {
+		for {
+			m, err := syscall.Write(int(fd), chunk)
+			if err != nil {
+				return true // EAGAIN: full
+			}
+			n += m
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestLoopSpilledCloseFrameReachesNode: when the node's socket is full, a
+// message and a close frame read together from the client are both kept
+// in the spill, and the session handed back; the close frame, which ends
+// the client's pump, must still be written to the node after the message,
+// and the close handshake completes.
+func TestLoopSpilledCloseFrameReachesNode(t *testing.T) {
+	t.Parallel()
+	rl, err := New(Config{NodeID: "a", Secret: testSecret}, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	upConn, node := tcpPair(t)
+	clientConn, client := tcpPair(t)
+	filled := fill(t, upConn)
+
+	s := newSession(rl, upConn)
+	defer s.cancel()
+	if !rl.track(s) || !s.accepted(clientConn) {
+		t.Fatal("session refused")
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer rl.untrack(s)
+		s.run(nil, nil)
+	}()
+	eventually(t, "the session on the loop", func() bool { l, _ := loopOf(s); return l != nil })
+
+	// A message and a close frame in one write, so that the loop reads
+	// them together.
+	key := [4]byte{9, 8, 7, 6}
+	frame := func(op byte, payload string) []byte {
+		b := make([]byte, maxHeader+len(payload))
+		n := putHeader(b, true, op, true, key, int64(len(payload)))
+		n += copy(b[n:], payload)
+		mask(key, b[n-len(payload):n])
+		return b[:n]
+	}
+	if _, err := client.Write(append(frame(opBinary, "last words"), frame(opClose, "\x0f\xa0bye")...)); err != nil {
+		t.Fatal(err)
+	}
+	_, off := loopOf(s)
+	recv(t, off, "the session handed back")
+
+	// The node reads what filled its socket, then the message and the
+	// close frame, and answers the close.
+	_ = node.SetDeadline(time.Now().Add(waitFor))
+	br := bufio.NewReader(node)
+	if _, err := io.CopyN(io.Discard, br, int64(filled)); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, maxHeader+maxControl)
+	for _, want := range []struct {
+		op      byte
+		payload string
+	}{{opBinary, "last words"}, {opClose, "\x0f\xa0bye"}} {
+		h, ok := readFrame(br, buf)
+		if !ok {
+			t.Fatalf("the node did not get frame %d %q", want.op, want.payload)
+		}
+		pl := buf[h.size : h.size+int(h.length)]
+		mask(h.key, pl)
+		if h.op != want.op || string(pl) != want.payload {
+			t.Fatalf("the node got frame %d %q, want %d %q", h.op, pl, want.op, want.payload)
+		}
+	}
+	if _, err := node.Write([]byte{0x88, 0x05, 0x0f, 0xa0, 'b', 'y', 'e'}); err != nil {
+		t.Fatal(err)
+	}
+	_ = client.SetDeadline(time.Now().Add(waitFor))
+	h, ok := readFrame(bufio.NewReader(client), buf)
+	if !ok || h.op != opClose || string(buf[h.size:h.size+int(h.length)]) != "\x0f\xa0bye" {
+		t.Fatalf("the client got %+v %q, want the node's close frame", h, buf[h.size:h.size+int(h.length)])
+	}
+	_ = node.Close()
+	_ = client.Close()
+	recv(t, done, "the session to end")
+	rl.loops.wait()
 }

@@ -391,7 +391,13 @@ func newPump(s *session, src, dst *side, count *atomic.Uint64, initial []byte) *
 func (p *pump) run() {
 	defer bufPool.Put(p.bp)
 	err := p.err
-	if err == nil && p.dst.flush() != nil {
+	if err != nil {
+		// The loop ended the pump: what is left of dst is the close
+		// handshake, bounded in time (see finish) before the spill is
+		// written, which may hold the close frame the loop forwarded.
+		p.dst.closing()
+	}
+	if ferr := p.dst.flush(); ferr != nil && err == nil {
 		err = errWrite
 	}
 	if err == nil {
