@@ -231,49 +231,60 @@ func (l *loop) handBack(s *session) {
 	<-s.offLoop
 }
 
-// run is the loop's goroutine.
+// run is the loop's goroutine. It waits in Go's poller until the epoll
+// instance has events, and takes them without leaving the wait in
+// between: RawConn.Read clears the poller's record of readiness only
+// before its first call of the function, so an event that comes while the
+// loop is busy makes the next wait return at once, and the loop goes back
+// to waiting without polling the instance it has just emptied.
 func (l *loop) run() {
 	defer l.ls.wg.Done()
-	var n int
-	wait := func(fd uintptr) bool {
-		n = l.poll()
-		return n != 0
+	failed := false
+	err := l.rc.Read(func(uintptr) bool {
+		for {
+			n := l.poll()
+			if n < 0 {
+				failed = true
+				return true
+			}
+			woke := l.dispatch(n)
+			if (woke || len(l.pumps) == 0) && !l.serve() {
+				return true // no session left
+			}
+			if n < len(l.events) && len(l.again) == 0 {
+				return false // wait for the poller
+			}
+		}
+	})
+	if err != nil || failed {
+		l.end() // cannot happen with a valid epoll instance
 	}
-	for {
-		if len(l.again) > 0 {
-			n = l.poll()
-		} else if err := l.rc.Read(wait); err != nil {
-			n = -1
+	l.close()
+}
+
+// dispatch reads the sockets of the first n events, then the sources that
+// had more than one turn's worth before, and reports whether the eventfd
+// was among the events.
+func (l *loop) dispatch(n int) (woke bool) {
+	for _, ev := range l.events[:n] {
+		if int(ev.Fd) == l.wake {
+			woke = true
+			continue
 		}
-		if n < 0 {
-			l.end() // cannot happen with a valid epoll instance
-			return
-		}
-		woke := false
-		for _, ev := range l.events[:n] {
-			if int(ev.Fd) == l.wake {
-				woke = true
-				continue
-			}
-			if p := l.pumps[ev.Fd]; p != nil {
-				l.read(p)
-			}
-		}
-		prev := l.again
-		l.again = l.spare[:0]
-		for _, p := range prev {
-			if l.pumps[int32(p.src.fd)] == p {
-				l.read(p)
-			}
-		}
-		clear(prev)
-		l.spare = prev[:0]
-		if woke || len(l.pumps) == 0 {
-			if !l.serve() {
-				return
-			}
+		if p := l.pumps[ev.Fd]; p != nil {
+			l.read(p)
 		}
 	}
+	prev := l.again
+	l.again = l.spare[:0]
+	for _, p := range prev {
+		if l.pumps[int32(p.src.fd)] == p {
+			l.read(p)
+		}
+	}
+	clear(prev)
+	l.spare = prev[:0]
+	return woke
 }
 
 // poll returns how many events the epoll instance has ready, without
@@ -317,7 +328,8 @@ func (l *loop) serve() bool {
 }
 
 // take returns the requests made since it last did. When there are none
-// and the loop has no session left, it ends the loop and reports ended.
+// and the loop has no session left, it ends the loop (run closes it) and
+// reports ended.
 func (l *loop) take() (reqs []loopReq, ended bool) {
 	l.ls.mu.Lock()
 	reqs, l.reqs = l.reqs, nil
@@ -328,7 +340,6 @@ func (l *loop) take() (reqs []loopReq, ended bool) {
 	l.exited = true
 	l.ls.slots[l.slot] = nil
 	l.ls.mu.Unlock()
-	l.close()
 	return nil, true
 }
 
