@@ -129,8 +129,17 @@ func (p *pump) copyInq(rc syscall.RawConn) error {
 	}
 }
 
+// send writes p to the socket fd with send(2), which, unlike write(2),
+// does not go through the file layer (vfs_write was 3% of the relay's
+// CPU), and with MSG_NOSIGNAL, so that a peer that reset the connection
+// is an EPIPE and not also a signal. The socket does not block.
+func send(fd uintptr, p []byte) (int, syscall.Errno) {
+	n, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), syscall.MSG_NOSIGNAL, 0, 0)
+	return int(n), e
+}
+
 // rawWriter writes to a TCP connection as its Write does, waiting for the
-// poller when the socket is full, but with write(2) made as a raw system
+// poller when the socket is full, but with send(2) made as a raw system
 // call. The socket is non-blocking, so the call cannot block; Go's own
 // Write enters the scheduler's system call state for it, and that wakes
 // the runtime's monitor thread (sysmon) whenever the process was idle —
@@ -169,7 +178,7 @@ func (w *rawWriter) Write(p []byte) error {
 
 func (w *rawWriter) write(fd uintptr) bool {
 	for len(w.p) > 0 {
-		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&w.p[0])), uintptr(len(w.p)))
+		n, e := send(fd, w.p)
 		switch e {
 		case 0:
 			w.p = w.p[n:]

@@ -467,7 +467,7 @@ func (d *side) writeOnLoop(p []byte) error {
 		return nil
 	}
 	for len(p) > 0 {
-		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(d.fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		n, e := send(uintptr(d.fd), p)
 		switch e {
 		case 0:
 			p = p[n:]
