@@ -16,12 +16,16 @@ import (
 // Once both handshakes are done, a session's frames are relayed by one
 // goroutine per Relay, the loop, which waits on an epoll instance of its
 // own, instead of by two goroutines per session, each waiting in Go's
-// poller. For every message, a goroutine waiting in Go's poller costs a
-// wake-up through the scheduler and about two epoll calls (the one that
-// reports the socket, and the scheduler's look for more work before it
-// sleeps again); the loop makes one epoll call for all the sockets that
-// became readable since the last one, then reads each and writes what it
-// read on, as nginx's workers do.
+// poller. A goroutine waiting in Go's poller costs, for every message, a
+// wake-up through the scheduler and two epoll calls (the one that reports
+// the socket, and the scheduler's look for more work before it sleeps
+// again). The loop itself waits in Go's poller too, on its epoll instance,
+// so that an idle loop holds no thread; but one wake-up, and its three
+// epoll calls (the two above and the loop's own, which says which sockets
+// are ready), serves every socket that became readable since the last
+// one: the loop reads each and writes what it read on, as nginx's workers
+// do. With one connection there is nothing to share a wake-up with, and
+// the loop makes one epoll call per message more than a goroutine would.
 //
 // The loop only relays: it reads, passes whole frames on with writes that
 // must not wait, and answers pings. Anything else hands the session back
