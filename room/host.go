@@ -162,8 +162,9 @@ type Fleet interface {
 	Claim(ctx context.Context, kind string, ids ...string) error
 	Release(ctx context.Context, kind string, ids ...string) error
 	// ReleaseLater releases claims without I/O on the caller: the fleet
-	// writes them, batched, from its own goroutine. The host and modules
-	// use it on step workers.
+	// writes them, batched, from its own goroutine. Modules use it on
+	// step workers; the host calls it from its own goroutine, for the
+	// seats its workers gave up.
 	ReleaseLater(kind string, ids ...string)
 	// Holds reports whether this server holds the claim on kind/id.
 	Holds(kind, id string) bool
@@ -223,6 +224,17 @@ type Host[Sim, Input, Player any] struct {
 	roomEnd chan struct{}                        // signalled when a room ends
 	started chan struct{}                        // closed when Run begins
 	nextID  uint64
+
+	// The claims to release of players whose seats the step workers gave
+	// up: Run's goroutine hands them to the fleet. The fleet's
+	// ReleaseLater does no I/O, but takes a lock that its heartbeat holds
+	// for milliseconds when this server holds many claims, and a worker
+	// must not wait for it: every room behind it would.
+	relMu    sync.Mutex
+	relQ     []string      // player ids queued
+	relSpare []string      // the queue's other buffer
+	relKick  chan struct{} // signalled when relQ is appended to
+	claimMu  sync.Mutex    // held over a hand-over; a claim waits for it
 }
 
 // New returns a Host for game with cfg. It starts nothing.
@@ -247,6 +259,7 @@ func New[Sim, Input, Player any](game Game[Sim, Input, Player], cfg Config, logg
 		hellos:  make(map[*Client]struct{}),
 		roomEnd: make(chan struct{}, 1),
 		started: make(chan struct{}),
+		relKick: make(chan struct{}, 1),
 	}
 	h.before, _ = game.(BeforeStepper[Sim, Input, Player])
 	h.after, _ = game.(AfterStepper[Sim, Input, Player])
@@ -369,6 +382,9 @@ func (h *Host[Sim, Input, Player]) Run(ctx context.Context) error {
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { h.reportLoad(loadCtx) })
+	if h.fleet != nil {
+		wg.Go(func() { h.handReleases(loadCtx) })
+	}
 	for _, m := range h.modules {
 		if r, ok := m.(Runner); ok {
 			wg.Go(func() {
@@ -395,6 +411,7 @@ func (h *Host[Sim, Input, Player]) Run(ctx context.Context) error {
 	for _, r := range h.runningRooms() {
 		r.finish(ReasonStopped)
 	}
+	h.handOverReleases()
 
 	h.mu.Lock()
 	clients := make([]*Client, 0, len(h.clients))
@@ -644,6 +661,15 @@ func (h *Host[Sim, Input, Player]) claimPlayers(ctx context.Context, ids []strin
 	if h.fleet == nil || len(ids) == 0 {
 		return
 	}
+	// A player whose seat ended a moment ago may still have its release
+	// queued: it must not reach the fleet after this claim, or the claim
+	// is lost. So wait out a hand-over in progress, and drop the ids from
+	// the queue.
+	h.claimMu.Lock()
+	h.relMu.Lock()
+	h.relQ = slices.DeleteFunc(h.relQ, func(id string) bool { return slices.Contains(ids, id) })
+	h.relMu.Unlock()
+	h.claimMu.Unlock()
 	if err := h.fleet.Claim(ctx, fleet.KindPlayer, ids...); err != nil {
 		h.logger.Warn("claim players; re-asserted when the backplane returns", "players", len(ids), "err", err)
 	}
@@ -664,13 +690,49 @@ func (h *Host[Sim, Input, Player]) unseat(id, roomID string) {
 }
 
 // releasePlayers gives up the claims on players ids. It runs on step
-// workers, so it only queues the releases: the fleet writes them from its
-// own goroutine, batched.
+// workers, so it only queues the releases, for handReleases to pass to
+// the fleet, which writes them from its own goroutine, batched.
 func (h *Host[Sim, Input, Player]) releasePlayers(ids ...string) {
 	if h.fleet == nil || len(ids) == 0 {
 		return
 	}
-	h.fleet.ReleaseLater(fleet.KindPlayer, ids...)
+	h.relMu.Lock()
+	h.relQ = append(h.relQ, ids...)
+	h.relMu.Unlock()
+	select {
+	case h.relKick <- struct{}{}:
+	default:
+	}
+}
+
+// handReleases passes the queued releases to the fleet until ctx ends.
+func (h *Host[Sim, Input, Player]) handReleases(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			h.handOverReleases()
+			return
+		case <-h.relKick:
+			h.handOverReleases()
+		}
+	}
+}
+
+// handOverReleases passes the queued releases to the fleet.
+func (h *Host[Sim, Input, Player]) handOverReleases() {
+	h.claimMu.Lock()
+	defer h.claimMu.Unlock()
+	h.relMu.Lock()
+	ids := h.relQ
+	h.relQ = h.relSpare[:0]
+	h.relMu.Unlock()
+	if len(ids) > 0 {
+		h.fleet.ReleaseLater(fleet.KindPlayer, ids...)
+	}
+	clear(ids)
+	h.relMu.Lock()
+	h.relSpare = ids[:0]
+	h.relMu.Unlock()
 }
 
 // roomEnded forgets an ended room and its seats, and tells its players.

@@ -354,3 +354,113 @@ func waitRunning[S, I, P any](h *Host[S, I, P]) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// busyFleet is a fleet whose lock the test holds, as the fleet's
+// heartbeat holds it for milliseconds while it lists many thousands of
+// claims: ReleaseLater waits for it.
+type busyFleet struct {
+	*fleet.Fleet
+	mu sync.Mutex
+}
+
+func (b *busyFleet) ReleaseLater(kind string, ids ...string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.Fleet.ReleaseLater(kind, ids...)
+}
+
+// A room that ends, or a player who leaves, while the fleet is busy
+// holds no worker: the rooms behind it keep their rate, and the claims
+// are released once the fleet is free.
+func TestBusyFleetStallsNoWorker(t *testing.T) {
+	f, _ := blackholeFleet(t) // never cut: a working fleet
+	bf := &busyFleet{Fleet: f}
+	g := newCounter()
+	h, err := New[*csim, int, *cplayer](g, Config{Workers: 1}, quietLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.UseFleet(bf)
+	runHost(t, h)
+	for _, info := range []Info{{ID: "ends", Players: []string{"p1"}}, {ID: "left", Players: []string{"p2", "p3"}}, {ID: "other", Players: []string{"p4"}}} {
+		if _, err := h.OpenRoom(t.Context(), info); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitPasses(t, g, "other", 2)
+	bf.mu.Lock()
+	busy := true
+	defer func() {
+		if busy {
+			bf.mu.Unlock()
+		}
+	}()
+	ends, _ := h.Room("ends")
+	ends.End("over")
+	h.Unseat("p2")
+	deadline := time.Now().Add(10 * time.Second)
+	for !ends.Ended() || h.RoomOf("p2") != "" {
+		if time.Now().After(deadline) {
+			t.Fatal("the end and the leave were not applied: the worker waits for the fleet")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// One worker steps the rooms: waiting for the fleet would hold it
+	// until the test ends.
+	waitPasses(t, g, "other", 30)
+	waitPasses(t, g, "left", 30)
+	bf.mu.Unlock()
+	busy = false
+	deadline = time.Now().Add(10 * time.Second)
+	for f.Holds(fleet.KindPlayer, "p1") || f.Holds(fleet.KindPlayer, "p2") {
+		if time.Now().After(deadline) {
+			t.Fatal("claims of players gone are still held once the fleet is free")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if !f.Holds(fleet.KindPlayer, "p3") || !f.Holds(fleet.KindPlayer, "p4") {
+		t.Fatal("claims of players still seated were released")
+	}
+}
+
+// A player seated again right after its seat ended keeps the new claim:
+// the release queued for the old seat never reaches the fleet after it.
+func TestSeatedAgainKeepsClaim(t *testing.T) {
+	f, _ := blackholeFleet(t)
+	bf := &busyFleet{Fleet: f}
+	g := newCounter()
+	h, err := New[*csim, int, *cplayer](g, Config{Workers: 1}, quietLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.UseFleet(bf)
+	runHost(t, h)
+	r, err := h.OpenRoom(t.Context(), Info{ID: "first", Players: []string{"p1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bf.mu.Lock() // the release waits in the host's queue
+	r.End("over")
+	for h.RoomOf("p1") != "" {
+		time.Sleep(time.Millisecond)
+	}
+	opened := make(chan error, 1)
+	go func() {
+		_, err := h.OpenRoom(t.Context(), Info{ID: "second", Players: []string{"p1"}})
+		opened <- err
+	}()
+	// Seated, and about to claim (the claim waits for a hand-over in
+	// progress, if any).
+	for h.RoomOf("p1") != "second" {
+		time.Sleep(time.Millisecond)
+	}
+	bf.mu.Unlock()
+	if err := <-opened; err != nil {
+		t.Fatal(err)
+	}
+	waitPasses(t, g, "second", 2) // the worker is past the first room's end
+	h.handOverReleases()          // and whatever it queued is with the fleet
+	if !f.Holds(fleet.KindPlayer, "p1") {
+		t.Fatal("the claim of the player seated again was released")
+	}
+}
