@@ -18,9 +18,10 @@
 // into chunks that the workers (one per core by default) claim; a worker
 // with nothing left takes rooms still waiting in the others' chunks. A room
 // is stepped by one worker at a time, a slow room delays only itself, and a
-// room that panics is ended and logged. Events (joins, leaves, inputs) are
-// queued and applied in arrival order before a room's next step, so the
-// output of N workers is the output of one.
+// room that panics is ended and logged. Two of the workers keep time
+// themselves, so a thread the OS runs late holds back no tick. Events
+// (joins, leaves, inputs) are queued and applied in arrival order before a
+// room's next step, so the output of N workers is the output of one.
 //
 // # Transport
 //
@@ -36,8 +37,9 @@
 //
 // The game's hooks, RoomEndHandler, RoomWatcher and RoomEnder run on the
 // step workers: they must not block. The host itself never calls the
-// backplane there: a room's end and a player's leave queue their claims'
-// releases (Fleet.ReleaseLater) for the fleet's own goroutine.
+// backplane there, nor waits for the fleet: a room's end and a player's
+// leave queue their claims' releases, which Run's goroutine hands to
+// Fleet.ReleaseLater for the fleet's own goroutine to write.
 //
 // # Lifecycle
 //
