@@ -72,9 +72,8 @@ type loop struct {
 
 	// Only the loop's goroutine uses these.
 	pumps  map[int32]*pump // by the descriptor they read
-	again  []*pump         // pumps whose source had more than one turn's worth
-	spare  []*pump
-	r      inqReader
+	again  []loopTurn // sources that had more than one turn's worth
+	spare  []loopTurn
 	events [128]syscall.EpollEvent
 }
 
@@ -83,6 +82,12 @@ type loop struct {
 type loopReq struct {
 	s     *session
 	pumps [2]*pump
+}
+
+// loopTurn is a source to read again, and whether its peer's FIN came.
+type loopTurn struct {
+	p     *pump
+	rdhup bool
 }
 
 // loopReads is how many reads one source gets in a turn before the loop
@@ -150,8 +155,7 @@ func (ls *loops) relay(s *session, a, b *pump) {
 // left on one.
 func (ls *loops) wait() { ls.wg.Wait() }
 
-// loopFD returns a duplicate of c's descriptor if c is a TCP connection
-// whose reads can report what is left to read (TCP_INQ).
+// loopFD returns a duplicate of c's descriptor if c is a TCP connection.
 func loopFD(c net.Conn) (int, bool) {
 	rc := tcpRawConn(c)
 	if rc == nil {
@@ -163,10 +167,6 @@ func loopFD(c net.Conn) (int, bool) {
 		fd, errno = int(r), e
 	})
 	if err != nil || errno != 0 {
-		return 0, false
-	}
-	if syscall.SetsockoptInt(fd, syscall.IPPROTO_TCP, tcpInq, 1) != nil {
-		_ = syscall.Close(fd)
 		return 0, false
 	}
 	return fd, true
@@ -255,8 +255,12 @@ func (l *loop) run() {
 			if (woke || len(l.pumps) == 0) && !l.serve() {
 				return true // no session left
 			}
-			if n < len(l.events) && len(l.again) == 0 {
-				return false // wait for the poller
+			// A wake-up that found one socket ready, or none, waits at
+			// once; one that found several looks again first, as more
+			// have likely become ready meanwhile, and a look costs less
+			// than a wait and a wake-up.
+			if n < 2 && len(l.again) == 0 {
+				return false
 			}
 		}
 	})
@@ -276,14 +280,14 @@ func (l *loop) dispatch(n int) (woke bool) {
 			continue
 		}
 		if p := l.pumps[ev.Fd]; p != nil {
-			l.read(p)
+			l.read(p, ev.Events&(syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0)
 		}
 	}
 	prev := l.again
 	l.again = l.spare[:0]
-	for _, p := range prev {
-		if l.pumps[int32(p.src.fd)] == p {
-			l.read(p)
+	for _, t := range prev {
+		if l.pumps[int32(t.p.src.fd)] == t.p {
+			l.read(t.p, t.rdhup)
 		}
 	}
 	clear(prev)
@@ -381,11 +385,16 @@ func (l *loop) add(s *session, ps [2]*pump) {
 	}
 }
 
-// read reads p's source until the kernel says nothing is left, or for
-// one turn, passing on what it reads.
-func (l *loop) read(p *pump) {
+// read reads p's source until it is drained, or for one turn, passing on
+// what it reads. A read that does not fill the buffer has drained the
+// socket: the poller reports anything that arrives after it as a new
+// event, as it is edge-triggered. Except the peer's FIN, which arrives
+// without data and is not a new event if it came before the read: when
+// the event says it came (rdhup), the loop reads on until the end.
+func (l *loop) read(p *pump, rdhup bool) {
 	for range loopReads {
-		n, inq, errno := l.r.recv(uintptr(p.src.fd), p.buf[p.end:])
+		room := len(p.buf) - p.end
+		n, errno := recvFrom(uintptr(p.src.fd), p.buf[p.end:])
 		switch {
 		case errno == syscall.EAGAIN:
 			return
@@ -398,11 +407,18 @@ func (l *loop) read(p *pump) {
 			return
 		}
 		p.end += n
-		if !l.passOn(p) || inq == 0 {
+		if !l.passOn(p) || n < room && !rdhup {
 			return
 		}
 	}
-	l.again = append(l.again, p)
+	l.again = append(l.again, loopTurn{p, rdhup})
+}
+
+// recvFrom reads into b (not empty) from the socket fd, which does not
+// block.
+func recvFrom(fd uintptr, b []byte) (int, syscall.Errno) {
+	n, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), 0, 0, 0)
+	return int(n), e
 }
 
 // passOn passes on what p has read, and reports false if that handed the
