@@ -72,7 +72,7 @@ type loop struct {
 
 	// Only the loop's goroutine uses these.
 	pumps  map[int32]*pump // by the descriptor they read
-	again  []loopTurn // sources that had more than one turn's worth
+	again  []loopTurn      // sources that had more than one turn's worth
 	spare  []loopTurn
 	events [128]syscall.EpollEvent
 }
