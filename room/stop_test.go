@@ -3,6 +3,7 @@ package room
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"sync"
 	"sync/atomic"
@@ -145,10 +146,17 @@ func (g *counter) passCount(id string) int {
 func waitPasses(t *testing.T, g *counter, id string, n int) {
 	t.Helper()
 	want := g.passCount(id) + n
+	waitUntil(t, fmt.Sprintf("room %s stalled: fewer than %d passes", id, want), func() bool { return g.passCount(id) >= want })
+}
+
+// waitUntil polls cond until it holds, and fails the test with what if it
+// does not within 10 s, a bound on a hung test, never a measurement.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for g.passCount(id) < want {
+	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("room %s stalled: %d passes, want %d", id, g.passCount(id), want)
+			t.Fatal(what)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -369,11 +377,11 @@ func (b *busyFleet) ReleaseLater(kind string, ids ...string) {
 	b.Fleet.ReleaseLater(kind, ids...)
 }
 
-// A room that ends, or a player who leaves, while the fleet is busy
-// holds no worker: the rooms behind it keep their rate, and the claims
-// are released once the fleet is free.
-func TestBusyFleetStallsNoWorker(t *testing.T) {
-	f, _ := blackholeFleet(t) // never cut: a working fleet
+// busyHost runs a host with one worker on a working fleet (f) that the
+// test can make busy by holding bf.mu.
+func busyHost(t *testing.T) (*fleet.Fleet, *busyFleet, *counter, *Host[*csim, int, *cplayer]) {
+	t.Helper()
+	f, _ := blackholeFleet(t) // never cut
 	bf := &busyFleet{Fleet: f}
 	g := newCounter()
 	h, err := New[*csim, int, *cplayer](g, Config{Workers: 1}, quietLog)
@@ -382,6 +390,14 @@ func TestBusyFleetStallsNoWorker(t *testing.T) {
 	}
 	h.UseFleet(bf)
 	runHost(t, h)
+	return f, bf, g, h
+}
+
+// A room that ends, or a player who leaves, while the fleet is busy
+// holds no worker: the rooms behind it keep their rate, and the claims
+// are released once the fleet is free.
+func TestBusyFleetStallsNoWorker(t *testing.T) {
+	f, bf, g, h := busyHost(t)
 	for _, info := range []Info{{ID: "ends", Players: []string{"p1"}}, {ID: "left", Players: []string{"p2", "p3"}}, {ID: "other", Players: []string{"p4"}}} {
 		if _, err := h.OpenRoom(t.Context(), info); err != nil {
 			t.Fatal(err)
@@ -398,26 +414,16 @@ func TestBusyFleetStallsNoWorker(t *testing.T) {
 	ends, _ := h.Room("ends")
 	ends.End("over")
 	h.Unseat("p2")
-	deadline := time.Now().Add(10 * time.Second)
-	for !ends.Ended() || h.RoomOf("p2") != "" {
-		if time.Now().After(deadline) {
-			t.Fatal("the end and the leave were not applied: the worker waits for the fleet")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitUntil(t, "the end and the leave were not applied: the worker waits for the fleet",
+		func() bool { return ends.Ended() && h.RoomOf("p2") == "" })
 	// One worker steps the rooms: waiting for the fleet would hold it
 	// until the test ends.
 	waitPasses(t, g, "other", 30)
 	waitPasses(t, g, "left", 30)
 	bf.mu.Unlock()
 	busy = false
-	deadline = time.Now().Add(10 * time.Second)
-	for f.Holds(fleet.KindPlayer, "p1") || f.Holds(fleet.KindPlayer, "p2") {
-		if time.Now().After(deadline) {
-			t.Fatal("claims of players gone are still held once the fleet is free")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitUntil(t, "claims of players gone are still held once the fleet is free",
+		func() bool { return !f.Holds(fleet.KindPlayer, "p1") && !f.Holds(fleet.KindPlayer, "p2") })
 	if !f.Holds(fleet.KindPlayer, "p3") || !f.Holds(fleet.KindPlayer, "p4") {
 		t.Fatal("claims of players still seated were released")
 	}
@@ -426,24 +432,14 @@ func TestBusyFleetStallsNoWorker(t *testing.T) {
 // A player seated again right after its seat ended keeps the new claim:
 // the release queued for the old seat never reaches the fleet after it.
 func TestSeatedAgainKeepsClaim(t *testing.T) {
-	f, _ := blackholeFleet(t)
-	bf := &busyFleet{Fleet: f}
-	g := newCounter()
-	h, err := New[*csim, int, *cplayer](g, Config{Workers: 1}, quietLog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.UseFleet(bf)
-	runHost(t, h)
+	f, bf, g, h := busyHost(t)
 	r, err := h.OpenRoom(t.Context(), Info{ID: "first", Players: []string{"p1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	bf.mu.Lock() // the release waits in the host's queue
 	r.End("over")
-	for h.RoomOf("p1") != "" {
-		time.Sleep(time.Millisecond)
-	}
+	waitUntil(t, "the room did not end", func() bool { return h.RoomOf("p1") == "" })
 	opened := make(chan error, 1)
 	go func() {
 		_, err := h.OpenRoom(t.Context(), Info{ID: "second", Players: []string{"p1"}})
@@ -451,9 +447,7 @@ func TestSeatedAgainKeepsClaim(t *testing.T) {
 	}()
 	// Seated, and about to claim (the claim waits for a hand-over in
 	// progress, if any).
-	for h.RoomOf("p1") != "second" {
-		time.Sleep(time.Millisecond)
-	}
+	waitUntil(t, "the player was not seated again", func() bool { return h.RoomOf("p1") == "second" })
 	bf.mu.Unlock()
 	if err := <-opened; err != nil {
 		t.Fatal(err)
