@@ -74,7 +74,7 @@ func (f *Fleet) ClaimUnique(ctx context.Context, kind, id string) error {
 	}
 	f.mu.Lock()
 	f.held[key] = true
-	delete(f.pending, key)
+	f.cancelPendingLocked([]backplane.Key{key})
 	f.mu.Unlock()
 	return nil
 }
@@ -102,9 +102,10 @@ func (f *Fleet) Release(ctx context.Context, kind string, ids ...string) error {
 
 // Holds reports whether this server holds a claim on kind/id.
 func (f *Fleet) Holds(kind, id string) bool {
+	k := backplane.Key{Kind: kind, ID: id}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.held[backplane.Key{Kind: kind, ID: id}]
+	return f.held[k] && !f.queued(k)
 }
 
 // Locate returns the live server that holds kind/id, or ErrNotFound.
@@ -171,6 +172,7 @@ func (f *Fleet) reassert(ctx context.Context, held []backplane.Key) {
 		return
 	}
 	f.mu.Lock()
+	f.absorbLocked()
 	fn := f.onLost
 	var gone []backplane.Key
 	for _, k := range lost {

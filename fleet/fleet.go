@@ -54,11 +54,18 @@ type Fleet struct {
 	held        map[backplane.Key]bool
 	heldBuf     []backplane.Key        // step's list of held, reused; Run's goroutine only
 	pending     map[backplane.Key]bool // released by ReleaseLater, not yet written
-	onLost      func(kind, id string)
-	drainers    []Drainer
-	local       localCounters // Increment's fallback
-	drain       *drainRun
-	leaveErr    error
+	// relQ holds what ReleaseLater queued and f.mu's holders have not
+	// moved to held and pending yet (see absorbLocked). It has a lock of
+	// its own, relMu, so that ReleaseLater never waits for f.mu, which
+	// the heartbeat holds for milliseconds with many thousands of claims.
+	// relMu is taken after f.mu, never before.
+	relMu    sync.Mutex
+	relQ     map[backplane.Key]bool
+	onLost   func(kind, id string)
+	drainers []Drainer
+	local    localCounters // Increment's fallback
+	drain    *drainRun
+	leaveErr error
 
 	wg sync.WaitGroup // goroutines started by the Fleet (drains from HTTP)
 }
@@ -86,6 +93,7 @@ func New(cfg Config, bp backplane.Backplane, logger *slog.Logger) (*Fleet, error
 		stats:     make(map[string]int64),
 		held:      make(map[backplane.Key]bool),
 		pending:   make(map[backplane.Key]bool),
+		relQ:      make(map[backplane.Key]bool),
 	}
 	f.instance = rand.Text()[:12]
 	f.signKey = recordKey(cfg.Key)
@@ -273,6 +281,7 @@ func (f *Fleet) step(ctx context.Context) error {
 	f.view, f.raw, f.expires, f.nextExp = view, raw, expires, time.Time{}
 	// The list is rebuilt every heartbeat: with many thousands of claims,
 	// a new slice each time is a large share of a busy server's garbage.
+	f.absorbLocked()
 	held := f.heldBuf[:0]
 	for k := range f.held {
 		held = append(held, k)
@@ -509,6 +518,7 @@ func (f *Fleet) leave(ctx context.Context) error {
 	attached := f.attached
 	f.view = map[string]Node{f.cfg.NodeID: f.selfLocked()}
 	f.expires = nil
+	f.absorbLocked()
 	held := slices.Collect(maps.Keys(f.held))
 	for k := range f.pending {
 		if !f.held[k] {

@@ -21,17 +21,35 @@ func (f *Fleet) ReleaseLater(kind string, ids ...string) {
 	if len(ids) == 0 {
 		return
 	}
-	f.mu.Lock()
+	f.relMu.Lock()
 	for _, id := range ids {
-		k := backplane.Key{Kind: kind, ID: id}
-		delete(f.held, k)
-		f.pending[k] = true
+		f.relQ[backplane.Key{Kind: kind, ID: id}] = true
 	}
-	f.mu.Unlock()
+	f.relMu.Unlock()
 	select {
 	case f.flushKick <- struct{}{}:
 	default:
 	}
+}
+
+// absorbLocked moves the releases ReleaseLater queued into held and
+// pending. f.mu must be held.
+func (f *Fleet) absorbLocked() {
+	f.relMu.Lock()
+	for k := range f.relQ {
+		delete(f.held, k)
+		f.pending[k] = true
+	}
+	clear(f.relQ)
+	f.relMu.Unlock()
+}
+
+// queued reports whether ReleaseLater queued a release of k that f.mu's
+// holders have not taken in yet.
+func (f *Fleet) queued(k backplane.Key) bool {
+	f.relMu.Lock()
+	defer f.relMu.Unlock()
+	return f.relQ[k]
 }
 
 // OnClaimLost sets fn to be called, for each claim, when re-assertion finds
@@ -52,15 +70,19 @@ func (f *Fleet) OnClaimLost(fn func(kind, id string)) {
 func (f *Fleet) Pending() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.absorbLocked()
 	return len(f.pending)
 }
 
 // cancelPendingLocked drops keys from the queued releases, because they are
 // claimed again. f.mu must be held.
 func (f *Fleet) cancelPendingLocked(keys []backplane.Key) {
+	f.relMu.Lock()
 	for _, k := range keys {
 		delete(f.pending, k)
+		delete(f.relQ, k)
 	}
+	f.relMu.Unlock()
 }
 
 // flushLoop writes queued releases until stop is closed: at once when
@@ -86,6 +108,7 @@ func (f *Fleet) flushLoop(ctx context.Context, stop <-chan struct{}) {
 // when releases remain queued because the write failed.
 func (f *Fleet) flush(ctx context.Context) bool {
 	f.mu.Lock()
+	f.absorbLocked()
 	if f.leaving || len(f.pending) == 0 {
 		f.mu.Unlock()
 		return true
