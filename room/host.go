@@ -681,24 +681,34 @@ func (h *Host[Sim, Input, Player]) unseat(id, roomID string) {
 	if r := h.seated[id]; r != nil && r.info.ID == roomID {
 		delete(h.seated, id)
 	}
+	// A player seated in another room by now keeps the claim.
+	if h.seated[id] == nil {
+		h.releaseLocked(id)
+	}
 	c := h.clients[id]
 	h.mu.Unlock()
+	h.kickReleases()
 	if c != nil {
 		c.setRoom("")
 	}
-	h.releasePlayers(id)
 }
 
-// releasePlayers gives up the claims on players ids. It runs on step
-// workers, so it only queues the releases, for handReleases to pass to
-// the fleet, which writes them from its own goroutine, batched.
-func (h *Host[Sim, Input, Player]) releasePlayers(ids ...string) {
-	if h.fleet == nil || len(ids) == 0 {
+// releaseLocked queues the release of player id's claim, for handReleases
+// to pass to the fleet, which writes it from its own goroutine, batched.
+// It runs on step workers, and with h.mu held, in the same hold as the
+// seat is dropped: a claim for a new seat, which needs h.mu to seat the
+// player first, then finds the release queued and cancels it.
+func (h *Host[Sim, Input, Player]) releaseLocked(id string) {
+	if h.fleet == nil {
 		return
 	}
 	h.relMu.Lock()
-	h.relQ = append(h.relQ, ids...)
+	h.relQ = append(h.relQ, id)
 	h.relMu.Unlock()
+}
+
+// kickReleases wakes handReleases.
+func (h *Host[Sim, Input, Player]) kickReleases() {
 	select {
 	case h.relKick <- struct{}{}:
 	default:
@@ -744,14 +754,18 @@ func (h *Host[Sim, Input, Player]) roomEnded(r *Room[Sim, Input, Player], seats 
 		if h.seated[id] == r {
 			delete(h.seated, id)
 		}
+		// A player seated in another room by now keeps the claim.
+		if h.seated[id] == nil {
+			h.releaseLocked(id)
+		}
 		if c := h.clients[id]; c != nil {
 			clients = append(clients, c)
 		}
 	}
 	h.mu.Unlock()
+	h.kickReleases()
 	players := slices.Collect(maps.Keys(seats))
 	h.roomChanged(r, true, players)
-	h.releasePlayers(players...)
 	for _, c := range clients {
 		c.setRoom("")
 		c.Send(endPacket{Type: "room_end", Room: r.info.ID, Reason: why})

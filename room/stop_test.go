@@ -458,3 +458,56 @@ func TestSeatedAgainKeepsClaim(t *testing.T) {
 		t.Fatal("the claim of the player seated again was released")
 	}
 }
+
+// gateWatcher holds the step worker in RoomChanged when room id ends,
+// until gate is closed.
+type gateWatcher struct {
+	id      string
+	holding chan struct{} // closed when the worker is held
+	gate    chan struct{}
+}
+
+func (w *gateWatcher) RoomChanged(s RoomState) {
+	if s.Ended && s.ID == w.id {
+		close(w.holding)
+		<-w.gate
+	}
+}
+
+// A player seated again while the worker is still ending the player's
+// old room keeps the new claim: the old room's release must not follow
+// the new seat's claim to the fleet.
+func TestSeatedAgainDuringRoomEndKeepsClaim(t *testing.T) {
+	f, _ := blackholeFleet(t) // never cut
+	g := newCounter()
+	h, err := New[*csim, int, *cplayer](g, Config{Workers: 1}, quietLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.UseFleet(f)
+	w := &gateWatcher{id: "first", holding: make(chan struct{}), gate: make(chan struct{})}
+	h.AddRoomWatcher(w)
+	runHost(t, h)
+	r, err := h.OpenRoom(t.Context(), Info{ID: "first", Players: []string{"p1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.End("over")
+	<-w.holding // the worker has dropped the seat, and not yet finished
+	open := true
+	defer func() {
+		if open {
+			close(w.gate)
+		}
+	}()
+	if _, err := h.OpenRoom(t.Context(), Info{ID: "second", Players: []string{"p1"}}); err != nil {
+		t.Fatal(err)
+	}
+	close(w.gate)
+	open = false
+	waitPasses(t, g, "second", 2) // the worker is past the first room's end
+	h.handOverReleases()          // and whatever it queued is with the fleet
+	if !f.Holds(fleet.KindPlayer, "p1") {
+		t.Fatal("the claim of the player seated again was released")
+	}
+}
