@@ -226,10 +226,9 @@ type Host[Sim, Input, Player any] struct {
 	nextID  uint64
 
 	// The claims to release of players whose seats the step workers gave
-	// up: Run's goroutine hands them to the fleet. The fleet's
-	// ReleaseLater does no I/O, but takes a lock that its heartbeat holds
-	// for milliseconds when this server holds many claims, and a worker
-	// must not wait for it: every room behind it would.
+	// up: Run's goroutine hands them to the fleet. A worker only appends
+	// here, so it never waits on the Fleet, whatever implements it, and a
+	// claim for a new seat cancels a queued release of the same player.
 	relMu    sync.Mutex
 	relQ     []string      // player ids queued
 	relSpare []string      // the queue's other buffer
