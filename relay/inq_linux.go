@@ -138,6 +138,23 @@ func send(fd uintptr, p []byte) (int, syscall.Errno) {
 	return int(n), e
 }
 
+// sendAll sends p to the socket fd until all of it is written or the
+// socket is full or fails, and returns what is left to write: empty, or
+// with EAGAIN (full) or the error.
+func sendAll(fd uintptr, p []byte) ([]byte, syscall.Errno) {
+	for len(p) > 0 {
+		n, e := send(fd, p)
+		switch e {
+		case 0:
+			p = p[n:]
+		case syscall.EINTR:
+		default:
+			return p, e
+		}
+	}
+	return p, 0
+}
+
 // rawWriter writes to a TCP connection as its Write does, waiting for the
 // poller when the socket is full, but with send(2) made as a raw system
 // call. The socket is non-blocking, so the call cannot block; Go's own
@@ -177,18 +194,14 @@ func (w *rawWriter) Write(p []byte) error {
 }
 
 func (w *rawWriter) write(fd uintptr) bool {
-	for len(w.p) > 0 {
-		n, e := send(fd, w.p)
-		switch e {
-		case 0:
-			w.p = w.p[n:]
-		case syscall.EINTR:
-		case syscall.EAGAIN:
-			return false // wait until the socket is writable
-		default:
-			w.err = e
-			return true
-		}
+	var e syscall.Errno
+	w.p, e = sendAll(fd, w.p)
+	switch e {
+	case 0:
+	case syscall.EAGAIN:
+		return false // wait until the socket is writable
+	default:
+		w.err = e
 	}
 	return true
 }
