@@ -149,7 +149,7 @@ func (s *scheduler) idleWait() <-chan struct{} {
 // held no room, and a room added since is stepped at its slot's next
 // turn, not late at once.
 func (s *scheduler) skipIdle() {
-	due := uint64(time.Since(s.start) / (s.period / slots))
+	due := s.slotsDue()
 	s.cutMu.Lock()
 	defer s.cutMu.Unlock()
 	if s.cutNext.Load() < due {
@@ -231,7 +231,12 @@ func (s *scheduler) dueAt(n uint64) time.Time {
 // cutDue cuts and publishes every slot due by now that no worker has cut,
 // and wakes the workers that do not keep time.
 func (s *scheduler) cutDue() {
-	s.cutUpTo(uint64(time.Since(s.start) / (s.period / slots)))
+	s.cutUpTo(s.slotsDue())
+}
+
+// slotsDue returns how many slots have fallen due since the start.
+func (s *scheduler) slotsDue() uint64 {
+	return uint64(time.Since(s.start) / (s.period / slots))
 }
 
 // cutUpTo cuts the slots before due that no worker has cut.
@@ -307,15 +312,9 @@ func (b *batch) acquire() bool {
 	}
 }
 
-// cut makes the batch of one slot: its rooms in chunks, about four chunks
-// per worker so that work spreads before any taking over is needed.
-func (s *scheduler) cut(slot, tick uint64, due time.Time) *batch {
-	b := new(batch)
-	s.cutInto(b, slot, tick, due)
-	return b
-}
-
-// cutInto is cut into b, which no worker runs, reusing its chunks.
+// cutInto makes b, which no worker runs, the batch of one slot, reusing
+// its chunks: the slot's rooms in chunks, about four chunks per worker so
+// that work spreads before any taking over is needed.
 func (s *scheduler) cutInto(b *batch, slot, tick uint64, due time.Time) {
 	s.mu.Lock()
 	rooms := s.slots[slot]

@@ -154,7 +154,9 @@ func TestSchedulerEndedRoomNotSteppedAgain(t *testing.T) {
 		s.add(others[i])
 	}
 	for tick := uint64(1); tick <= 3; tick++ {
-		s.runBatch(0, s.cut(0, tick, time.Now()))
+		b := new(batch)
+		s.cutInto(b, 0, tick, time.Now())
+		s.runBatch(0, b)
 	}
 	if n := ending.passes.Load(); n != 1 {
 		t.Fatalf("the ended room was stepped %d times, want 1", n)
