@@ -102,10 +102,10 @@ func (f *Fleet) Release(ctx context.Context, kind string, ids ...string) error {
 
 // Holds reports whether this server holds a claim on kind/id.
 func (f *Fleet) Holds(kind, id string) bool {
-	k := backplane.Key{Kind: kind, ID: id}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.held[k] && !f.queued(k)
+	f.absorbLocked()
+	return f.held[backplane.Key{Kind: kind, ID: id}]
 }
 
 // Locate returns the live server that holds kind/id, or ErrNotFound.

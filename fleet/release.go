@@ -44,14 +44,6 @@ func (f *Fleet) absorbLocked() {
 	f.relMu.Unlock()
 }
 
-// queued reports whether ReleaseLater queued a release of k that f.mu's
-// holders have not taken in yet.
-func (f *Fleet) queued(k backplane.Key) bool {
-	f.relMu.Lock()
-	defer f.relMu.Unlock()
-	return f.relQ[k]
-}
-
 // OnClaimLost sets fn to be called, for each claim, when re-assertion finds
 // that another server now holds a claim this server held (the others took
 // the unit over while this server was cut off or frozen). This server no
