@@ -182,7 +182,8 @@ func TestCloseFor(t *testing.T) {
 // right behind the message, often read together with it. Each time, the
 // node must get the message and then see the client go away (1001): a
 // relay that took a short read for an empty socket, and waited for the
-// poller, would miss the FIN and hang.
+// poller without looking whether the FIN had come (EPOLLRDHUP, on the
+// loop), would miss it and hang.
 func TestRelayMessageThenFIN(t *testing.T) {
 	t.Parallel()
 	dir := &dirMap{}
