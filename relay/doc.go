@@ -16,6 +16,10 @@
 // that drops without a close frame, or dies in the middle of a message, is
 // reported to the other as 1001 (going away); a message above the read
 // limit gets its sender 1009 (message too big) and the other side 1001.
+// A side that reads nothing for a minute while the relay has frames to
+// write to it (its TCP window stays shut) is taken to have dropped, as
+// nginx's send_timeout does, so that it cannot hold a connection, and
+// what the relay keeps for it, after the other side has given up.
 // Pings are answered hop by hop; when the node
 // pings, the relay also pings the client, so that a client that has
 // silently vanished is reported to the node as 1001 instead of being kept

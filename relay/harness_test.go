@@ -95,6 +95,7 @@ type testNode struct {
 type nodeSettings struct {
 	cfg          Config
 	probeTimeout time.Duration
+	stallTimeout time.Duration
 	noLoop       bool
 }
 
@@ -104,6 +105,7 @@ func withSecret(s string) nodeOpt              { return func(n *nodeSettings) { 
 func withReadLimit(l int64) nodeOpt            { return func(n *nodeSettings) { n.cfg.ReadLimit = l } }
 func withProbeTimeout(d time.Duration) nodeOpt { return func(n *nodeSettings) { n.probeTimeout = d } }
 func withDialTimeout(d time.Duration) nodeOpt  { return func(n *nodeSettings) { n.cfg.DialTimeout = d } }
+func withStallTimeout(d time.Duration) nodeOpt { return func(n *nodeSettings) { n.stallTimeout = d } }
 
 // withoutLoop keeps the node's relayed sessions on their pumps' goroutines.
 func withoutLoop() nodeOpt { return func(n *nodeSettings) { n.noLoop = true } }
@@ -145,6 +147,9 @@ func newNode(t *testing.T, id string, dir *dirMap, opts ...nodeOpt) *testNode {
 	}
 	if set.probeTimeout != 0 {
 		rl.probeTimeout = set.probeTimeout
+	}
+	if set.stallTimeout != 0 {
+		rl.stallTimeout = set.stallTimeout
 	}
 	rl.noLoop = set.noLoop
 	return &testNode{id: id, relay: rl, seen: make(chan seen, 64), ends: make(chan websocket.CloseError, 64)}

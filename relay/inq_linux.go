@@ -163,30 +163,39 @@ func sendAll(fd uintptr, p []byte) ([]byte, syscall.Errno) {
 // a futex wake-up, a sleep, and two context switches for every message
 // the relay passes on after a pause, which is most of them.
 type rawWriter struct {
-	rc  syscall.RawConn
-	fn  func(fd uintptr) bool // w.write, bound once
-	p   []byte
-	err error
+	rc syscall.RawConn
+	fn func(fd uintptr) bool // w.write, bound once
+	// d is the side written to: a write that has to wait arms its stall
+	// timeout, once and again after every bit of progress.
+	d     *side
+	armed bool
+	p     []byte
+	err   error
 }
 
-// newRawWriter returns a rawWriter for c, or nil if c is not a TCP
-// connection.
-func newRawWriter(c net.Conn) *rawWriter {
+// newRawWriter returns a rawWriter for c, the connection of d, or nil if c
+// is not a TCP connection.
+func newRawWriter(c net.Conn, d *side) *rawWriter {
 	rc := tcpRawConn(c)
 	if rc == nil {
 		return nil
 	}
-	w := &rawWriter{rc: rc}
+	w := &rawWriter{rc: rc, d: d}
 	w.fn = w.write
 	return w
 }
 
-// Write writes all of p, unless the connection fails, is closed or its
-// write deadline passes. Calls must not overlap.
+// Write writes all of p, unless the connection fails, is closed, its
+// write deadline passes or the peer reads nothing of it for the side's
+// stall timeout. Calls must not overlap.
 func (w *rawWriter) Write(p []byte) error {
 	w.p, w.err = p, nil
 	err := w.rc.Write(w.fn)
 	w.p = nil
+	if w.armed {
+		w.armed = false
+		w.d.disarmStall()
+	}
 	if err != nil {
 		return err
 	}
@@ -195,11 +204,19 @@ func (w *rawWriter) Write(p []byte) error {
 
 func (w *rawWriter) write(fd uintptr) bool {
 	var e syscall.Errno
+	left := len(w.p)
 	w.p, e = sendAll(fd, w.p)
 	switch e {
 	case 0:
 	case syscall.EAGAIN:
-		return false // wait until the socket is writable
+		// Wait until the socket is writable, for at most the stall
+		// timeout from now: the deadline is set inside rc.Write, and
+		// the wait that follows ends when it passes.
+		if w.d != nil && (!w.armed || len(w.p) < left) {
+			w.armed = true
+			w.d.armStall()
+		}
+		return false
 	default:
 		w.err = e
 	}

@@ -17,7 +17,7 @@ func (p *pump) copyInq(syscall.RawConn) error { return p.copyReads() }
 type rawWriter struct{}
 
 // newRawWriter returns nil: sides write with the connection's own Write.
-func newRawWriter(net.Conn) *rawWriter { return nil }
+func newRawWriter(net.Conn, *side) *rawWriter { return nil }
 
 // Write is never called.
 func (*rawWriter) Write([]byte) error { return nil }

@@ -457,7 +457,8 @@ func (l *loop) release(s *session) {
 			d.broken = true
 			c = closedConn()
 		}
-		d.conn, d.raw, d.onLoop, d.fd = c, newRawWriter(c), false, -1
+		d.setConn(c)
+		d.onLoop, d.fd = false, -1
 		d.mu.Unlock()
 	}
 	close(s.offLoop)

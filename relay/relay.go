@@ -77,6 +77,9 @@ type Relay struct {
 	// probeTimeout bounds a client's answer to the ping the relay sends
 	// when the node pings (see session.probeClient).
 	probeTimeout time.Duration
+	// stallTimeout bounds a write that waits for a peer that reads
+	// nothing (see side.armStall).
+	stallTimeout time.Duration
 
 	// testHookAccepting, when set, runs after a session is tracked and
 	// before its client is accepted.
@@ -117,6 +120,7 @@ func New(cfg Config, dir Directory, logger *slog.Logger) (*Relay, error) {
 		sessions: make(map[*session]struct{}),
 
 		probeTimeout: defaultProbeTimeout,
+		stallTimeout: defaultStallTimeout,
 	}
 	if cfg.Secret != "" {
 		rl.key = deriveKey(cfg.Secret)

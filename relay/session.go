@@ -32,6 +32,11 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, headroom+chunk); ret
 // sent a close frame may take to answer it.
 const closeTimeout = 5 * time.Second
 
+// defaultStallTimeout is how long a write may wait for a peer that reads
+// nothing (its TCP window stays shut) before the peer is taken to be gone,
+// as nginx's send_timeout; see side.armStall.
+const defaultStallTimeout = time.Minute
+
 // side is one of the two connections of a session, written to in whole
 // frames only, so that a close frame or a pong can always go out between
 // two of them.
@@ -54,6 +59,30 @@ type side struct {
 	mu        sync.Mutex
 	closeSent bool // a close frame has been written; no data follows it
 	broken    bool // a write failed
+
+	// stall bounds a write that makes no progress (see armStall); zero
+	// means no bound.
+	stall time.Duration
+	// stallAt is when a write with the connection's own Write moves the
+	// write deadline on; guarded by mu.
+	stallAt time.Time
+	// dl orders the write deadlines of writes that wait with the
+	// deadline closing sets, which they must not move.
+	dl     sync.Mutex
+	ending bool // closing has set the connection's deadline
+}
+
+// newSide returns a side for c, whose writes wait at most stall for a
+// peer that reads nothing.
+func newSide(c net.Conn, stall time.Duration) *side {
+	d := &side{stall: stall}
+	d.setConn(c)
+	return d
+}
+
+// setConn makes c the side's connection.
+func (d *side) setConn(c net.Conn) {
+	d.conn, d.raw = c, newRawWriter(c, d)
 }
 
 // write writes frames, unless a close frame has gone out already. It
@@ -99,12 +128,19 @@ func (d *side) flushLocked() error {
 	return d.writeConn(p)
 }
 
-// writeConn writes p to the connection, waiting while it is full.
+// writeConn writes p to the connection, waiting while it is full, but not
+// for longer than the side's stall timeout without progress.
 func (d *side) writeConn(p []byte) error {
 	var err error
 	if d.raw != nil && !testNoRaw {
-		err = d.raw.Write(p)
+		err = d.raw.Write(p) // it arms the stall timeout if it has to wait
 	} else {
+		// This write cannot tell whether it will wait: the deadline is
+		// kept between half the stall timeout and all of it ahead.
+		if now := time.Now(); d.stall > 0 && now.After(d.stallAt) {
+			d.stallAt = now.Add(d.stall / 2)
+			d.armStall()
+		}
 		_, err = d.conn.Write(p)
 	}
 	if err != nil {
@@ -165,7 +201,37 @@ func (d *side) forwardClose(frame []byte) {
 // closing bounds what is left of the connection: the close handshake, or a
 // peer that stopped reading.
 func (d *side) closing() {
+	d.dl.Lock()
+	defer d.dl.Unlock()
+	d.ending = true
 	_ = d.conn.SetDeadline(time.Now().Add(closeTimeout))
+}
+
+// armStall bounds a write that has to wait for the peer: unless the peer
+// reads some of it within the stall timeout, the write fails, and the
+// session ends as when the peer drops. Without the bound a peer whose TCP
+// window stays shut would hold the session, its goroutines, buffers and
+// sockets for ever, even after the far side gave up and left, as nothing
+// then reads the far side. It is called by a writer, which holds d.mu,
+// only when a write waits, so that writes that do not wait cost nothing.
+func (d *side) armStall() {
+	if d.stall <= 0 {
+		return
+	}
+	d.dl.Lock()
+	defer d.dl.Unlock()
+	if !d.ending {
+		_ = d.conn.SetWriteDeadline(time.Now().Add(d.stall))
+	}
+}
+
+// disarmStall ends the bound armStall set, after the write.
+func (d *side) disarmStall() {
+	d.dl.Lock()
+	defer d.dl.Unlock()
+	if !d.ending {
+		_ = d.conn.SetWriteDeadline(time.Time{})
+	}
 }
 
 // session is one relayed connection: the client's connection hijacked
@@ -196,7 +262,8 @@ type session struct {
 }
 
 func newSession(rl *Relay, up net.Conn) *session {
-	s := &session{rl: rl, up: &side{conn: up, raw: newRawWriter(up), masked: true}, pong: make(chan struct{}, 1)}
+	s := &session{rl: rl, up: newSide(up, rl.stallTimeout), pong: make(chan struct{}, 1)}
+	s.up.masked = true
 	_, _ = rand.Read(s.up.key[:])
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s
@@ -225,7 +292,7 @@ func (s *session) accepted(c net.Conn) bool {
 	s.mu.Lock()
 	stopped := s.stopped
 	if !stopped {
-		s.client = &side{conn: c, raw: newRawWriter(c)}
+		s.client = newSide(c, s.rl.stallTimeout)
 	}
 	s.mu.Unlock()
 	if stopped {
