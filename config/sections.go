@@ -243,10 +243,20 @@ func (c Config) validateSections() error {
 			}
 			return nil
 		}(),
-		atLeast("room.workers", r.Workers, 0),
+		func() error {
+			if r.Workers < 0 || r.Workers > room.MaxWorkers {
+				return bad("room.workers", "want 0 (one per CPU) to %d, got %d", room.MaxWorkers, r.Workers)
+			}
+			return nil
+		}(),
 		atLeast("room.max-catch-up", r.MaxCatchUp, 1),
 		atLeast("room.read-limit", r.ReadLimit, 1),
-		atLeast("room.send-queue", r.SendQueue, 1),
+		func() error {
+			if r.SendQueue < 1 || r.SendQueue > room.MaxSendQueue {
+				return bad("room.send-queue", "want 1-%d frames, got %d", room.MaxSendQueue, r.SendQueue)
+			}
+			return nil
+		}(),
 		positive("room.ping-interval", r.PingInterval),
 		positive("room.hello-timeout", r.HelloTimeout),
 		positive("room.ticket-ttl", r.TicketTTL),
@@ -312,7 +322,7 @@ func (c Config) validatePlaylists() error {
 			return bad(".teams", "want a positive number of teams, got %d", p.Teams)
 		case size < 1:
 			return bad(".team-size", "want a positive team size, got %d", p.TeamSize)
-		case teams*size > 1000:
+		case teams > 1000 || size > 1000 || teams*size > 1000: // the first two keep the product from overflowing
 			return bad(".team-size", "a match of %d teams of %d is over the limit of 1000 players", teams, size)
 		case r.Window < 0 || math.IsInf(r.Window, 0) || math.IsNaN(r.Window):
 			return bad(".rating.window", "want a finite number, not negative, got %v", r.Window)

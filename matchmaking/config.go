@@ -104,8 +104,8 @@ func (p Playlist) withDefaults() (Playlist, error) {
 		return p, fmt.Errorf("%w: Playlist.Name %q must be 1-64 printable bytes without spaces", ErrConfig, p.Name)
 	case p.Teams < 1 || p.TeamSize < 1:
 		return p, fmt.Errorf("%w: playlist %s: Teams %d and TeamSize %d must be positive", ErrConfig, p.Name, p.Teams, p.TeamSize)
-	case p.Teams*p.TeamSize > 1000:
-		return p, fmt.Errorf("%w: playlist %s: a match of %d players is over the limit of 1000", ErrConfig, p.Name, p.Teams*p.TeamSize)
+	case p.Teams > 1000 || p.TeamSize > 1000 || p.Teams*p.TeamSize > 1000: // the first two keep the product from overflowing
+		return p, fmt.Errorf("%w: playlist %s: a match of %d teams of %d is over the limit of 1000 players", ErrConfig, p.Name, p.Teams, p.TeamSize)
 	case r.Window < 0 || r.Widen < 0 || r.Max < 0 || !finite(r.Window, r.Widen, r.Max, r.Default):
 		return p, fmt.Errorf("%w: playlist %s: Rating values must be finite and not negative", ErrConfig, p.Name)
 	}

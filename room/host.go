@@ -18,6 +18,15 @@ import (
 	"github.com/muster-gg/muster/fleet"
 )
 
+// The largest Config.Workers and Config.SendQueue: a value past them is a
+// mistake (a step worker per CPU is the most that runs at once, and each
+// client's queue is allocated whole), refused by New rather than run out
+// of memory.
+const (
+	MaxWorkers   = 1024
+	MaxSendQueue = 65536
+)
+
 // ReasonPanic is the end reason of a room whose game code panicked.
 const ReasonPanic = "panic"
 
@@ -38,7 +47,8 @@ type Config struct {
 	// Rate is the number of fixed steps per second. Default 60.
 	Rate int `yaml:"rate"`
 
-	// Workers is the number of step workers. Default GOMAXPROCS.
+	// Workers is the number of step workers, at most MaxWorkers. Default
+	// GOMAXPROCS.
 	Workers int `yaml:"workers"`
 
 	// MaxCatchUp is the most steps one pass runs for a room that fell
@@ -50,7 +60,8 @@ type Config struct {
 	ReadLimit int64 `yaml:"read-limit"`
 
 	// SendQueue is how many frames may wait for a slow client before it is
-	// disconnected: 32 frames is 1.6 s of 20 Hz snapshots. Default 32.
+	// disconnected: 32 frames is 1.6 s of 20 Hz snapshots. At most
+	// MaxSendQueue. Default 32.
 	SendQueue int `yaml:"send-queue"`
 
 	// PingInterval is how often a client is pinged; one that does not
@@ -98,7 +109,7 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	def(&c.Rate, 60)
-	def(&c.Workers, runtime.GOMAXPROCS(0))
+	def(&c.Workers, min(runtime.GOMAXPROCS(0), MaxWorkers))
 	def(&c.MaxCatchUp, 4)
 	def(&c.SendQueue, 32)
 	if c.ReadLimit == 0 {
@@ -120,14 +131,14 @@ func (c Config) withDefaults() (Config, error) {
 	switch {
 	case c.Rate < 0 || c.Rate > 1000:
 		return c, configError("rate", "%d is outside 1-1000", c.Rate)
-	case c.Workers < 0:
-		return c, configError("workers", "%d is negative", c.Workers)
+	case c.Workers < 0 || c.Workers > MaxWorkers:
+		return c, configError("workers", "%d is outside 0-%d", c.Workers, MaxWorkers)
 	case c.MaxCatchUp < 0:
 		return c, configError("max-catch-up", "%d is negative", c.MaxCatchUp)
 	case c.ReadLimit < 0:
 		return c, configError("read-limit", "%d is negative", c.ReadLimit)
-	case c.SendQueue < 0:
-		return c, configError("send-queue", "%d is negative", c.SendQueue)
+	case c.SendQueue < 0 || c.SendQueue > MaxSendQueue:
+		return c, configError("send-queue", "%d is outside 0-%d", c.SendQueue, MaxSendQueue)
 	}
 	for _, d := range []struct {
 		key string
