@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -310,10 +311,13 @@ func localURL(addr net.Addr) string {
 	if err != nil {
 		return "http://" + addr.String() + "/"
 	}
-	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() || ip.IsLoopback() {
+	// localhost is the wildcard's and the usual loopback address's name;
+	// another loopback address, as each server of a fleet on one machine
+	// has, is reached only by its own.
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() || ip.Equal(net.IPv4(127, 0, 0, 1)) || ip.Equal(net.IPv6loopback) {
 		host = "localhost"
 	}
-	return "http://" + net.JoinHostPort(host, port) + "/"
+	return (&url.URL{Scheme: "http", Host: net.JoinHostPort(host, port), Path: "/"}).String()
 }
 
 // LoadConfig reads ./config.yml when there is one, then the MUSTER__
