@@ -97,7 +97,8 @@ func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	fl, err := fleet.New(cfg.FleetConfig(s.nodeID, config.MachineIP()), metrics.Instrument(s.bp, reg), s.logger)
+	// The fleet names the node in its lines itself.
+	fl, err := fleet.New(cfg.FleetConfig(s.nodeID, config.MachineIP()), metrics.Instrument(s.bp, reg), logger)
 	if err != nil {
 		s.closeBackplane()
 		return nil, err

@@ -8,7 +8,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -266,4 +268,57 @@ func TestRunLogsConfigWarnings(t *testing.T) {
 	if got := log.String(); strings.Count(got, want) != 1 || strings.Contains(got, "config: config:") {
 		t.Fatalf("log:\n%s\nwant the warning %q once, prefixed once", got, want)
 	}
+}
+
+// TestLogAttributesOnce: no logger the server hands its parts repeats an
+// attribute the server's logger already carries (every fleet line had
+// node_id twice).
+func TestLogAttributesOnce(t *testing.T) {
+	t.Parallel()
+	h := &keysHandler{dups: new([]string), mu: new(sync.Mutex)}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := muster.New(Counter{}, config.Default(), muster.WithListener(l), muster.WithLogger(slog.New(h)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	stop()
+	if err := s.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(*h.dups) > 0 {
+		t.Errorf("attributes added twice to one logger: %q", *h.dups)
+	}
+}
+
+// keysHandler is a slog.Handler that logs nothing and records each key
+// that a logger's With adds a second time.
+type keysHandler struct {
+	keys []string
+	mu   *sync.Mutex
+	dups *[]string
+}
+
+func (h *keysHandler) Enabled(context.Context, slog.Level) bool  { return true }
+func (h *keysHandler) Handle(context.Context, slog.Record) error { return nil }
+func (h *keysHandler) WithGroup(string) slog.Handler {
+	return &keysHandler{mu: h.mu, dups: h.dups} // a group's keys are its own
+}
+
+func (h *keysHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	keys := slices.Clone(h.keys)
+	for _, a := range as {
+		if slices.Contains(keys, a.Key) {
+			h.mu.Lock()
+			*h.dups = append(*h.dups, a.Key)
+			h.mu.Unlock()
+		}
+		keys = append(keys, a.Key)
+	}
+	return &keysHandler{keys: keys, mu: h.mu, dups: h.dups}
 }
