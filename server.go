@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -133,6 +134,12 @@ func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.
 	s.host = h
 	modules := o.modules
 	mmCfg, playlists := cfg.MatchmakingConfig()
+	for _, pl := range o.playlists {
+		if i := slices.IndexFunc(playlists, func(c matchmaking.Playlist) bool { return c.Name == pl.Name }); i >= 0 {
+			s.closeBackplane()
+			return nil, fmt.Errorf("%w: playlist %q is both item %d of muster.matchmaking.playlists and given to WithPlaylists; declare it in one place", config.ErrInvalid, pl.Name, i)
+		}
+	}
 	if playlists = append(playlists, o.playlists...); len(playlists) > 0 {
 		mm, err := matchmaking.New(mmCfg, playlists...)
 		if err != nil {

@@ -3,6 +3,7 @@ package muster_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/muster-gg/muster"
 	"github.com/muster-gg/muster/config"
+	"github.com/muster-gg/muster/matchmaking"
 	"github.com/muster-gg/muster/room"
 )
 
@@ -321,4 +323,19 @@ func (h *keysHandler) WithAttrs(as []slog.Attr) slog.Handler {
 		keys = append(keys, a.Key)
 	}
 	return &keysHandler{keys: keys, mu: h.mu, dups: h.dups}
+}
+
+// TestPlaylistInConfigAndOption: a playlist named both in config.yml and
+// in WithPlaylists is refused with an error that says where each is.
+func TestPlaylistInConfigAndOption(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Load("", []string{"MUSTER__MATCHMAKING__PLAYLISTS__0__NAME=duo", "MUSTER__MATCHMAKING__PLAYLISTS__1__NAME=race"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = muster.New(Counter{}, cfg, quiet, muster.WithPlaylists(matchmaking.Playlist{Name: "race"}))
+	const want = `config: invalid setting: playlist "race" is both item 1 of muster.matchmaking.playlists and given to WithPlaylists; declare it in one place`
+	if err == nil || err.Error() != want || !errors.Is(err, config.ErrInvalid) {
+		t.Fatalf("error\n got %v\nwant %s", err, want)
+	}
 }
