@@ -416,8 +416,14 @@ func TestBadConfig(t *testing.T) {
 		{
 			name: "bad node-id",
 			file: "muster:\n  server:\n    fleet:\n      node-id: \"a:b\"\n",
-			want: `config: muster.server.fleet.node-id / MUSTER__SERVER__FLEET__NODE_ID: want a name of at most 256 bytes without { } : or NUL, got "a:b" (line 4)`,
+			want: `config: muster.server.fleet.node-id / MUSTER__SERVER__FLEET__NODE_ID: want a name of at most 256 bytes without spaces, control characters, { } : or NUL, got "a:b" (line 4)`,
 			err:  config.ErrInvalid,
+		},
+		{
+			name:    "node-id with a space and an escape",
+			environ: []string{"MUSTER__SERVER__FLEET__NODE_ID=a b\x1b[31mred"},
+			want:    `config: muster.server.fleet.node-id / MUSTER__SERVER__FLEET__NODE_ID: want a name of at most 256 bytes without spaces, control characters, { } : or NUL, got "a b\x1b[31mred" (from the environment)`,
+			err:     config.ErrInvalid,
 		},
 		{
 			name:    "unknown variable",

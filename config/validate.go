@@ -11,6 +11,7 @@ import (
 
 	"github.com/muster-gg/muster/backplane"
 	"github.com/muster-gg/muster/backplane/redis"
+	"github.com/muster-gg/muster/fleet"
 )
 
 // Validate reports the first bad setting as an *Error naming its key.
@@ -47,8 +48,8 @@ func (c Config) Validate() error {
 		return bad("server.fleet.public-address", "want an address or URL, which may hold {node-id}, got %s", quote(f.PublicAddress))
 	case f.NodeParam == "" || strings.ContainsFunc(f.NodeParam, notUnreserved):
 		return bad("server.fleet.node-param", "want a query parameter name of letters, digits and - . _ ~, got %s", quote(f.NodeParam))
-	case f.NodeID != "" && backplane.ValidateName("node id", f.NodeID) != nil:
-		return bad("server.fleet.node-id", "want a name of at most 256 bytes without { } : or NUL, got %s", quote(f.NodeID))
+	case f.NodeID != "" && fleet.ValidateNodeID(f.NodeID) != nil:
+		return bad("server.fleet.node-id", "want a name of at most 256 bytes without spaces, control characters, { } : or NUL, got %s", quote(f.NodeID))
 	}
 	if err := c.validateKeys(); err != nil {
 		return err

@@ -3,7 +3,9 @@ package fleet
 import (
 	"fmt"
 	"net"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/muster-gg/muster/backplane"
 )
@@ -101,24 +103,38 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	switch {
 	case c.NodeID == "":
-		return c, fmt.Errorf("fleet: Config.NodeID is required")
-	case backplane.ValidateName("node id", c.NodeID) != nil:
-		return c, fmt.Errorf("fleet: Config.NodeID: %w", backplane.ValidateName("node id", c.NodeID))
+		return c, fmt.Errorf("%w: Config.NodeID is required", ErrConfig)
+	case ValidateNodeID(c.NodeID) != nil:
+		return c, fmt.Errorf("%w: Config.NodeID: %w", ErrConfig, ValidateNodeID(c.NodeID))
 	case c.Heartbeat < 0:
-		return c, fmt.Errorf("fleet: Config.Heartbeat %v is negative", c.Heartbeat)
+		return c, fmt.Errorf("%w: Config.Heartbeat %v is negative", ErrConfig, c.Heartbeat)
 	case c.CallTimeout < 0 || c.CallTimeout >= c.Heartbeat:
-		return c, fmt.Errorf("fleet: Config.CallTimeout %v must be positive and below the heartbeat %v", c.CallTimeout, c.Heartbeat)
+		return c, fmt.Errorf("%w: Config.CallTimeout %v must be positive and below the heartbeat %v", ErrConfig, c.CallTimeout, c.Heartbeat)
 	case c.MaxLoad < 0:
-		return c, fmt.Errorf("fleet: Config.MaxLoad %d is negative", c.MaxLoad)
+		return c, fmt.Errorf("%w: Config.MaxLoad %d is negative", ErrConfig, c.MaxLoad)
 	case c.LoadStep < -1:
-		return c, fmt.Errorf("fleet: Config.LoadStep %d is below -1", c.LoadStep)
+		return c, fmt.Errorf("%w: Config.LoadStep %d is below -1", ErrConfig, c.LoadStep)
 	case c.DrainTimeout < 0:
-		return c, fmt.Errorf("fleet: Config.DrainTimeout %v is negative", c.DrainTimeout)
+		return c, fmt.Errorf("%w: Config.DrainTimeout %v is negative", ErrConfig, c.DrainTimeout)
 	}
 	if c.InternalAddress != "" {
 		if _, _, err := net.SplitHostPort(c.InternalAddress); err != nil {
-			return c, fmt.Errorf("fleet: Config.InternalAddress: %w", err)
+			return c, fmt.Errorf("%w: Config.InternalAddress: %w", ErrConfig, err)
 		}
 	}
 	return c, nil
+}
+
+// ValidateNodeID reports whether id can name a server: the backplane's
+// rule for names (at most 256 bytes, without { } : or NUL), and no space
+// or control character, as node ids are written into logs, URLs and the
+// other servers' views.
+func ValidateNodeID(id string) error {
+	if err := backplane.ValidateName("node id", id); err != nil {
+		return err
+	}
+	if strings.ContainsFunc(id, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) || !unicode.IsPrint(r) }) {
+		return fmt.Errorf("node id %q contains a space or a control character", id)
+	}
+	return nil
 }

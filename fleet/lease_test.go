@@ -147,6 +147,17 @@ func TestNewRejectsNilBackplane(t *testing.T) {
 	}
 }
 
+// TestNewRejectsUnprintableNodeID: a node id is written into logs, URLs
+// and other servers' views; one with a space or a control character is
+// refused.
+func TestNewRejectsUnprintableNodeID(t *testing.T) {
+	for _, id := range []string{"a b", "a\x1b[31mred", "a\tb", "a\u2028b", "a\u00a0b"} {
+		if _, err := fleet.New(fleet.Config{NodeID: id}, memory.New(), nil); !errors.Is(err, fleet.ErrConfig) {
+			t.Errorf("New with node id %q = %v, want ErrConfig", id, err)
+		}
+	}
+}
+
 // A second signal during DrainOnSignal cuts the drain short.
 func TestSecondSignalCutsDrain(t *testing.T) {
 	c := fleettest.Start(t, 1, func(_ int, cfg *fleet.Config) { cfg.DrainTimeout = time.Hour })
