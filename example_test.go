@@ -2,6 +2,8 @@ package muster_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -50,5 +52,48 @@ func ExampleServe() {
 	fmt.Println("stopped:", <-done)
 	// Output:
 	// ticket: 200 OK
+	// stopped: <nil>
+}
+
+// A game with accounts: players sign in at POST /login, and the server
+// answers with a ticket for the account's player id. Here a header stands
+// for the game's own check of a session.
+func ExampleWithSignIn() {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	signIn := func(r *http.Request) (string, error) {
+		if r.Header.Get("Authorization") != "Bearer session-of-ada" { // the game's own session check
+			return "", errors.New("not signed in")
+		}
+		return "ada", nil
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- muster.Serve(ctx, Counter{}, config.Default(),
+			muster.WithSignIn("/login", signIn),
+			muster.WithListener(l),
+			muster.WithLogger(slog.New(slog.DiscardHandler)))
+	}()
+
+	for _, auth := range []string{"Bearer session-of-ada", "Bearer forged"} {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+l.Addr().String()+"/login", nil)
+		req.Header.Set("Authorization", auth)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			panic(err)
+		}
+		var body struct{ Player string }
+		json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		fmt.Printf("%s: %q\n", resp.Status, body.Player)
+	}
+	stop()
+	fmt.Println("stopped:", <-done)
+	// Output:
+	// 200 OK: "ada"
+	// 401 Unauthorized: ""
 	// stopped: <nil>
 }

@@ -3,6 +3,7 @@ package muster
 import (
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -26,6 +27,7 @@ type options struct {
 	lobbies      bool
 	routes       []func(chi.Router)
 	guestTickets string
+	signIns      []signInRoute
 	logger       *slog.Logger
 	backplane    backplane.Backplane
 	listener     net.Listener
@@ -66,10 +68,43 @@ func WithRoutes(routes func(r chi.Router)) Option {
 // player id of the JSON body {"player": id} when it is a short, plain id
 // (so a returning guest keeps its seat), or a new "guest-…" id. It answers
 // {"ticket": t, "player": id}. Anyone may claim any id through it: it
-// suits development and guest play. A game with accounts mints tickets
-// where players sign in (Server.Tickets).
+// suits development and guest play. A game with accounts uses WithSignIn.
 func WithGuestTickets(path string) Option {
 	return func(o *options) { o.guestTickets = path }
+}
+
+// WithSignIn mounts POST path, where players of a game with accounts sign
+// in: signIn reads the request (a cookie, a header, a form; its body is
+// limited to 64 KiB) and returns the player's id, or an error when the
+// request proves no player, which answers 401 and says nothing of why. A
+// player signed in gets {"ticket": t, "player": id}, as from
+// WithGuestTickets.
+func WithSignIn(path string, signIn func(r *http.Request) (playerID string, err error)) Option {
+	return func(o *options) { o.signIns = append(o.signIns, signInRoute{path, signIn}) }
+}
+
+// check refuses options that cannot work: a route that is not a path, a
+// nil sign-in function.
+func (o *options) check() error {
+	paths := []string{o.guestTickets}
+	for _, si := range o.signIns {
+		if si.signIn == nil {
+			return fmt.Errorf("muster: WithSignIn(%q): the sign-in function is nil", si.path)
+		}
+		paths = append(paths, si.path)
+	}
+	for i, p := range paths {
+		if (i > 0 || p != "") && !strings.HasPrefix(p, "/") {
+			return fmt.Errorf("muster: a ticket route %q is not a path starting with /", p)
+		}
+	}
+	return nil
+}
+
+// signInRoute is one WithSignIn.
+type signInRoute struct {
+	path   string
+	signIn func(*http.Request) (string, error)
 }
 
 // WithLogger sets the logger. Default slog.Default().
@@ -124,15 +159,34 @@ func guestTickets(t *room.Tickets) http.HandlerFunc {
 		if !plainID(req.Player) {
 			req.Player = "guest-" + strings.ToLower(rand.Text()[:8])
 		}
-		ticket, err := t.Issue(req.Player)
-		if err != nil {
-			http.Error(w, "cannot issue a ticket", http.StatusInternalServerError)
+		issueTicket(w, t, req.Player)
+	}
+}
+
+// signInHandler is the handler of WithSignIn.
+func signInHandler(t *room.Tickets, signIn func(*http.Request) (string, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+		id, err := signIn(r)
+		if err != nil || id == "" {
+			w.Header().Set("Cache-Control", "no-store")
+			http.Error(w, "not signed in", http.StatusUnauthorized)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		json.NewEncoder(w).Encode(map[string]string{"ticket": ticket, "player": req.Player})
+		issueTicket(w, t, id)
 	}
+}
+
+// issueTicket answers {"ticket": t, "player": id} with a new ticket for id.
+func issueTicket(w http.ResponseWriter, t *room.Tickets, id string) {
+	ticket, err := t.Issue(id)
+	if err != nil {
+		http.Error(w, "cannot issue a ticket", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(map[string]string{"ticket": ticket, "player": id})
 }
 
 // plainID reports whether id is a player id a guest may keep: 1-32 bytes

@@ -79,6 +79,9 @@ func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := o.check(); err != nil {
+		return nil, err
+	}
 	logger := o.logger
 	if logger == nil {
 		logger = slog.Default()
@@ -180,6 +183,9 @@ func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.
 	r.Handle("/play", h.Handler())
 	if o.guestTickets != "" {
 		r.Post(o.guestTickets, guestTickets(h.Tickets()))
+	}
+	for _, si := range o.signIns {
+		r.Post(si.path, signInHandler(h.Tickets(), si.signIn))
 	}
 	for _, routes := range o.routes {
 		routes(r)

@@ -88,6 +88,49 @@ func TestGuestTickets(t *testing.T) {
 	}
 }
 
+// TestSignIn: WithSignIn's route mints a ticket for the player its
+// function names, and refuses without saying why when the function
+// refuses; a body larger than the limit never reaches the function whole.
+func TestSignIn(t *testing.T) {
+	signIn := func(r *http.Request) (string, error) {
+		if _, err := io.ReadAll(r.Body); err != nil {
+			return "", err
+		}
+		if r.Header.Get("Authorization") != "Bearer alice's token" {
+			return "", errors.New("no such session; secret detail")
+		}
+		return "alice", nil
+	}
+	s := newServer(t, muster.WithSignIn("/login", signIn))
+	post := func(auth, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader(body))
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, req)
+		return rec
+	}
+
+	rec := post("Bearer alice's token", `{}`)
+	var got struct{ Ticket, Player string }
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || rec.Code != http.StatusOK || got.Player != "alice" {
+		t.Fatalf("signed in: %d %s", rec.Code, rec.Body)
+	}
+	if id, err := s.Tickets().Redeem(t.Context(), got.Ticket); err != nil || id != "alice" {
+		t.Fatalf("the ticket redeems as %q, %v; want alice", id, err)
+	}
+	for _, rec := range []*httptest.ResponseRecorder{
+		post("", `{}`),
+		post("Bearer bob's token", `{}`),
+		post("Bearer alice's token", strings.Repeat("x", 1<<20)),
+	} {
+		if rec.Code != http.StatusUnauthorized || strings.Contains(rec.Body.String(), "secret") || strings.Contains(rec.Body.String(), "ticket") {
+			t.Errorf("refused: %d %q, want 401 without the reason", rec.Code, rec.Body)
+		}
+	}
+}
+
 // The server's routes and the game's own are one handler.
 func TestHandlerServesEverything(t *testing.T) {
 	s := newServer(t, muster.WithRoutes(func(r chi.Router) {
@@ -337,5 +380,22 @@ func TestPlaylistInConfigAndOption(t *testing.T) {
 	const want = `config: invalid setting: playlist "race" is both item 1 of muster.matchmaking.playlists and given to WithPlaylists; declare it in one place`
 	if err == nil || err.Error() != want || !errors.Is(err, config.ErrInvalid) {
 		t.Fatalf("error\n got %v\nwant %s", err, want)
+	}
+}
+
+// TestTicketRoutesChecked: a ticket route that is not a path, or a nil
+// sign-in function, is refused by New instead of panicking in the router
+// or at the first sign-in.
+func TestTicketRoutesChecked(t *testing.T) {
+	t.Parallel()
+	for name, opt := range map[string]muster.Option{
+		"guest route":   muster.WithGuestTickets("ticket"),
+		"sign-in route": muster.WithSignIn("login", func(*http.Request) (string, error) { return "a", nil }),
+		"nil sign-in":   muster.WithSignIn("/login", nil),
+		"empty sign-in": muster.WithSignIn("", func(*http.Request) (string, error) { return "a", nil }),
+	} {
+		if _, err := muster.New(Counter{}, config.Default(), quiet, opt); err == nil {
+			t.Errorf("%s: New accepted it", name)
+		}
 	}
 }
