@@ -321,19 +321,7 @@ func TestRunLogsConfigWarnings(t *testing.T) {
 func TestLogAttributesOnce(t *testing.T) {
 	t.Parallel()
 	h := &keysHandler{dups: new([]string), mu: new(sync.Mutex)}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := muster.New(Counter{}, config.Default(), muster.WithListener(l), muster.WithLogger(slog.New(h)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(t.Context())
-	stop()
-	if err := s.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
+	newServer(t, muster.WithLogger(slog.New(h)))
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(*h.dups) > 0 {
