@@ -2,6 +2,10 @@ package relay
 
 import (
 	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -9,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 )
 
 // Tests of what a hostile client, or a broken node, can do to a relay,
@@ -101,9 +107,11 @@ func rawFrame(fin bool, op byte, masked bool, payload []byte) []byte {
 // progress for a while, which here means that nobody down the line reads
 // any more (the wait is a cut-off, not a measurement: stopping early only
 // leaves more for the relay to pass on before it is stuck too). It
-// reports false if the writer never got stuck.
+// reports false if the writer was neither stuck nor stopped within
+// waitFor.
 func writeUntilStuck(c net.Conn, frame []byte) bool {
-	for range 1 << 16 {
+	deadline := time.Now().Add(waitFor)
+	for time.Now().Before(deadline) {
 		_ = c.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
 		if _, err := c.Write(frame); err != nil {
 			return true
@@ -154,7 +162,20 @@ func TestRelayStalledPeerEnds(t *testing.T) {
 				defer close(nodeDone)
 				if tc.client {
 					// The node floods the client, which reads nothing,
-					// and, stuck, drops the connection.
+					// and, stuck, drops the connection; it also leaves
+					// when it reads a close frame.
+					var rg sync.WaitGroup
+					defer rg.Wait()
+					defer c.Close()
+					rg.Go(func() {
+						buf := make([]byte, maxHeader+64<<10)
+						for {
+							if h, ok := readFrame(br, buf); !ok || h.op == opClose {
+								c.Close()
+								return
+							}
+						}
+					})
 					if !writeUntilStuck(c, rawFrame(true, opBinary, false, big)) {
 						t.Error("the node's writes never got stuck")
 					}
@@ -167,13 +188,26 @@ func TestRelayStalledPeerEnds(t *testing.T) {
 			var once sync.Once
 			t.Cleanup(func() { once.Do(func() { close(release) }) })
 			before := openFDs(t)
-			c, _ := rawClient(t, a, "/ws?node=b")
+			c, br := rawClient(t, a, "/ws?node=b")
 			eventually(t, "the session started", func() bool { return a.relay.Stats().Active == 1 })
 			if tc.client {
 				<-nodeDone // the node gave up and left
 			} else {
 				// The client floods the node, which reads nothing, and,
-				// stuck, drops the connection.
+				// stuck, drops the connection; it also leaves when it
+				// reads a close frame.
+				var rg sync.WaitGroup
+				defer rg.Wait()
+				defer c.Close()
+				rg.Go(func() {
+					buf := make([]byte, maxHeader+maxControl)
+					for {
+						if h, ok := readFrame(br, buf); !ok || h.op == opClose {
+							c.Close()
+							return
+						}
+					}
+				})
 				if !writeUntilStuck(c, rawFrame(true, opBinary, true, big)) {
 					t.Fatal("the client's writes never got stuck")
 				}
@@ -184,6 +218,113 @@ func TestRelayStalledPeerEnds(t *testing.T) {
 			once.Do(func() { close(release) })
 			<-nodeDone
 			eventually(t, "its descriptors closed", func() bool { return openFDs(t) <= before })
+		})
+	}
+}
+
+// TestRelayHostileSessionsDoNotStarveOthers runs, on one relay, sessions
+// whose clients flood messages and read nothing, flood pings and read
+// nothing (so the pongs cannot be written), and send a frame one byte at a
+// time, while another client exchanges messages: sessions share the event
+// loop, and none of these may stall it.
+func TestRelayHostileSessionsDoNotStarveOthers(t *testing.T) {
+	for _, noLoop := range []bool{false, true} {
+		t.Run(map[bool]string{false: "loop", true: "no loop"}[noLoop], func(t *testing.T) {
+			dir := &dirMap{}
+			var opts []nodeOpt
+			if noLoop {
+				opts = append(opts, withoutLoop())
+			}
+			a := startNode(t, "a", dir, opts...)
+			startNode(t, "b", dir)
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			defer close(stop)
+			hostile := func(frames func(i int) []byte, pause time.Duration) {
+				c, _ := rawClient(t, a, "/ws?node=b")
+				wg.Go(func() {
+					defer c.Close()
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						_ = c.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
+						if _, err := c.Write(frames(i)); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+							return
+						}
+						if pause > 0 {
+							time.Sleep(pause)
+						}
+					}
+				})
+			}
+			big := rawFrame(true, opBinary, true, make([]byte, 64<<10))
+			ping := rawFrame(true, opPing, true, make([]byte, maxControl))
+			pings := bytes.Repeat(ping, 500)
+			slow := rawFrame(true, opText, true, []byte("one byte at a time"))
+			hostile(func(int) []byte { return big }, 0)
+			hostile(func(int) []byte { return pings }, 0)
+			hostile(func(i int) []byte { return slow[i%len(slow) : i%len(slow)+1] }, time.Millisecond)
+
+			c, _ := dial(t, a, "/ws?node=b", dialOpts{})
+			ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+			defer cancel()
+			for i := range 200 {
+				msg := fmt.Appendf(nil, "message %d", i)
+				if err := c.Write(ctx, websocket.MessageText, msg); err != nil {
+					t.Fatalf("message %d: %v", i, err)
+				}
+				if _, b, err := c.Read(ctx); err != nil || !bytes.Equal(b, msg) {
+					t.Fatalf("echo %d: %q, %v", i, b, err)
+				}
+			}
+			_ = c.Close(websocket.StatusNormalClosure, "")
+		})
+	}
+}
+
+// reset closes c with a reset (RST) instead of a FIN, as a client that
+// crashes or a middlebox that drops it does.
+func reset(t *testing.T, c net.Conn) {
+	t.Helper()
+	if err := c.(*net.TCPConn).SetLinger(0); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+}
+
+// TestRelayClientResetWhileFlooding: a client floods the node, reads none
+// of the echoes, and, when everything is stuck (the relay writing to the
+// node, the node writing its echoes to the relay, the relay writing them
+// to the client), resets its connection. The node must learn at once that
+// the client went away (1001), and the session end. Closing the client's
+// connection, after the write to it failed, waited for the other
+// direction's write to the node, which was made inside the read of the
+// client's connection; that write waited for the node, and the node for
+// the direction that was closing: nothing moved until a deadline passed.
+func TestRelayClientResetWhileFlooding(t *testing.T) {
+	for _, noLoop := range []bool{false, true} {
+		t.Run(map[bool]string{false: "loop", true: "no loop"}[noLoop], func(t *testing.T) {
+			dir := &dirMap{}
+			var opts []nodeOpt
+			if noLoop {
+				opts = append(opts, withoutLoop())
+			}
+			a := startNode(t, "a", dir, opts...)
+			b := startNode(t, "b", dir)
+			c, _ := rawClient(t, a, "/ws?node=b")
+			recv(t, b.seen, "request at b")
+			if !writeUntilStuck(c, rawFrame(true, opBinary, true, make([]byte, 64<<10))) {
+				t.Fatal("the client's writes never got stuck")
+			}
+			reset(t, c)
+			if got := recv(t, b.ends, "end at b"); got.Code != websocket.StatusGoingAway {
+				t.Errorf("b saw %d %q, want 1001", got.Code, got.Reason)
+			}
+			eventually(t, "the session ended", func() bool { return a.relay.Stats().Active == 0 })
 		})
 	}
 }

@@ -523,10 +523,22 @@ var errWrite = errors.New("relay: write failed")
 // finish ends the pump after err.
 func (p *pump) finish(err error) {
 	if err == errWrite {
-		// The destination is gone: closing it makes the other pump's read
-		// fail, and that pump tells our source.
-		_ = p.dst.conn.Close()
-		return
+		// The destination is gone. The other pump, which reads it, must
+		// tell our source (1001) and end. Closing dst would wait for that
+		// pump if it is in the middle of a write to our source, made
+		// inside its read of dst (copyInq), and that write may wait for
+		// our source, which may wait for us to read what it writes: a
+		// deadline in the past makes the other pump's next read fail
+		// instead, and we read on, dropping what the source sends, so
+		// that it reads the close frame, until it closes, for at most the
+		// close handshake's time.
+		_ = p.dst.conn.SetReadDeadline(time.Unix(1, 0))
+		p.src.closing()
+		for {
+			if _, err := p.src.conn.Read(p.buf); err != nil {
+				return
+			}
+		}
 	}
 	// Whatever is left of dst is the close handshake, bounded in time
 	// before anything is written, so that a peer that stopped reading
