@@ -328,3 +328,31 @@ func TestRelayClientResetWhileFlooding(t *testing.T) {
 		})
 	}
 }
+
+// TestRelayClientResetWhilePonged: a client floods pings, reads none of
+// the pongs, and resets its connection while the relay waits to write
+// one. The pong's failed write is the client's end, which the node must
+// see as a going away (1001), not as its own connection dropped (1006).
+func TestRelayClientResetWhilePonged(t *testing.T) {
+	for _, noLoop := range []bool{false, true} {
+		t.Run(map[bool]string{false: "loop", true: "no loop"}[noLoop], func(t *testing.T) {
+			dir := &dirMap{}
+			var opts []nodeOpt
+			if noLoop {
+				opts = append(opts, withoutLoop())
+			}
+			a := startNode(t, "a", dir, opts...)
+			b := startNode(t, "b", dir)
+			c, _ := rawClient(t, a, "/ws?node=b")
+			recv(t, b.seen, "request at b")
+			if !writeUntilStuck(c, bytes.Repeat(rawFrame(true, opPing, true, make([]byte, maxControl)), 500)) {
+				t.Fatal("the client's writes never got stuck")
+			}
+			reset(t, c)
+			if got := recv(t, b.ends, "end at b"); got.Code != websocket.StatusGoingAway {
+				t.Errorf("b saw %d %q, want 1001", got.Code, got.Reason)
+			}
+			eventually(t, "the session ended", func() bool { return a.relay.Stats().Active == 0 })
+		})
+	}
+}

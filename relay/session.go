@@ -520,6 +520,10 @@ var errClosed = errors.New("relay: close frame")
 // errWrite reports that the destination failed.
 var errWrite = errors.New("relay: write failed")
 
+// errSourceGone reports that a write to the source (a pong) failed: the
+// source is gone, as when its read fails.
+var errSourceGone = errors.New("relay: the source failed")
+
 // finish ends the pump after err.
 func (p *pump) finish(err error) {
 	if err == errWrite {
@@ -711,7 +715,7 @@ func (p *pump) control(h header, frame []byte) error {
 	switch h.op {
 	case opPing:
 		if err := p.src.control(opPong, pl); err != nil {
-			return errWrite // our source is gone: its read fails next
+			return errSourceGone
 		}
 		if !p.fromClient {
 			p.s.probeClient()
