@@ -356,3 +356,167 @@ func TestRelayClientResetWhilePonged(t *testing.T) {
 		})
 	}
 }
+
+// closeCode reads frames from br until a close frame, and returns its
+// status code, or 0 when the connection ended first.
+func closeCode(t *testing.T, c net.Conn, br *bufio.Reader) int {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(waitFor)) // a failure deadline
+	buf := make([]byte, maxHeader+64<<10)
+	for {
+		h, ok := readFrame(br, buf)
+		if !ok {
+			return 0
+		}
+		if h.op == opClose {
+			pl := buf[h.size : h.size+int(h.length)]
+			mask(h.key, pl)
+			if len(pl) < 2 {
+				return 1005
+			}
+			return int(pl[0])<<8 | int(pl[1])
+		}
+	}
+}
+
+// TestRelayRefusesBrokenFrames sends frames that break RFC 6455 through a
+// relay, from the client and from the node, and checks that the sender
+// is closed with 1002 (protocol error), or 1009 for a message above the
+// read limit, the other side with 1001, and that nothing is left.
+func TestRelayRefusesBrokenFrames(t *testing.T) {
+	text := func(fin bool, payload string, masked bool) []byte {
+		return rawFrame(fin, opText, masked, []byte(payload))
+	}
+	withBits := func(b []byte, bits byte) []byte { b[0] |= bits; return b }
+	cases := []struct {
+		name   string
+		frames func(masked bool) []byte
+		code   int
+	}{
+		{"reserved bit", func(m bool) []byte { return withBits(text(true, "x", m), 0x40) }, 1002},
+		{"unknown opcode", func(m bool) []byte { return rawFrame(true, 0x3, m, []byte("x")) }, 1002},
+		{"unknown control opcode", func(m bool) []byte { return rawFrame(true, 0xb, m, nil) }, 1002},
+		{"wrong masking", func(m bool) []byte { return text(true, "x", !m) }, 1002},
+		{"continuation first", func(m bool) []byte { return rawFrame(true, opContinuation, m, []byte("x")) }, 1002},
+		{"new message inside one", func(m bool) []byte { return append(text(false, "a", m), text(true, "b", m)...) }, 1002},
+		{"long ping", func(m bool) []byte { return rawFrame(true, opPing, m, make([]byte, 126)) }, 1002},
+		{"fragmented ping", func(m bool) []byte { return rawFrame(false, opPing, m, nil) }, 1002},
+		{"close with one byte", func(m bool) []byte { return rawFrame(true, opClose, m, []byte{3}) }, 1002},
+		{"close with 1005", func(m bool) []byte { return rawFrame(true, opClose, m, []byte{0x03, 0xed}) }, 1002},
+		{"close with 999", func(m bool) []byte { return rawFrame(true, opClose, m, []byte{0x03, 0xe7}) }, 1002},
+		{"close with 2000", func(m bool) []byte { return rawFrame(true, opClose, m, []byte{0x07, 0xd0}) }, 1002},
+		{"close reason not UTF-8", func(m bool) []byte { return rawFrame(true, opClose, m, []byte{0x03, 0xe8, 0xff, 0xfe}) }, 1002},
+		{"length above 2^63", func(m bool) []byte {
+			return []byte{0x82, 0x7f, 0x80, 0, 0, 0, 0, 0, 0, 1}
+		}, 1002},
+		{"fragments above the limit", func(m bool) []byte {
+			var b []byte
+			b = append(b, rawFrame(false, opBinary, m, make([]byte, 600))...)
+			return append(b, rawFrame(true, opContinuation, m, make([]byte, 600))...)
+		}, 1009},
+	}
+	for _, noLoop := range []bool{false, true} {
+		for _, fromNode := range []bool{false, true} {
+			for _, tc := range cases {
+				name := fmt.Sprintf("%s/from node %v/no loop %v", tc.name, fromNode, noLoop)
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					dir := &dirMap{}
+					opts := []nodeOpt{withReadLimit(1000)}
+					if noLoop {
+						opts = append(opts, withoutLoop())
+					}
+					a := startNode(t, "a", dir, opts...)
+					if !fromNode {
+						b := startNode(t, "b", dir)
+						c, br := rawClient(t, a, "/ws?node=b")
+						recv(t, b.seen, "request at b")
+						if _, err := c.Write(tc.frames(true)); err != nil {
+							t.Fatal(err)
+						}
+						if got := closeCode(t, c, br); got != tc.code {
+							t.Errorf("the client was closed with %d, want %d", got, tc.code)
+						}
+						c.Close()
+						if got := recv(t, b.ends, "end at b"); got.Code != websocket.StatusGoingAway {
+							t.Errorf("b saw %d %q, want 1001", got.Code, got.Reason)
+						}
+					} else {
+						codes := make(chan int, 1)
+						rawNode(t, dir, "b", func(c net.Conn, br *bufio.Reader) {
+							if _, err := c.Write(tc.frames(false)); err != nil {
+								codes <- -1
+								return
+							}
+							codes <- closeCode(t, c, br)
+						})
+						c, br := rawClient(t, a, "/ws?node=b")
+						if got := recv(t, codes, "the node's close code"); got != tc.code {
+							t.Errorf("the node was closed with %d, want %d", got, tc.code)
+						}
+						if got := closeCode(t, c, br); got != 1001 {
+							t.Errorf("the client was closed with %d, want 1001", got)
+						}
+						c.Close()
+					}
+					eventually(t, "the session ended", func() bool { return a.relay.Stats().Active == 0 })
+				})
+			}
+		}
+	}
+}
+
+// TestRelayClientEndsMidFrame: a client whose connection ends (with a FIN
+// or a reset) in the middle of a frame header, of a short frame, of a long
+// frame passed on in pieces, or between the frames of a message, is
+// reported to the node as gone (1001), and the session ends. A pump off
+// the loop may not see a reset that came in with the last data (see
+// copyInq), so resets are tried here on the loop only, which sees them in
+// the event's flags.
+func TestRelayClientEndsMidFrame(t *testing.T) {
+	long := rawFrame(true, opBinary, true, make([]byte, 1<<20))
+	states := []struct {
+		name string
+		sent []byte
+	}{
+		{"in a header", rawFrame(true, opText, true, []byte("hello"))[:3]},
+		{"in a short frame", rawFrame(true, opText, true, []byte("hello"))[:8]},
+		{"in a long frame", long[:200<<10]},
+		{"between fragments", rawFrame(false, opText, true, []byte("part one"))},
+	}
+	for _, noLoop := range []bool{false, true} {
+		for _, rst := range []bool{false, true} {
+			for _, st := range states {
+				if rst && noLoop {
+					continue
+				}
+				name := fmt.Sprintf("%s/reset %v/no loop %v", st.name, rst, noLoop)
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					dir := &dirMap{}
+					var opts []nodeOpt
+					if noLoop {
+						opts = append(opts, withoutLoop())
+					}
+					a := startNode(t, "a", dir, opts...)
+					b := startNode(t, "b", dir)
+					c, _ := rawClient(t, a, "/ws?node=b")
+					recv(t, b.seen, "request at b")
+					if _, err := c.Write(st.sent); err != nil {
+						t.Fatal(err)
+					}
+					if rst {
+						reset(t, c)
+					} else if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+						t.Fatal(err)
+					}
+					if got := recv(t, b.ends, "end at b"); got.Code != websocket.StatusGoingAway {
+						t.Errorf("b saw %d %q, want 1001", got.Code, got.Reason)
+					}
+					c.Close()
+					eventually(t, "the session ended", func() bool { return a.relay.Stats().Active == 0 })
+				})
+			}
+		}
+	}
+}
