@@ -471,8 +471,9 @@ func TestRelayRefusesBrokenFrames(t *testing.T) {
 // frame passed on in pieces, or between the frames of a message, is
 // reported to the node as gone (1001), and the session ends. A pump off
 // the loop may not see a reset that came in with the last data (see
-// copyInq), so resets are tried here on the loop only, which sees them in
-// the event's flags.
+// copyInq): the node's next ping or message finds it
+// (TestRelayNodePingFindsResetClient), so resets are tried here on the
+// loop only, which sees them in the event's flags.
 func TestRelayClientEndsMidFrame(t *testing.T) {
 	long := rawFrame(true, opBinary, true, make([]byte, 1<<20))
 	states := []struct {
@@ -518,5 +519,49 @@ func TestRelayClientEndsMidFrame(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestRelayNodePingFindsResetClient: a client sends part of a message and
+// resets its connection. The reset can come in with the data, before the
+// pump reads them, and then neither TCP_INQ (which counts a FIN, not a
+// reset) nor the poller (whose one edge the data took) tells the pump,
+// which waits on. The node's ping must then find the client gone: the
+// relay's ping to the client fails, and the node is sent 1001 at once,
+// not when the probe's timeout (here longer than the test's wait) ends.
+func TestRelayNodePingFindsResetClient(t *testing.T) {
+	for _, noLoop := range []bool{false, true} {
+		t.Run(map[bool]string{false: "loop", true: "no loop"}[noLoop], func(t *testing.T) {
+			dir := &dirMap{}
+			var opts []nodeOpt
+			if noLoop {
+				opts = append(opts, withoutLoop())
+			}
+			a := startNode(t, "a", dir, opts...)
+			gone := make(chan struct{})
+			codes := make(chan int, 1)
+			rawNode(t, dir, "b", func(c net.Conn, br *bufio.Reader) {
+				<-gone
+				if _, err := c.Write(rawFrame(true, opPing, false, []byte("are you there"))); err != nil {
+					codes <- -1
+					return
+				}
+				codes <- closeCode(t, c, br)
+			})
+			// A few times over, as the reset is not always read with the
+			// data.
+			for range 5 {
+				c, _ := rawClient(t, a, "/ws?node=b")
+				if _, err := c.Write(rawFrame(false, opText, true, []byte("part one"))); err != nil {
+					t.Fatal(err)
+				}
+				reset(t, c)
+				gone <- struct{}{}
+				if got := recv(t, codes, "the node's close code"); got != 1001 {
+					t.Fatalf("the node was closed with %d, want 1001", got)
+				}
+				eventually(t, "the session ended", func() bool { return a.relay.Stats().Active == 0 })
+			}
+		})
 	}
 }

@@ -90,7 +90,11 @@ func (r *inqReader) recv(fd uintptr, b []byte) (n, inq int, errno syscall.Errno)
 // kernel computed inq is an edge that is either recorded, ending the wait
 // at once, or wakes the waiter; and data that arrived before it is counted
 // in inq. What the kernel counts includes urgent data, and a FIN alone
-// counts 1. Deadlines and Close end the wait as they end a Read; the
+// counts 1. A reset is not counted: one that came in with the last data,
+// before the read, sharing their edge, is seen only when something is next
+// written to the source (the node's next message, or the ping the relay
+// sends when the node pings; see probeClient), as the loop's read sees it
+// in the event's flags. Deadlines and Close end the wait as they end a Read; the
 // function returns after a read that left bytes behind, so that they are
 // also checked while the source keeps the buffer full.
 func (p *pump) copyInq(rc syscall.RawConn) error {

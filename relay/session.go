@@ -85,12 +85,20 @@ func (d *side) setConn(c net.Conn) {
 	d.conn, d.raw = c, newRawWriter(c, d)
 }
 
+// errBroken reports a write to a connection on which a write failed
+// before, for another writer: the pump that writes data to it must learn
+// that it is gone as well.
+var errBroken = errors.New("relay: the connection failed")
+
 // write writes frames, unless a close frame has gone out already. It
-// returns an error only when the connection failed.
+// returns an error only when the connection failed, now or before.
 func (d *side) write(a, b []byte) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.closeSent || d.broken {
+	if d.broken {
+		return errBroken
+	}
+	if d.closeSent {
 		return nil
 	}
 	if err := d.writeLocked(a); err != nil {
@@ -151,11 +159,15 @@ func (d *side) writeConn(p []byte) error {
 }
 
 // control writes a control frame the relay makes, with payload (at most
-// maxControl bytes, not masked).
+// maxControl bytes, not masked). It returns an error only when the
+// connection failed, now or before.
 func (d *side) control(op byte, payload []byte) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.closeSent || d.broken {
+	if d.broken {
+		return errBroken
+	}
+	if d.closeSent {
 		return nil
 	}
 	return d.controlLocked(op, payload)
@@ -325,10 +337,11 @@ func linger(c net.Conn) {
 // a time.
 //
 // It runs in the pump that reads the node, which holds s.wg, so adding
-// the probe to s.wg is safe.
-func (s *session) probeClient() {
+// the probe to s.wg is safe. It returns an error when the ping could not
+// be written: the client is gone, which the pump tells the node at once.
+func (s *session) probeClient() error {
 	if s.ctx.Err() != nil || !s.probing.CompareAndSwap(false, true) {
-		return
+		return nil
 	}
 	select {
 	case <-s.pong: // an old answer
@@ -336,7 +349,7 @@ func (s *session) probeClient() {
 	}
 	if err := s.client.control(opPing, []byte("muster")); err != nil {
 		s.probing.Store(false)
-		return
+		return err
 	}
 	s.wg.Go(func() {
 		defer s.probing.Store(false)
@@ -349,6 +362,7 @@ func (s *session) probeClient() {
 			s.stop(websocket.StatusGoingAway, "")
 		}
 	})
+	return nil
 }
 
 // stop closes both sides with code and reason, unless the session is
@@ -717,8 +731,8 @@ func (p *pump) control(h header, frame []byte) error {
 		if err := p.src.control(opPong, pl); err != nil {
 			return errSourceGone
 		}
-		if !p.fromClient {
-			p.s.probeClient()
+		if !p.fromClient && p.s.probeClient() != nil {
+			return errWrite // our destination, the client, is gone
 		}
 	case opPong:
 		if p.fromClient {
