@@ -244,7 +244,16 @@ func TestRelayHostileSessionsDoNotStarveOthers(t *testing.T) {
 			hostile := func(frames func(i int) []byte, pause time.Duration) {
 				c, _ := rawClient(t, a, "/ws?node=b")
 				wg.Go(func() {
-					defer c.Close()
+					defer func() {
+						// End with a FIN, and read what is left, so
+						// that the relay sees the end at once (a reset
+						// that comes in with the last data may be seen
+						// only at the node's next message; see copyInq).
+						_ = c.(*net.TCPConn).CloseWrite()
+						_ = c.SetReadDeadline(time.Now().Add(waitFor))
+						_, _ = io.Copy(io.Discard, c)
+						c.Close()
+					}()
 					for i := 0; ; i++ {
 						select {
 						case <-stop:
