@@ -24,7 +24,9 @@ func (c *scriptConn) Read(p []byte) (int, error) {
 		return 0, net.ErrClosed
 	}
 	n := 1 + int(c.sizes[0])*64 + int(c.sizes[0]&7)
-	c.sizes = append(c.sizes[1:], c.sizes[0])
+	// Rotated in a copy: appending to c.sizes[1:] would write into the
+	// spare capacity of the fuzzer's input.
+	c.sizes = append(c.sizes[1:len(c.sizes):len(c.sizes)], c.sizes[0])
 	n = copy(p, c.data[:min(n, len(c.data))])
 	c.data = c.data[n:]
 	return n, nil
