@@ -60,6 +60,7 @@ type seen struct {
 	Subprotocol  string
 	Cookie       string
 	Origin       string
+	ForwardedFor string
 }
 
 func see(r *http.Request) seen {
@@ -72,6 +73,8 @@ func see(r *http.Request) seen {
 		Offered:    subprotocols(r.Header),
 		Cookie:     r.Header.Get("Cookie"),
 		Origin:     r.Header.Get("Origin"),
+
+		ForwardedFor: strings.Join(r.Header.Values("X-Forwarded-For"), ", "),
 	}
 	for name := range r.Header {
 		if hasRelayPrefix(name) {

@@ -41,6 +41,7 @@ func TestIdentityRestoredBehindRelay(t *testing.T) {
 	forged.Set(headerNode, "b")
 	forged.Set(headerSignature, "AAAA")
 	forged.Set("Muster-Relay-Anything", "x")
+	forged.Set("X-Forwarded-For", "198.51.100.2")
 
 	c, served := dial(t, a, "/ws?node=b", dialOpts{
 		client: &http.Client{Transport: tr},
@@ -69,6 +70,12 @@ func TestIdentityRestoredBehindRelay(t *testing.T) {
 	}
 	if st := b.relay.Stats(); st.Verified != 1 || st.Rejected != 0 {
 		t.Errorf("stats of b = %+v, want one verified header set", st)
+	}
+	// The relay appends the address it saw, as a proxy does: a node that
+	// trusts this server's address in RealIP takes the client's address,
+	// not one the client wrote, even where the signature fails.
+	if host, _, _ := net.SplitHostPort(want.RemoteAddr); got.ForwardedFor != "198.51.100.2, "+host {
+		t.Errorf("b saw X-Forwarded-For %q, want the client's %q then %s", got.ForwardedFor, "198.51.100.2", host)
 	}
 }
 

@@ -298,6 +298,15 @@ func (rl *Relay) dial(r *http.Request, target, addr string, client netip.AddrPor
 	s := sign(rl.key, client, ClientScheme(r), r.Host, target, r.URL.Path, rl.now())
 	h := forwardHeaders(r.Header)
 	s.setHeaders(h)
+	// As a proxy does, append the address this server saw: a node whose
+	// RealIP trusts this server then takes the client's address even
+	// without the signature (a clock past MaxSkew), never one the client
+	// wrote.
+	if prior := h.Values("X-Forwarded-For"); len(prior) > 0 {
+		h.Set("X-Forwarded-For", strings.Join(prior, ", ")+", "+client.Addr().String())
+	} else {
+		h.Set("X-Forwarded-For", client.Addr().String())
+	}
 	u, err := upstreamURL(addr, r.URL)
 	if err != nil {
 		return upstream{}, err
