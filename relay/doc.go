@@ -77,7 +77,10 @@
 // and IP-bound tickets then work the same behind the relay. Nonces are not
 // remembered: a captured header set could be replayed to the same node and
 // path within MaxSkew, never elsewhere. With no secret nothing is relayed
-// and relay headers are always stripped.
+// and relay headers are always stripped. The relay also appends the
+// client's address to X-Forwarded-For, as a proxy does, so that a node
+// whose RealIP trusts the relaying server never takes an address the
+// client wrote.
 //
 // # Lifecycle and concurrency
 //
