@@ -86,16 +86,15 @@ func WithSignIn(path string, signIn func(r *http.Request) (playerID string, err 
 // check refuses options that cannot work: a route that is not a path, a
 // nil sign-in function.
 func (o *options) check() error {
-	paths := []string{o.guestTickets}
-	for _, si := range o.signIns {
-		if si.signIn == nil {
-			return fmt.Errorf("muster: WithSignIn(%q): the sign-in function is nil", si.path)
-		}
-		paths = append(paths, si.path)
+	if o.guestTickets != "" && !strings.HasPrefix(o.guestTickets, "/") {
+		return fmt.Errorf("muster: WithGuestTickets(%q): want a path starting with /", o.guestTickets)
 	}
-	for i, p := range paths {
-		if (i > 0 || p != "") && !strings.HasPrefix(p, "/") {
-			return fmt.Errorf("muster: a ticket route %q is not a path starting with /", p)
+	for _, si := range o.signIns {
+		switch {
+		case !strings.HasPrefix(si.path, "/"):
+			return fmt.Errorf("muster: WithSignIn(%q): want a path starting with /", si.path)
+		case si.signIn == nil:
+			return fmt.Errorf("muster: WithSignIn(%q): the sign-in function is nil", si.path)
 		}
 	}
 	return nil
