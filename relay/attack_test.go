@@ -228,71 +228,63 @@ func TestRelayStalledPeerEnds(t *testing.T) {
 // time, while another client exchanges messages: sessions share the event
 // loop, and none of these may stall it.
 func TestRelayHostileSessionsDoNotStarveOthers(t *testing.T) {
-	for _, noLoop := range []bool{false, true} {
-		t.Run(map[bool]string{false: "loop", true: "no loop"}[noLoop], func(t *testing.T) {
-			dir := &dirMap{}
-			var opts []nodeOpt
-			if noLoop {
-				opts = append(opts, withoutLoop())
-			}
-			a := startNode(t, "a", dir, opts...)
-			startNode(t, "b", dir)
-			stop := make(chan struct{})
-			var wg sync.WaitGroup
-			defer wg.Wait()
-			defer close(stop)
-			hostile := func(frames func(i int) []byte, pause time.Duration) {
-				c, _ := rawClient(t, a, "/ws?node=b")
-				wg.Go(func() {
-					defer func() {
-						// End with a FIN, and read what is left, so
-						// that the relay sees the end at once (a reset
-						// that comes in with the last data may be seen
-						// only at the node's next message; see copyInq).
-						_ = c.(*net.TCPConn).CloseWrite()
-						_ = c.SetReadDeadline(time.Now().Add(waitFor))
-						_, _ = io.Copy(io.Discard, c)
-						c.Close()
-					}()
-					for i := 0; ; i++ {
-						select {
-						case <-stop:
-							return
-						default:
-						}
-						_ = c.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
-						if _, err := c.Write(frames(i)); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
-							return
-						}
-						if pause > 0 {
-							time.Sleep(pause)
-						}
+	onLoopAndOff(t, func(t *testing.T, dir *dirMap, a *testNode) {
+		startNode(t, "b", dir)
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		defer close(stop)
+		hostile := func(frames func(i int) []byte, pause time.Duration) {
+			c, _ := rawClient(t, a, "/ws?node=b")
+			wg.Go(func() {
+				defer func() {
+					// End with a FIN, and read what is left, so
+					// that the relay sees the end at once (a reset
+					// that comes in with the last data may be seen
+					// only at the node's next message; see copyInq).
+					_ = c.(*net.TCPConn).CloseWrite()
+					_ = c.SetReadDeadline(time.Now().Add(waitFor))
+					_, _ = io.Copy(io.Discard, c)
+					c.Close()
+				}()
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
 					}
-				})
-			}
-			big := rawFrame(true, opBinary, true, make([]byte, 64<<10))
-			ping := rawFrame(true, opPing, true, make([]byte, maxControl))
-			pings := bytes.Repeat(ping, 500)
-			slow := rawFrame(true, opText, true, []byte("one byte at a time"))
-			hostile(func(int) []byte { return big }, 0)
-			hostile(func(int) []byte { return pings }, 0)
-			hostile(func(i int) []byte { return slow[i%len(slow) : i%len(slow)+1] }, time.Millisecond)
+					_ = c.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
+					if _, err := c.Write(frames(i)); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+						return
+					}
+					if pause > 0 {
+						time.Sleep(pause)
+					}
+				}
+			})
+		}
+		big := rawFrame(true, opBinary, true, make([]byte, 64<<10))
+		ping := rawFrame(true, opPing, true, make([]byte, maxControl))
+		pings := bytes.Repeat(ping, 500)
+		slow := rawFrame(true, opText, true, []byte("one byte at a time"))
+		hostile(func(int) []byte { return big }, 0)
+		hostile(func(int) []byte { return pings }, 0)
+		hostile(func(i int) []byte { return slow[i%len(slow) : i%len(slow)+1] }, time.Millisecond)
 
-			c, _ := dial(t, a, "/ws?node=b", dialOpts{})
-			ctx, cancel := context.WithTimeout(context.Background(), waitFor)
-			defer cancel()
-			for i := range 200 {
-				msg := fmt.Appendf(nil, "message %d", i)
-				if err := c.Write(ctx, websocket.MessageText, msg); err != nil {
-					t.Fatalf("message %d: %v", i, err)
-				}
-				if _, b, err := c.Read(ctx); err != nil || !bytes.Equal(b, msg) {
-					t.Fatalf("echo %d: %q, %v", i, b, err)
-				}
+		c, _ := dial(t, a, "/ws?node=b", dialOpts{})
+		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+		defer cancel()
+		for i := range 200 {
+			msg := fmt.Appendf(nil, "message %d", i)
+			if err := c.Write(ctx, websocket.MessageText, msg); err != nil {
+				t.Fatalf("message %d: %v", i, err)
 			}
-			_ = c.Close(websocket.StatusNormalClosure, "")
-		})
-	}
+			if _, b, err := c.Read(ctx); err != nil || !bytes.Equal(b, msg) {
+				t.Fatalf("echo %d: %q, %v", i, b, err)
+			}
+		}
+		_ = c.Close(websocket.StatusNormalClosure, "")
+	})
 }
 
 // reset closes c with a reset (RST) instead of a FIN, as a client that
@@ -315,27 +307,19 @@ func reset(t *testing.T, c net.Conn) {
 // client's connection; that write waited for the node, and the node for
 // the direction that was closing: nothing moved until a deadline passed.
 func TestRelayClientResetWhileFlooding(t *testing.T) {
-	for _, noLoop := range []bool{false, true} {
-		t.Run(map[bool]string{false: "loop", true: "no loop"}[noLoop], func(t *testing.T) {
-			dir := &dirMap{}
-			var opts []nodeOpt
-			if noLoop {
-				opts = append(opts, withoutLoop())
-			}
-			a := startNode(t, "a", dir, opts...)
-			b := startNode(t, "b", dir)
-			c, _ := rawClient(t, a, "/ws?node=b")
-			recv(t, b.seen, "request at b")
-			if !writeUntilStuck(c, rawFrame(true, opBinary, true, make([]byte, 64<<10))) {
-				t.Fatal("the client's writes never got stuck")
-			}
-			reset(t, c)
-			if got := recv(t, b.ends, "end at b"); got.Code != websocket.StatusGoingAway {
-				t.Errorf("b saw %d %q, want 1001", got.Code, got.Reason)
-			}
-			eventually(t, "the session ended", func() bool { return a.relay.Stats().Active == 0 })
-		})
-	}
+	onLoopAndOff(t, func(t *testing.T, dir *dirMap, a *testNode) {
+		b := startNode(t, "b", dir)
+		c, _ := rawClient(t, a, "/ws?node=b")
+		recv(t, b.seen, "request at b")
+		if !writeUntilStuck(c, rawFrame(true, opBinary, true, make([]byte, 64<<10))) {
+			t.Fatal("the client's writes never got stuck")
+		}
+		reset(t, c)
+		if got := recv(t, b.ends, "end at b"); got.Code != websocket.StatusGoingAway {
+			t.Errorf("b saw %d %q, want 1001", got.Code, got.Reason)
+		}
+		eventually(t, "the session ended", func() bool { return a.relay.Stats().Active == 0 })
+	})
 }
 
 // TestRelayClientResetWhilePonged: a client floods pings, reads none of
@@ -343,27 +327,19 @@ func TestRelayClientResetWhileFlooding(t *testing.T) {
 // one. The pong's failed write is the client's end, which the node must
 // see as a going away (1001), not as its own connection dropped (1006).
 func TestRelayClientResetWhilePonged(t *testing.T) {
-	for _, noLoop := range []bool{false, true} {
-		t.Run(map[bool]string{false: "loop", true: "no loop"}[noLoop], func(t *testing.T) {
-			dir := &dirMap{}
-			var opts []nodeOpt
-			if noLoop {
-				opts = append(opts, withoutLoop())
-			}
-			a := startNode(t, "a", dir, opts...)
-			b := startNode(t, "b", dir)
-			c, _ := rawClient(t, a, "/ws?node=b")
-			recv(t, b.seen, "request at b")
-			if !writeUntilStuck(c, bytes.Repeat(rawFrame(true, opPing, true, make([]byte, maxControl)), 500)) {
-				t.Fatal("the client's writes never got stuck")
-			}
-			reset(t, c)
-			if got := recv(t, b.ends, "end at b"); got.Code != websocket.StatusGoingAway {
-				t.Errorf("b saw %d %q, want 1001", got.Code, got.Reason)
-			}
-			eventually(t, "the session ended", func() bool { return a.relay.Stats().Active == 0 })
-		})
-	}
+	onLoopAndOff(t, func(t *testing.T, dir *dirMap, a *testNode) {
+		b := startNode(t, "b", dir)
+		c, _ := rawClient(t, a, "/ws?node=b")
+		recv(t, b.seen, "request at b")
+		if !writeUntilStuck(c, bytes.Repeat(rawFrame(true, opPing, true, make([]byte, maxControl)), 500)) {
+			t.Fatal("the client's writes never got stuck")
+		}
+		reset(t, c)
+		if got := recv(t, b.ends, "end at b"); got.Code != websocket.StatusGoingAway {
+			t.Errorf("b saw %d %q, want 1001", got.Code, got.Reason)
+		}
+		eventually(t, "the session ended", func() bool { return a.relay.Stats().Active == 0 })
+	})
 }
 
 // closeCode reads frames from br until a close frame, and returns its
@@ -539,6 +515,37 @@ func TestRelayClientEndsMidFrame(t *testing.T) {
 // relay's ping to the client fails, and the node is sent 1001 at once,
 // not when the probe's timeout (here longer than the test's wait) ends.
 func TestRelayNodePingFindsResetClient(t *testing.T) {
+	onLoopAndOff(t, func(t *testing.T, dir *dirMap, a *testNode) {
+		gone := make(chan struct{})
+		codes := make(chan int, 1)
+		rawNode(t, dir, "b", func(c net.Conn, br *bufio.Reader) {
+			<-gone
+			if _, err := c.Write(rawFrame(true, opPing, false, []byte("are you there"))); err != nil {
+				codes <- -1
+				return
+			}
+			codes <- closeCode(t, c, br)
+		})
+		// A few times over, as the reset is not always read with the
+		// data.
+		for range 5 {
+			c, _ := rawClient(t, a, "/ws?node=b")
+			if _, err := c.Write(rawFrame(false, opText, true, []byte("part one"))); err != nil {
+				t.Fatal(err)
+			}
+			reset(t, c)
+			gone <- struct{}{}
+			if got := recv(t, codes, "the node's close code"); got != 1001 {
+				t.Fatalf("the node was closed with %d, want 1001", got)
+			}
+			eventually(t, "the session ended", func() bool { return a.relay.Stats().Active == 0 })
+		}
+	})
+}
+
+// onLoopAndOff runs f twice, as subtests: with relaying server a (in dir)
+// relaying on its event loop, and on its pumps' goroutines only.
+func onLoopAndOff(t *testing.T, f func(t *testing.T, dir *dirMap, a *testNode)) {
 	for _, noLoop := range []bool{false, true} {
 		t.Run(map[bool]string{false: "loop", true: "no loop"}[noLoop], func(t *testing.T) {
 			dir := &dirMap{}
@@ -546,31 +553,7 @@ func TestRelayNodePingFindsResetClient(t *testing.T) {
 			if noLoop {
 				opts = append(opts, withoutLoop())
 			}
-			a := startNode(t, "a", dir, opts...)
-			gone := make(chan struct{})
-			codes := make(chan int, 1)
-			rawNode(t, dir, "b", func(c net.Conn, br *bufio.Reader) {
-				<-gone
-				if _, err := c.Write(rawFrame(true, opPing, false, []byte("are you there"))); err != nil {
-					codes <- -1
-					return
-				}
-				codes <- closeCode(t, c, br)
-			})
-			// A few times over, as the reset is not always read with the
-			// data.
-			for range 5 {
-				c, _ := rawClient(t, a, "/ws?node=b")
-				if _, err := c.Write(rawFrame(false, opText, true, []byte("part one"))); err != nil {
-					t.Fatal(err)
-				}
-				reset(t, c)
-				gone <- struct{}{}
-				if got := recv(t, codes, "the node's close code"); got != 1001 {
-					t.Fatalf("the node was closed with %d, want 1001", got)
-				}
-				eventually(t, "the session ended", func() bool { return a.relay.Stats().Active == 0 })
-			}
+			f(t, dir, startNode(t, "a", dir, opts...))
 		})
 	}
 }
