@@ -46,13 +46,7 @@ func rawNode(t *testing.T, dir *dirMap, id string, serve func(c net.Conn, br *bu
 			wg.Go(func() {
 				defer c.Close()
 				br := bufio.NewReader(c)
-				req, err := http.ReadRequest(br)
-				if err != nil {
-					return
-				}
-				_, err = io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
-					"Sec-WebSocket-Accept: "+acceptKey(req.Header.Get("Sec-WebSocket-Key"))+"\r\n\r\n")
-				if err == nil {
+				if acceptUpgrade(c, br) == nil {
 					serve(c, br)
 				}
 			})

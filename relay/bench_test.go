@@ -31,12 +31,9 @@ func rawEchoNode(b *testing.B) string {
 		}
 		defer c.Close()
 		br := bufio.NewReader(c)
-		req, err := http.ReadRequest(br)
-		if err != nil {
+		if acceptUpgrade(c, br) != nil {
 			return
 		}
-		_, _ = io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
-			"Sec-WebSocket-Accept: "+acceptKey(req.Header.Get("Sec-WebSocket-Key"))+"\r\n\r\n")
 		in := make([]byte, maxHeader+64<<10)
 		out := make([]byte, maxHeader+64<<10)
 		for {

@@ -1,9 +1,11 @@
 package relay
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -387,4 +389,16 @@ func silentAddr(t *testing.T) string {
 		}
 	})
 	return l.Addr().String()
+}
+
+// acceptUpgrade reads a WebSocket upgrade request from br and accepts it
+// on c, as a node's server would, for tests that then speak frames on c.
+func acceptUpgrade(c net.Conn, br *bufio.Reader) error {
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+		"Sec-WebSocket-Accept: "+acceptKey(req.Header.Get("Sec-WebSocket-Key"))+"\r\n\r\n")
+	return err
 }
