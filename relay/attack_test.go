@@ -25,43 +25,13 @@ import (
 // returns. Everything ends when the test does.
 func rawNode(t *testing.T, dir *dirMap, id string, serve func(c net.Conn, br *bufio.Reader)) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	wg.Go(func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				if acceptUpgrade(c, br) == nil {
-					serve(c, br)
-				}
-			})
+	dir.set(id, acceptAll(t, func(c net.Conn) {
+		defer c.Close()
+		br := bufio.NewReader(c)
+		if acceptUpgrade(c, br) == nil {
+			serve(c, br)
 		}
-	})
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	dir.set(id, l.Addr().String())
+	}))
 }
 
 // rawClient opens a WebSocket to n at target over a raw TCP connection, and

@@ -359,14 +359,24 @@ func deadAddr(t *testing.T) string {
 // and never answers; everything is closed when the test ends.
 func silentAddr(t *testing.T) string {
 	t.Helper()
+	return acceptAll(t, nil)
+}
+
+// acceptAll returns the address of a listener that hands each connection
+// to handle on a goroutine of its own, or keeps it unanswered when handle
+// is nil. When the test ends, the listener and every connection are
+// closed, and the goroutines waited for.
+func acceptAll(t *testing.T, handle func(net.Conn)) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var (
-		mu    sync.Mutex
-		conns []net.Conn
-		wg    sync.WaitGroup
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		conns  []net.Conn
+		closed bool
 	)
 	wg.Go(func() {
 		for {
@@ -375,18 +385,27 @@ func silentAddr(t *testing.T) string {
 				return
 			}
 			mu.Lock()
+			if closed { // accepted as the test ended
+				mu.Unlock()
+				c.Close()
+				return
+			}
 			conns = append(conns, c)
 			mu.Unlock()
+			if handle != nil {
+				wg.Go(func() { handle(c) })
+			}
 		}
 	})
 	t.Cleanup(func() {
 		l.Close()
-		wg.Wait()
 		mu.Lock()
-		defer mu.Unlock()
+		closed = true
 		for _, c := range conns {
 			c.Close()
 		}
+		mu.Unlock()
+		wg.Wait()
 	})
 	return l.Addr().String()
 }
