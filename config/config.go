@@ -90,8 +90,8 @@ type Capacity struct {
 // Drain is muster.server.drain.
 type Drain struct {
 	// Timeout bounds the wait for a draining server's rooms to end; at the
-	// timeout they are told and closed. Default 30s (deployments often
-	// use 360s).
+	// timeout they are told and closed. At most 24h. Default 30s
+	// (deployments often use 360s).
 	Timeout Duration `yaml:"timeout"`
 	// Token lets POST /muster/server/drain come from another machine with
 	// "Authorization: Bearer <token>". Default "": loopback only.
@@ -116,14 +116,14 @@ type Fleet struct {
 	RedisTLSKeyFile string `yaml:"redis-tls-key-file"`
 	// RedisTimeout bounds dialing Redis and each read and write of a call,
 	// unless the address's dial_timeout, read_timeout or write_timeout
-	// says otherwise. Default 0.5s.
+	// says otherwise. At most 1m. Default 0.5s.
 	RedisTimeout Duration `yaml:"redis-timeout"`
 	// Cluster names the fleet; servers with the same name form one fleet.
 	// Default "default".
 	Cluster string `yaml:"cluster"`
 	// Region is published with the heartbeat. Default "".
 	Region string `yaml:"region"`
-	// Heartbeat is the interval between heartbeats, at least 100ms; a server
+	// Heartbeat is the interval between heartbeats, 100ms to 1m; a server
 	// that missed 3 is gone. Default 2s.
 	Heartbeat Duration `yaml:"heartbeat"`
 	// InternalAddress is the host:port other servers reach this one at; the

@@ -362,8 +362,22 @@ func TestBadConfig(t *testing.T) {
 		{
 			name: "heartbeat too short",
 			file: "muster:\n  server:\n    fleet:\n      heartbeat: 0.05\n",
-			want: "config: muster.server.fleet.heartbeat / MUSTER__SERVER__FLEET__HEARTBEAT: want at least 100ms, got 50ms (line 4)",
+			want: "config: muster.server.fleet.heartbeat / MUSTER__SERVER__FLEET__HEARTBEAT: want 100ms to 1m, got 50ms (line 4)",
 			err:  config.ErrInvalid,
+		},
+		{
+			// 3 heartbeats, a server record's time to live, would wrap
+			// round to a negative duration.
+			name:    "heartbeat too long",
+			environ: []string{"MUSTER__SERVER__FLEET__HEARTBEAT=2562047h"},
+			want:    "config: muster.server.fleet.heartbeat / MUSTER__SERVER__FLEET__HEARTBEAT: want 100ms to 1m, got 2562047h0m0s (from the environment)",
+			err:     config.ErrInvalid,
+		},
+		{
+			name:    "drain timeout too long",
+			environ: []string{"MUSTER__SERVER__DRAIN__TIMEOUT=8760h"},
+			want:    "config: muster.server.drain.timeout / MUSTER__SERVER__DRAIN__TIMEOUT: want at most 24h, got 8760h0m0s (from the environment)",
+			err:     config.ErrInvalid,
 		},
 		{
 			name:    "bad redis",

@@ -3,6 +3,7 @@ package config
 import (
 	"net/url"
 	"strings"
+	"time"
 )
 
 // Federation is muster.federation: this game server as a server of a
@@ -35,7 +36,8 @@ type Federation struct {
 	// service. Default "": none announced.
 	GameAddress string `yaml:"game-address"`
 	// AnnounceEvery is how often the server announces itself to home; it
-	// must stay below home's silent-after (3m by default). Default 60s.
+	// must stay below home's silent-after (3m by default). At most 1h.
+	// Default 60s.
 	AnnounceEvery Duration `yaml:"announce-every"`
 }
 
@@ -71,10 +73,8 @@ func (c Config) validateFederation() error {
 		return bad("name", "want a label of at most 128 printable bytes, got %s", quote(f.Name))
 	case strings.ContainsFunc(f.GameAddress, func(r rune) bool { return r <= ' ' || r == 0x7f }):
 		return bad("game-address", "want an address or URL without spaces, got %s", quote(f.GameAddress))
-	case f.AnnounceEvery <= 0:
-		return bad("announce-every", "want a positive duration, got %s", f.AnnounceEvery)
 	}
-	return nil
+	return positiveUpTo("federation.announce-every", f.AnnounceEvery, Duration(time.Hour))
 }
 
 // validFederationID reports whether s looks like a federation node id:

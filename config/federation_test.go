@@ -56,6 +56,8 @@ func TestFederationConfig(t *testing.T) {
 			"muster.federation.node-id / MUSTER__FEDERATION__NODE_ID: want a node id"},
 		{"bad interval", append(good[:6:6], "MUSTER__FEDERATION__ANNOUNCE_EVERY=0"),
 			"muster.federation.announce-every / MUSTER__FEDERATION__ANNOUNCE_EVERY: want a positive duration"},
+		{"huge interval", append(good[:6:6], "MUSTER__FEDERATION__ANNOUNCE_EVERY=2562047h"),
+			"muster.federation.announce-every / MUSTER__FEDERATION__ANNOUNCE_EVERY: want at most 1h, got 2562047h0m0s"},
 	} {
 		c := config.Default()
 		env := tc.environ

@@ -18,31 +18,34 @@ import (
 type Room struct {
 	// Rate is the number of fixed steps per second, 1-1000. Default 60.
 	Rate int `yaml:"rate"`
-	// Workers is the number of step workers. Default 0: GOMAXPROCS.
+	// Workers is the number of step workers, at most 1024. Default 0:
+	// GOMAXPROCS.
 	Workers int `yaml:"workers"`
 	// MaxCatchUp is the most steps one pass runs for a room that fell
-	// behind. Default 4.
+	// behind, 1-1000. Default 4.
 	MaxCatchUp int `yaml:"max-catch-up"`
-	// ReadLimit is the largest frame a client may send, in bytes.
-	// Default 32768.
+	// ReadLimit is the largest frame a client may send, in bytes, 1 to
+	// 1 MiB. Default 32768.
 	ReadLimit int `yaml:"read-limit"`
 	// SendQueue is how many frames may wait for a slow client before it is
-	// disconnected. Default 32.
+	// disconnected, 1-65536. Default 32.
 	SendQueue int `yaml:"send-queue"`
-	// PingInterval is how often a client is pinged. Default 10s.
+	// PingInterval is how often a client is pinged, at most 5m. Default 10s.
 	PingInterval Duration `yaml:"ping-interval"`
-	// HelloTimeout bounds the wait for a client's hello. Default 10s.
+	// HelloTimeout bounds the wait for a client's hello, at most 5m.
+	// Default 10s.
 	HelloTimeout Duration `yaml:"hello-timeout"`
-	// TicketTTL is how long a connection ticket is valid. Default 30s.
+	// TicketTTL is how long a connection ticket is valid, at most 1h.
+	// Default 30s.
 	TicketTTL Duration `yaml:"ticket-ttl"`
 	// MoveCooldown is how long a player just moved here is not moved
-	// again. Default 3s.
+	// again, at most 1h. Default 3s.
 	MoveCooldown Duration `yaml:"move-cooldown"`
 	// AwayTimeout ends a room whose seated players have all been
-	// disconnected this long. Default 60s.
+	// disconnected this long, at most 24h. Default 60s.
 	AwayTimeout Duration `yaml:"away-timeout"`
 	// DrainGrace is the time between telling the players of the rooms left
-	// at the drain timeout and closing those rooms. Default 2s.
+	// at the drain timeout and closing those rooms, at most 5m. Default 2s.
 	DrainGrace Duration `yaml:"drain-grace"`
 	// Limits are the connection rate limits and lockouts.
 	Limits RoomLimits `yaml:"limits"`
@@ -56,11 +59,12 @@ type RoomLimits struct {
 	// Connects is how many connections an address may open per Window.
 	// Default 120.
 	Connects int `yaml:"connects"`
-	// Window is the rate limit's window. Default 60s.
+	// Window is the rate limit's window, at most 24h. Default 60s.
 	Window Duration `yaml:"window"`
 	// Failures is how many failed hellos lock an address out. Default 20.
 	Failures int `yaml:"failures"`
-	// Lockout is how long a locked-out address is refused. Default 300s.
+	// Lockout is how long a locked-out address is refused, at most 24h.
+	// Default 300s.
 	Lockout Duration `yaml:"lockout"`
 	// Messages is how many messages a connection may send per second;
 	// a connection that sends more is closed with 4005. Default 120.
@@ -73,10 +77,12 @@ type RoomLimits struct {
 // Matchmaking is muster.matchmaking: the matchmaking module
 // (matchmaking.Config) and its playlists.
 type Matchmaking struct {
-	// Tick is the interval between matching rounds. Default 0.1s.
+	// Tick is the interval between matching rounds, at most 1m. Default
+	// 0.1s.
 	Tick Duration `yaml:"tick"`
 	// Hold is how long a player who arrived with a queue handoff stays
-	// before gathering may move it again. Default 0: two fleet heartbeats.
+	// before gathering may move it again, at most 1h. Default 0: two fleet
+	// heartbeats.
 	Hold Duration `yaml:"hold"`
 	// Playlists are the queues players enqueue on. Default none: the game
 	// declares its own, or lists them here.
@@ -116,20 +122,21 @@ type Rating struct {
 type Lobby struct {
 	// CodeLength is the length of the codes, 4 to 6. Default 5.
 	CodeLength int `yaml:"code-length"`
-	// MaxMembers is the most members a lobby holds. Default 8.
+	// MaxMembers is the most members a lobby holds, 1-1000. Default 8.
 	MaxMembers int `yaml:"max-members"`
 	// RoomKind is the Kind of the rooms lobbies start. Default "lobby".
 	RoomKind string `yaml:"room-kind"`
-	// Tick is the interval of the module's housekeeping. Default 0.25s.
+	// Tick is the interval of the module's housekeeping, at most 1m.
+	// Default 0.25s.
 	Tick Duration `yaml:"tick"`
 	// ArrivalTimeout is how long a lobby moved by a drain keeps the place
-	// of a member who has not arrived yet. Default 30s.
+	// of a member who has not arrived yet, at most 1h. Default 30s.
 	ArrivalTimeout Duration `yaml:"arrival-timeout"`
 	// CodeFailures is how many wrong codes one client address may try in
 	// CodeLockout before its joins are refused, on every server of the
 	// fleet. Default 20.
 	CodeFailures int `yaml:"code-failures"`
-	// CodeLockout is the window of CodeFailures. Default 600s.
+	// CodeLockout is the window of CodeFailures, at most 24h. Default 600s.
 	CodeLockout Duration `yaml:"code-lockout"`
 }
 
@@ -217,18 +224,61 @@ func (c Config) LobbyConfig() lobby.Config {
 	}
 }
 
+// The largest values of the keys that the packages take without a bound of
+// their own, where a larger one runs badly rather than failing at start:
+//
+//   - room.max-catch-up: the steps a room that fell behind runs in one pass,
+//     holding its worker and every room queued behind it; 1000 is a second
+//     of steps at the highest rate.
+//   - room.read-limit: the WebSocket reader holds a whole frame in memory,
+//     so each connection, before its hello too, can make the server hold
+//     this much; 1 MiB is far above any game's input (a larger upload
+//     belongs on an HTTP route), and the largest int64 would wrap the
+//     library's limit to none at all.
+//   - lobby.max-members: every join sends the member list to every member,
+//     and a match holds at most 1000 players, as a playlist's does.
+const (
+	maxCatchUp      = 1000
+	maxReadLimit    = 1 << 20
+	maxLobbyMembers = 1000
+)
+
+// positiveUpTo refuses a duration that is not positive, or above hi: every
+// duration key has a bound, as the packages add to them (a ticket's
+// nonce is kept ttl + 1m, a server's record 3 heartbeats, a room's absence
+// is counted from the host's start) and a value near the largest duration
+// would wrap round to a negative one.
+func positiveUpTo(key string, d, hi Duration) error {
+	switch {
+	case d <= 0:
+		return origin{}.errorf(ErrInvalid, "muster."+key, "want a positive duration, got %s", d)
+	case d > hi:
+		return origin{}.errorf(ErrInvalid, "muster."+key, "want at most %s, got %s", shortDuration(hi), d)
+	}
+	return nil
+}
+
+// shortDuration writes d as time.Duration does, without its zero minutes
+// and seconds: 1h, 5m, 1m30s.
+func shortDuration(d Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
+
 // validateSections checks muster.room, muster.matchmaking and muster.lobby
-// with the rules of room.New, matchmaking.New and lobby.New.
+// with the rules of room.New, matchmaking.New and lobby.New, and the bounds
+// above.
 func (c Config) validateSections() error {
 	bad := func(key, format string, args ...any) error {
 		return origin{}.errorf(ErrInvalid, "muster."+key, format, args...)
 	}
-	positive := func(key string, d Duration) error {
-		if d <= 0 {
-			return bad(key, "want a positive duration, got %s", d)
-		}
-		return nil
-	}
+	const minute, hour, day = Duration(time.Minute), Duration(time.Hour), Duration(24 * time.Hour)
 	atLeast := func(key string, v, lo int) error {
 		if v < lo {
 			return bad(key, "want at least %d, got %d", lo, v)
@@ -249,20 +299,30 @@ func (c Config) validateSections() error {
 			}
 			return nil
 		}(),
-		atLeast("room.max-catch-up", r.MaxCatchUp, 1),
-		atLeast("room.read-limit", r.ReadLimit, 1),
+		func() error {
+			if r.MaxCatchUp < 1 || r.MaxCatchUp > maxCatchUp {
+				return bad("room.max-catch-up", "want 1-%d steps, got %d", maxCatchUp, r.MaxCatchUp)
+			}
+			return nil
+		}(),
+		func() error {
+			if r.ReadLimit < 1 || r.ReadLimit > maxReadLimit {
+				return bad("room.read-limit", "want 1-%d bytes (1 MiB), got %d", maxReadLimit, r.ReadLimit)
+			}
+			return nil
+		}(),
 		func() error {
 			if r.SendQueue < 1 || r.SendQueue > room.MaxSendQueue {
 				return bad("room.send-queue", "want 1-%d frames, got %d", room.MaxSendQueue, r.SendQueue)
 			}
 			return nil
 		}(),
-		positive("room.ping-interval", r.PingInterval),
-		positive("room.hello-timeout", r.HelloTimeout),
-		positive("room.ticket-ttl", r.TicketTTL),
-		positive("room.move-cooldown", r.MoveCooldown),
-		positive("room.away-timeout", r.AwayTimeout),
-		positive("room.drain-grace", r.DrainGrace),
+		positiveUpTo("room.ping-interval", r.PingInterval, 5*minute),
+		positiveUpTo("room.hello-timeout", r.HelloTimeout, 5*minute),
+		positiveUpTo("room.ticket-ttl", r.TicketTTL, hour),
+		positiveUpTo("room.move-cooldown", r.MoveCooldown, hour),
+		positiveUpTo("room.away-timeout", r.AwayTimeout, day),
+		positiveUpTo("room.drain-grace", r.DrainGrace, 5*minute),
 		func() error {
 			if l.Store != room.StoreMemory && l.Store != room.StoreBackplane {
 				return bad("room.limits.store", "want memory or backplane, got %s", quote(l.Store))
@@ -270,15 +330,17 @@ func (c Config) validateSections() error {
 			return nil
 		}(),
 		atLeast("room.limits.connects", l.Connects, 1),
-		positive("room.limits.window", l.Window),
+		positiveUpTo("room.limits.window", l.Window, day),
 		atLeast("room.limits.failures", l.Failures, 1),
-		positive("room.limits.lockout", l.Lockout),
+		positiveUpTo("room.limits.lockout", l.Lockout, day),
 		atLeast("room.limits.messages", l.Messages, 1),
 		atLeast("room.limits.burst", l.Burst, 1),
-		positive("matchmaking.tick", c.Matchmaking.Tick),
+		positiveUpTo("matchmaking.tick", c.Matchmaking.Tick, minute),
 		func() error {
-			if c.Matchmaking.Hold < 0 {
-				return bad("matchmaking.hold", "want 0 (two fleet heartbeats) or a positive duration, got %s", c.Matchmaking.Hold)
+			if h := c.Matchmaking.Hold; h < 0 {
+				return bad("matchmaking.hold", "want 0 (two fleet heartbeats) or a positive duration, got %s", h)
+			} else if h > hour {
+				return bad("matchmaking.hold", "want at most %s, got %s", shortDuration(hour), h)
 			}
 			return nil
 		}(),
@@ -289,11 +351,16 @@ func (c Config) validateSections() error {
 			}
 			return nil
 		}(),
-		atLeast("lobby.max-members", c.Lobby.MaxMembers, 1),
-		positive("lobby.tick", c.Lobby.Tick),
-		positive("lobby.arrival-timeout", c.Lobby.ArrivalTimeout),
+		func() error {
+			if n := c.Lobby.MaxMembers; n < 1 || n > maxLobbyMembers {
+				return bad("lobby.max-members", "want 1-%d members, got %d", maxLobbyMembers, n)
+			}
+			return nil
+		}(),
+		positiveUpTo("lobby.tick", c.Lobby.Tick, minute),
+		positiveUpTo("lobby.arrival-timeout", c.Lobby.ArrivalTimeout, hour),
 		atLeast("lobby.code-failures", c.Lobby.CodeFailures, 1),
-		positive("lobby.code-lockout", c.Lobby.CodeLockout),
+		positiveUpTo("lobby.code-lockout", c.Lobby.CodeLockout, day),
 	} {
 		if err != nil {
 			return err

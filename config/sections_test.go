@@ -116,6 +116,24 @@ func TestBadSections(t *testing.T) {
 			want: `config: muster.room.workers / MUSTER__ROOM__WORKERS: want 0 (one per CPU) to 1024, got 99999999999 (from the environment)`, err: config.ErrInvalid},
 		{name: "send queue", environ: []string{"MUSTER__ROOM__SEND_QUEUE=99999999999"},
 			want: `config: muster.room.send-queue / MUSTER__ROOM__SEND_QUEUE: want 1-65536 frames, got 99999999999 (from the environment)`, err: config.ErrInvalid},
+		{name: "max catch-up", environ: []string{"MUSTER__ROOM__MAX_CATCH_UP=99999999999"},
+			want: `config: muster.room.max-catch-up / MUSTER__ROOM__MAX_CATCH_UP: want 1-1000 steps, got 99999999999 (from the environment)`, err: config.ErrInvalid},
+		{name: "read limit", file: "muster:\n  room:\n    read-limit: 1073741824\n",
+			want: `config: muster.room.read-limit / MUSTER__ROOM__READ_LIMIT: want 1-1048576 bytes (1 MiB), got 1073741824 (line 3)`, err: config.ErrInvalid},
+		// The WebSocket library reads one byte past its limit: the largest
+		// int64 wrapped round to a negative limit, which is none at all.
+		{name: "read limit wrapping", environ: []string{"MUSTER__ROOM__READ_LIMIT=9223372036854775807"},
+			want: `config: muster.room.read-limit / MUSTER__ROOM__READ_LIMIT: want 1-1048576 bytes (1 MiB), got 9223372036854775807 (from the environment)`, err: config.ErrInvalid},
+		// A redeemed ticket's nonce is kept for ticket-ttl + 1m, which
+		// wrapped round to a negative time: the ticket could be used again.
+		{name: "ticket ttl", environ: []string{"MUSTER__ROOM__TICKET_TTL=2562047h47m"},
+			want: `config: muster.room.ticket-ttl / MUSTER__ROOM__TICKET_TTL: want at most 1h, got 2562047h47m0s (from the environment)`, err: config.ErrInvalid},
+		// The end of a room's absence is counted from the host's start, and
+		// wrapped round: the room ended at once.
+		{name: "away timeout", file: "muster:\n  room:\n    away-timeout: 2562047h47m\n",
+			want: `config: muster.room.away-timeout / MUSTER__ROOM__AWAY_TIMEOUT: want at most 24h, got 2562047h47m0s (line 3)`, err: config.ErrInvalid},
+		{name: "lobby members", environ: []string{"MUSTER__LOBBY__MAX_MEMBERS=1000000"},
+			want: `config: muster.lobby.max-members / MUSTER__LOBBY__MAX_MEMBERS: want 1-1000 members, got 1000000 (from the environment)`, err: config.ErrInvalid},
 		{name: "negative rating", environ: []string{"MUSTER__MATCHMAKING__PLAYLISTS__0__NAME=duel", "MUSTER__MATCHMAKING__PLAYLISTS__0__RATING__WINDOW=-5"},
 			want: `config: muster.matchmaking.playlists.0.rating.window / MUSTER__MATCHMAKING__PLAYLISTS__0__RATING__WINDOW: want a finite number, not negative, got -5 (from the environment)`, err: config.ErrInvalid},
 		{name: "not a number", environ: []string{"MUSTER__MATCHMAKING__PLAYLISTS__0__RATING__MAX=inf"},
@@ -162,6 +180,7 @@ func TestSectionsAgreeWithPackages(t *testing.T) {
 		{"MUSTER__MATCHMAKING__PLAYLISTS__0__NAME=d", "MUSTER__LOBBY__CODE_LENGTH=4", "MUSTER__LOBBY__MAX_MEMBERS=1"},
 		{"MUSTER__MATCHMAKING__PLAYLISTS__0__NAME=d", "MUSTER__LOBBY__CODE_LENGTH=3"},
 		{"MUSTER__MATCHMAKING__PLAYLISTS__0__NAME=d", "MUSTER__LOBBY__MAX_MEMBERS=-2"},
+		{"MUSTER__MATCHMAKING__PLAYLISTS__0__NAME=d", "MUSTER__LOBBY__MAX_MEMBERS=1000", "MUSTER__LOBBY__CODE_LOCKOUT=24h", "MUSTER__MATCHMAKING__HOLD=1h"},
 		{"MUSTER__MATCHMAKING__PLAYLISTS__0__NAME=d", "MUSTER__LOBBY__ARRIVAL_TIMEOUT=-1"},
 	} {
 		c := config.Default()
@@ -216,6 +235,7 @@ func TestRoomAgreesWithHost(t *testing.T) {
 		{"MUSTER__ROOM__MAX_CATCH_UP=-1"},
 		{"MUSTER__ROOM__SEND_QUEUE=-1"},
 		{"MUSTER__ROOM__WORKERS=1024", "MUSTER__ROOM__SEND_QUEUE=65536"},
+		{"MUSTER__ROOM__MAX_CATCH_UP=1000", "MUSTER__ROOM__READ_LIMIT=1048576", "MUSTER__ROOM__TICKET_TTL=1h", "MUSTER__ROOM__AWAY_TIMEOUT=24h"},
 		{"MUSTER__ROOM__WORKERS=1025"},
 		{"MUSTER__ROOM__WORKERS=99999999999"},
 		{"MUSTER__ROOM__SEND_QUEUE=65537"},
@@ -235,5 +255,49 @@ func TestRoomAgreesWithHost(t *testing.T) {
 		if (valid == nil) != (err == nil) {
 			t.Errorf("%q: Validate = %v but room.New = %v", env, valid, err)
 		}
+	}
+}
+
+// TestUpperBounds: every numeric and duration key that a huge value would
+// make run badly (memory held per player or per frame, a worker held by one
+// room, a duration that the packages add to or multiply until it wraps
+// round) takes its bound and refuses the next value, and the largest a
+// variable can hold, with one line naming the key and its variable.
+func TestUpperBounds(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ key, most, next, huge string }{
+		{"muster.room.max-catch-up", "1000", "1001", "9223372036854775807"},
+		{"muster.room.read-limit", "1048576", "1048577", "9223372036854775807"},
+		{"muster.room.ping-interval", "5m", "5m0.001s", "2562047h47m"},
+		{"muster.room.hello-timeout", "5m", "301", "2562047h47m"},
+		{"muster.room.ticket-ttl", "1h", "3601", "2562047h47m"},
+		{"muster.room.move-cooldown", "1h", "3601", "2562047h47m"},
+		{"muster.room.away-timeout", "24h", "86401", "2562047h47m"},
+		{"muster.room.drain-grace", "5m", "301", "2562047h47m"},
+		{"muster.room.limits.window", "24h", "86401", "2562047h47m"},
+		{"muster.room.limits.lockout", "24h", "86401", "2562047h47m"},
+		{"muster.matchmaking.tick", "1m", "61", "2562047h47m"},
+		{"muster.matchmaking.hold", "1h", "3601", "2562047h47m"},
+		{"muster.lobby.max-members", "1000", "1001", "9223372036854775807"},
+		{"muster.lobby.tick", "1m", "61", "2562047h47m"},
+		{"muster.lobby.arrival-timeout", "1h", "3601", "2562047h47m"},
+		{"muster.lobby.code-lockout", "24h", "86401", "2562047h47m"},
+		{"muster.server.drain.timeout", "24h", "86401", "2562047h47m"},
+		{"muster.server.fleet.redis-timeout", "1m", "61", "2562047h47m"},
+		{"muster.server.fleet.heartbeat", "1m", "61", "2562047h47m"},
+	} {
+		t.Run(tt.key, func(t *testing.T) {
+			t.Parallel()
+			v := config.EnvName(tt.key)
+			if _, err := config.Load("", []string{v + "=" + tt.most}); err != nil {
+				t.Errorf("%s=%s: %v", v, tt.most, err)
+			}
+			for _, val := range []string{tt.next, tt.huge} {
+				_, err := config.Load("", []string{v + "=" + val})
+				if prefix := "config: " + tt.key + " / " + v + ": "; err == nil || !strings.HasPrefix(err.Error(), prefix) || !errors.Is(err, config.ErrInvalid) {
+					t.Errorf("%s=%s: error %v, want one starting %q", v, val, err, prefix)
+				}
+			}
+		})
 	}
 }

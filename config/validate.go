@@ -21,6 +21,7 @@ func (c Config) Validate() error {
 		return origin{}.errorf(ErrInvalid, "muster."+key, format, args...)
 	}
 	redisErr := c.validateRedis()
+	drainErr := positiveUpTo("server.drain.timeout", c.Server.Drain.Timeout, Duration(24*time.Hour))
 	switch {
 	case h.Host != "" && !validHost(h.Host):
 		return bad("server.http.host", "want a host name or IP address, got %s", quote(h.Host))
@@ -34,14 +35,16 @@ func (c Config) Validate() error {
 		return bad("server.capacity.max-load", "want a positive integer, got %d", c.Server.Capacity.MaxLoad)
 	case c.Server.Capacity.LoadStep < -1:
 		return bad("server.capacity.load-step", "want 0 (max-load/20), -1 (exact) or a positive step, got %d", c.Server.Capacity.LoadStep)
-	case c.Server.Drain.Timeout <= 0:
-		return bad("server.drain.timeout", "want a positive duration, got %s", c.Server.Drain.Timeout)
+	case drainErr != nil:
+		return drainErr
 	case redisErr != nil:
 		return redisErr
 	case backplane.ValidateName("cluster", f.Cluster) != nil:
 		return bad("server.fleet.cluster", "want a name of 1-256 bytes without { } : or NUL, got %s", quote(f.Cluster))
-	case f.Heartbeat < Duration(100*time.Millisecond):
-		return bad("server.fleet.heartbeat", "want at least 100ms, got %s", f.Heartbeat)
+	case f.Heartbeat < Duration(100*time.Millisecond) || f.Heartbeat > Duration(time.Minute):
+		// A server is gone after 3 missed heartbeats: a minute's
+		// heartbeat takes 3 minutes to notice a dead one.
+		return bad("server.fleet.heartbeat", "want 100ms to 1m, got %s", f.Heartbeat)
 	case f.InternalAddress != "" && !validInternal(f.InternalAddress):
 		return bad("server.fleet.internal-address", "want host:port or {ip}:port, got %s", quote(f.InternalAddress))
 	case !validPublic(f.PublicAddress):
@@ -120,8 +123,8 @@ func (c Config) validateRedis() error {
 	bad := func(key, format string, args ...any) error {
 		return origin{}.errorf(ErrInvalid, "muster."+key, format, args...)
 	}
-	if f.RedisTimeout <= 0 {
-		return bad("server.fleet.redis-timeout", "want a positive duration, got %s", f.RedisTimeout)
+	if err := positiveUpTo("server.fleet.redis-timeout", f.RedisTimeout, Duration(time.Minute)); err != nil {
+		return err
 	}
 	if f.Redis == "" {
 		for key, file := range map[string]string{
