@@ -227,10 +227,11 @@ func (f *Fleet) step(ctx context.Context) error {
 		f.nextExp = time.Time{}
 		f.view[self.ID] = self
 		f.pruneLocked()
+		tell := wasAttached || !f.beaten
+		f.beaten = true // log "unreachable at start" once too
 		f.mu.Unlock()
-		if wasAttached || !f.beaten {
+		if tell {
 			f.logger.Warn("backplane unreachable; the others stay in view until their records expire", "err", err)
-			f.beaten = true // log "unreachable at start" once too
 		}
 		return nil
 	}

@@ -3,11 +3,13 @@ package fleet_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/fleettest"
 )
@@ -114,4 +116,32 @@ func TestDetachedAtStart(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestFailedHeartbeatRace: what a failed heartbeat notes (that the
+// backplane was tried) is read under the fleet's lock, by the readiness
+// probe, Increment and Detached, while heartbeats fail: it used to be
+// written after the lock was let go, a data race that the race detector
+// found in a server taking connections while its Redis stalled.
+func TestFailedHeartbeatRace(t *testing.T) {
+	bp := fleettest.NewFaulty(memory.New())
+	bp.Cut(true)
+	f, err := fleet.New(fleet.Config{NodeID: "a", Heartbeat: 10 * time.Millisecond}, bp, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- f.Run(ctx) }()
+	for bp.Calls("Heartbeat") < 3 {
+		f.Detached()
+		f.Increment(t.Context(), "k", time.Minute, 1)
+	}
+	if !f.Detached() {
+		t.Error("not detached with every heartbeat failing")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 }
