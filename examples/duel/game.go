@@ -140,20 +140,6 @@ func (m *Match) snapshot(step uint64) State {
 	return s
 }
 
-// RedirectPacket tells the client to reconnect to another server.
-type RedirectPacket struct {
-	Type    string `json:"type"` // "redirect"
-	Node    string `json:"node"`
-	Param   string `json:"param"`
-	Address string `json:"address,omitempty"`
-	Reason  string `json:"reason"`
-}
-
-// Redirect implements room.Redirector.
-func (Duel) Redirect(r room.Redirect) room.Packet {
-	return RedirectPacket{Type: "redirect", Node: r.NodeID, Param: r.NodeParam, Address: r.PublicAddress, Reason: r.Reason}
-}
-
 // ServerDraining implements room.DrainNotifier.
 func (Duel) ServerDraining() room.Packet {
 	return map[string]string{"type": "server_draining"}

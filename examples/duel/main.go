@@ -24,17 +24,23 @@ var static embed.FS
 func main() {
 	cfg, err := muster.LoadConfig()
 	if err == nil {
-		web, _ := fs.Sub(static, "static")
-		err = muster.Serve(context.Background(), Duel{}, cfg,
-			muster.WithPlaylists(matchmaking.Playlist{Name: "duel"}, matchmaking.Playlist{Name: "squad", Teams: 2, TeamSize: 2}),
-			muster.WithLobbies(),
-			muster.WithGuestTickets("/ticket"), // the example trusts the id the browser keeps
-			muster.WithRoutes(func(r chi.Router) {
-				r.Handle("/client/*", http.StripPrefix("/client/", js.Handler())) // the Muster client the page loads
-				r.Handle("/*", http.FileServerFS(web))
-			}))
+		err = muster.Serve(context.Background(), Duel{}, cfg, options()...)
 	}
 	if err != nil {
 		log.Fatal(err)
+	}
+}
+
+// options are the duel's playlists, lobbies, tickets and page.
+func options() []muster.Option {
+	web, _ := fs.Sub(static, "static")
+	return []muster.Option{
+		muster.WithPlaylists(matchmaking.Playlist{Name: "duel"}, matchmaking.Playlist{Name: "squad", Teams: 2, TeamSize: 2}),
+		muster.WithLobbies(),
+		muster.WithGuestTickets("/ticket"), // the example trusts the id the browser keeps
+		muster.WithRoutes(func(r chi.Router) {
+			r.Handle("/client/*", http.StripPrefix("/client/", js.Handler())) // the Muster client the page loads
+			r.Handle("/*", http.FileServerFS(web))
+		}),
 	}
 }

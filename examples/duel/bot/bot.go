@@ -302,6 +302,8 @@ type link struct {
 	mode     string        // hello mode
 	hint     string        // the server to ask for, "" for any
 	param    string        // the query parameter naming it
+	ticket   string        // a redirect's ticket, for the next attempt only; "" to ask for one
+	query    string        // a redirect's ready query (param=node&ticket=…), for the next attempt only
 	ended    time.Time     // when the last connection ended; zero before the first
 	cause    string        // why: "redirect", "drop" or "asked"
 	reason   string        // a redirect's reason
@@ -321,6 +323,7 @@ func (b *Bot) run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		l.attempts++
 		c, err := b.connect(ctx, l)
+		l.ticket, l.query = "", "" // a redirect's ticket is good for one attempt: a retry asks for a new one
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -358,6 +361,7 @@ func (b *Bot) run(ctx context.Context) error {
 			if end.redirect.Param != "" {
 				l.param = end.redirect.Param
 			}
+			l.ticket, l.query = end.redirect.Ticket, end.redirect.Query
 			if l.hint != "" && l.hint == unreachable {
 				// Sent back to a server the relay could not reach: it died
 				// and the fleet has not noticed yet. Wait a little, as a
@@ -407,7 +411,8 @@ type conn struct {
 	cancel  context.CancelFunc
 }
 
-// connect gets a ticket, dials, says hello and reads the welcome.
+// connect gets a ticket (the one a redirect gave, or a new one), dials,
+// says hello and reads the welcome.
 func (b *Bot) connect(ctx context.Context, l link) (*conn, error) {
 	cctx, cancel := context.WithTimeout(ctx, b.cfg.ConnectTimeout)
 	defer cancel()
@@ -419,9 +424,12 @@ func (b *Bot) connect(ctx context.Context, l link) (*conn, error) {
 		b.mu.Unlock()
 		return err
 	}
-	ticket, err := b.ticket(cctx)
-	if err != nil {
-		return nil, fail("ticket", err)
+	ticket := l.ticket
+	if ticket == "" {
+		var err error
+		if ticket, err = b.ticket(cctx); err != nil {
+			return nil, fail("ticket", err)
+		}
 	}
 	ws, _, err := websocket.Dial(cctx, b.playURL(ticket, l), &websocket.DialOptions{HTTPClient: b.cfg.HTTPClient})
 	if err != nil {
@@ -498,6 +506,7 @@ func writeJSON(ctx context.Context, ws *websocket.Conn, v any) error {
 func (b *Bot) ticket(ctx context.Context) (string, error) {
 	b.mu.Lock()
 	player := b.rep.Player
+	b.rep.Tickets++
 	b.mu.Unlock()
 	body, _ := json.Marshal(map[string]string{"player": player})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.base.JoinPath("ticket").String(), bytes.NewReader(body))
@@ -540,8 +549,12 @@ func (b *Bot) playURL(ticket string, l link) string {
 	default:
 		u.Scheme = "ws"
 	}
-	q := url.Values{"ticket": {ticket}}
-	if l.hint != "" {
+	q := url.Values{}
+	if l.query != "" {
+		q, _ = url.ParseQuery(l.query) // the redirect's: it names the server and may carry more
+	}
+	q.Set("ticket", ticket)
+	if l.hint != "" && !q.Has(l.param) {
 		q.Set(l.param, l.hint)
 	}
 	u.RawQuery = q.Encode()
@@ -622,6 +635,8 @@ type (
 		Node   string `json:"node"`
 		Param  string `json:"param"`
 		Reason string `json:"reason"`
+		Ticket string `json:"ticket"`
+		Query  string `json:"query"`
 	}
 	packet struct {
 		Type     string   `json:"type"`
@@ -630,6 +645,8 @@ type (
 		Kind     string   `json:"kind"`
 		Reason   string   `json:"reason"`
 		Param    string   `json:"param"`
+		Ticket   string   `json:"ticket"`
+		Query    string   `json:"query"`
 		Playlist string   `json:"playlist"`
 		WaitedMS int64    `json:"waited_ms"`
 		Code     string   `json:"code"`
@@ -695,7 +712,7 @@ func (b *Bot) session(ctx context.Context, c *conn, l link) sessionEnd {
 					b.mu.Unlock()
 				}
 			case "redirect":
-				redirect = &redirectPacket{Node: p.Node, Param: p.Param, Reason: p.Reason}
+				redirect = &redirectPacket{Node: p.Node, Param: p.Param, Reason: p.Reason, Ticket: p.Ticket, Query: p.Query}
 				redirected = time.After(2 * time.Second)
 				lostCheck = nil
 				b.mu.Lock()

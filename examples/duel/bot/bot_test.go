@@ -30,6 +30,8 @@ type fake struct {
 
 	mu      sync.Mutex
 	tickets map[string]string
+	issued  int
+	plays   []string // "node ticket" of each /play request, in order
 	hellos  []string // "node mode", in order
 	wg      sync.WaitGroup
 }
@@ -51,7 +53,8 @@ func newFake(t *testing.T, script func(c *fakeConn)) *fake {
 			req.Player = "guest-1"
 		}
 		f.mu.Lock()
-		tk := fmt.Sprintf("t%d", len(f.tickets)+1)
+		f.issued++
+		tk := fmt.Sprintf("t%d", f.issued)
 		f.tickets[tk] = req.Player
 		f.mu.Unlock()
 		json.NewEncoder(w).Encode(map[string]string{"ticket": tk, "player": req.Player})
@@ -62,6 +65,7 @@ func newFake(t *testing.T, script func(c *fakeConn)) *fake {
 		f.mu.Lock()
 		player, ok := f.tickets[r.URL.Query().Get("ticket")]
 		delete(f.tickets, r.URL.Query().Get("ticket"))
+		f.plays = append(f.plays, strings.TrimSpace(r.URL.Query().Get("node")+" "+r.URL.Query().Get("ticket")))
 		f.mu.Unlock()
 		if !ok {
 			http.Error(w, "bad ticket", http.StatusForbidden)
@@ -91,6 +95,19 @@ func newFake(t *testing.T, script func(c *fakeConn)) *fake {
 		f.wg.Wait()
 	})
 	return f
+}
+
+// give makes ticket good for player, as a server's redirect does.
+func (f *fake) give(ticket, player string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tickets[ticket] = player
+}
+
+func (f *fake) Plays() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.plays...)
 }
 
 func (f *fake) Hellos() []string {
@@ -214,6 +231,56 @@ func TestQueueRedirectPlay(t *testing.T) {
 	}
 	if len(r.Reconnects) != 1 || r.Reconnects[0].Cause != "redirect" {
 		t.Errorf("reconnects %+v", r.Reconnects)
+	}
+}
+
+// A redirect that carries a ticket and a query, as the room host's does,
+// is followed with them: the bot does not ask for another ticket. When the
+// given ticket is refused, the next attempt asks for a new one.
+func TestRedirectTicket(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		good    bool // the redirect's ticket is one the fake accepts
+		plays   string
+		tickets int
+	}{
+		{"given", true, "t1,b given", 1},
+		{"given and refused", false, "t1,b given,b t2", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var f *fake
+			f = newFake(t, func(c *fakeConn) {
+				switch c.node {
+				case "a": // the fleet finds the room on b
+					c.welcome("")
+					if tc.good {
+						f.give("given", c.player)
+					}
+					c.send(map[string]string{"type": "redirect", "node": "b", "param": "node", "reason": "rejoin", "ticket": "given", "query": "node=b&ticket=given"})
+					c.ws.Close(websocket.StatusNormalClosure, "redirect")
+				case "b":
+					c.welcome("r1")
+					c.play(1000)
+				}
+			})
+			b := newBot(t, f, bot.Config{Player: "p1"})
+			run(t, b)
+			ctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+			defer stop()
+			if err := b.Wait(ctx, func(r bot.Report) bool { rm, ok := r.Room(); return ok && rm.Node == "b" }); err != nil {
+				t.Fatalf("seat on b: %v\n%s", err, b.Report().Log())
+			}
+			r := b.Report()
+			if got := strings.Join(f.Plays(), ","); got != tc.plays {
+				t.Errorf("/play requests %s, want %s", got, tc.plays)
+			}
+			if r.Tickets != tc.tickets {
+				t.Errorf("asked for %d tickets, want %d", r.Tickets, tc.tickets)
+			}
+			if got := strings.Join(f.Hellos(), ","); got != "a new,b rejoin" {
+				t.Errorf("hellos %s, want a new,b rejoin", got)
+			}
+		})
 	}
 }
 

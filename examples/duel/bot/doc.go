@@ -17,10 +17,12 @@
 // transport: POST <url>/ticket {"player"} → {"ticket","player"}; WebSocket
 // <url>/play?ticket=…[&node=…]; first message {"type":"hello","data":
 // {"mode":"new"|"rejoin"}}, answered by {"type":"welcome","node","player",
-// "room"}. A redirect packet {"type":"redirect","node","param","reason"}
-// is followed by the server's close; the bot then asks for a new ticket
-// and connects to the same public address with ?<param>=<node> and hello
-// "rejoin", as the browser client does. After a drop it reconnects at once
+// "room"}. A redirect packet {"type":"redirect","node","param","reason",
+// "ticket","query"} is followed by the server's close; the bot then
+// connects to the same public address with the redirect's query
+// (?<param>=<node>&ticket=…) and hello "rejoin", as the browser client
+// does: it asks for a new ticket only when the redirect carried none, or
+// when that first attempt failed. After a drop it reconnects at once
 // (then with a backoff) with hello "rejoin" and the server it was last on,
 // or with no server at all when Config.Anywhere is set.
 //

@@ -24,6 +24,10 @@ type Report struct {
 	// Lobby is the last lobby state the bot was sent; its Code is "" when
 	// the bot is in no lobby.
 	Lobby Lobby
+	// Tickets counts the tickets the bot asked the server for (POST
+	// <url>/ticket). A redirect's own ticket is not counted: the bot
+	// reconnects with it.
+	Tickets int
 	// Failures are the connection attempts that did not end in a welcome.
 	Failures []Failure
 	// Drops are the welcomed connections that ended without a redirect and

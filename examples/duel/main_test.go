@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/muster-gg/muster"
+	"github.com/muster-gg/muster/backplane/memory"
+	"github.com/muster-gg/muster/config"
+	"github.com/muster-gg/muster/examples/duel/bot"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// plays records the ticket and server of each /play request a bot makes.
+type plays struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	seen []url.Values
+}
+
+func (p *plays) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Path == "/play" {
+		p.mu.Lock()
+		p.seen = append(p.seen, r.URL.Query())
+		p.mu.Unlock()
+	}
+	return p.next.RoundTrip(r)
+}
+
+func (p *plays) all() []url.Values {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]url.Values(nil), p.seen...)
+}
+
+// Two players queue for a duel on the two servers of a fleet; the one on
+// the server that does not gather is redirected to the other and
+// reconnects with the ticket and the query the redirect gave it, without
+// asking for another ticket.
+func TestQueueRedirectCarriesTicket(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a bound for a stuck run, not a measure
+	defer cancel()
+	store := memory.NewStore(memory.Config{})
+	var servers []*muster.Server
+	var urls []string
+	for _, id := range []string{"duel-a", "duel-b"} {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := config.Default()
+		cfg.Security.Key = "0123456789abcdef0123456789abcdef"
+		cfg.Server.Fleet.NodeID = id
+		cfg.Server.Fleet.InternalAddress = l.Addr().String()
+		cfg.Server.Fleet.Heartbeat = config.Duration(100 * time.Millisecond)
+		bp, err := store.Cluster(cfg.Server.Fleet.Cluster)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := muster.New(Duel{}, cfg, append(options(),
+			muster.WithBackplane(bp), muster.WithListener(l), muster.WithLogger(slog.New(slog.DiscardHandler)))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sctx, stop := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- s.Run(sctx) }()
+		t.Cleanup(func() {
+			stop()
+			if err := <-done; err != nil {
+				t.Errorf("%s: Run: %v", id, err)
+			}
+			bp.Close()
+		})
+		servers = append(servers, s)
+		urls = append(urls, "http://"+l.Addr().String()+"/")
+	}
+	waitFor(ctx, t, "each server to see the other, ready", func() bool {
+		for _, s := range servers {
+			n := 0
+			for _, node := range s.Fleet().Nodes() {
+				if node.HasRoom() {
+					n++
+				}
+			}
+			if n != 2 {
+				return false
+			}
+		}
+		return true
+	})
+
+	type player struct {
+		bot   *bot.Bot
+		plays *plays
+		done  chan error
+	}
+	var players []player
+	for i, u := range urls {
+		p := &plays{next: &http.Transport{}}
+		t.Cleanup(p.next.(*http.Transport).CloseIdleConnections)
+		b, err := bot.New(bot.Config{URL: u, Player: []string{"ann", "bob"}[i], HTTPClient: &http.Client{Transport: p},
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bctx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- b.Run(bctx) }()
+		t.Cleanup(func() {
+			stop()
+			if err := <-done; err != nil {
+				t.Errorf("bot %d: Run: %v", i, err)
+			}
+		})
+		b.Queue("duel")
+		players = append(players, player{b, p, done})
+	}
+	for _, p := range players {
+		seated := func(r bot.Report) bool { rm, ok := r.Room(); return ok && rm.Kind == "duel" && rm.Inputs > 0 }
+		if err := p.bot.Wait(ctx, seated); err != nil {
+			t.Fatalf("%s never played: %v\n%s", p.bot.Report().Player, err, p.bot.Report().Log())
+		}
+	}
+
+	moved := 0
+	for _, p := range players {
+		r := p.bot.Report()
+		if len(r.Redirects) == 0 {
+			continue
+		}
+		moved++
+		rd := r.Redirects[0]
+		seen := p.plays.all()
+		if rd.Reason != "queue" || len(seen) != 2 {
+			t.Fatalf("%s: redirects %+v, /play requests %v\n%s", r.Player, r.Redirects, seen, r.Log())
+		}
+		if r.Tickets != 1 {
+			t.Errorf("%s asked for %d tickets, want 1: the redirect's ticket was not used\n%s", r.Player, r.Tickets, r.Log())
+		}
+		first, again := seen[0], seen[1]
+		if tk := again.Get("ticket"); tk == "" || tk == first.Get("ticket") {
+			t.Errorf("%s reconnected with ticket %q after connecting with %q", r.Player, tk, first.Get("ticket"))
+		}
+		if again.Get(rd.Param) != rd.To {
+			t.Errorf("%s reconnected with %v, want %s=%s", r.Player, again, rd.Param, rd.To)
+		}
+	}
+	if moved != 1 {
+		t.Errorf("%d players were redirected, want 1", moved)
+	}
+}
+
+// waitFor polls cond until it holds, or fails the test when ctx ends.
+func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v", what, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
