@@ -20,7 +20,12 @@ func (TapRace) Leave(r *Race, id string)        {}
 func (TapRace) AfterSteps(r *Race)              { r.Broadcast(map[string]any{"type": "state", "taps": r.Sim()}) }
 func (TapRace) FixedStep(r *Race)               {}
 func (TapRace) Input(r *Race, id string, tap int) {
-	if r.Sim()[id]++; r.Sim()[id] == 10 && !r.Ended() {
+	for _, taps := range r.Sim() {
+		if taps == 10 {
+			return // won already: the room ends after this step
+		}
+	}
+	if r.Sim()[id]++; r.Sim()[id] == 10 {
 		r.Broadcast(map[string]any{"type": "winner", "player": id})
 		r.End("won")
 	}

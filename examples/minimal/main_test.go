@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,7 +35,9 @@ func TestREADMEShowsThisProgram(t *testing.T) {
 }
 
 // The program runs as a process with no config.yml, and two players who
-// queue are matched and see their room step.
+// queue are matched and see their room step. Both tap ten times between
+// two steps (one step a second): the first tenth tap wins, and the race has
+// one winner, not two.
 func TestMinimalGamePlays(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the example")
@@ -47,7 +51,7 @@ func TestMinimalGamePlays(t *testing.T) {
 	defer cancel()
 	cmd := exec.Command(bin)
 	cmd.Dir = t.TempDir() // no config.yml here
-	cmd.Env = append(os.Environ(), "MUSTER__SERVER__HTTP__HOST=127.0.0.1", "MUSTER__SERVER__HTTP__PORT="+strconv.Itoa(port))
+	cmd.Env = append(os.Environ(), "MUSTER__SERVER__HTTP__HOST=127.0.0.1", "MUSTER__SERVER__HTTP__PORT="+strconv.Itoa(port), "MUSTER__ROOM__RATE=1")
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
@@ -85,18 +89,22 @@ func TestMinimalGamePlays(t *testing.T) {
 		send(ctx, t, c, "queue", map[string]string{"playlist": "race"})
 		players = append(players, c)
 	}
-	for i, c := range players {
+	for _, c := range players {
 		await(ctx, t, c, "room")
 		await(ctx, t, c, "state")
-		if i == 0 {
-			for range 10 {
-				send(ctx, t, c, "input", 1)
-			}
-		}
 	}
 	for _, c := range players {
-		if p := await(ctx, t, c, "winner"); p["player"] == nil {
-			t.Errorf("winner packet %v names nobody", p)
+		for range 10 {
+			send(ctx, t, c, "input", 1)
+		}
+	}
+	for i, c := range players {
+		var winners []any
+		for p := await(ctx, t, c, "winner", "room_end"); p["type"] == "winner"; p = await(ctx, t, c, "winner", "room_end") {
+			winners = append(winners, p["player"])
+		}
+		if len(winners) != 1 || winners[0] == nil {
+			t.Errorf("player %d was told of winners %v, want one", i, winners)
 		}
 		c.Close(websocket.StatusNormalClosure, "")
 	}
@@ -136,8 +144,8 @@ func send(ctx context.Context, t *testing.T, c *websocket.Conn, typ string, data
 	}
 }
 
-// await reads packets until one of type typ.
-func await(ctx context.Context, t *testing.T, c *websocket.Conn, typ string) map[string]any {
+// await reads packets until one of the types typ.
+func await(ctx context.Context, t *testing.T, c *websocket.Conn, typ ...string) map[string]any {
 	t.Helper()
 	for {
 		_, b, err := c.Read(ctx)
@@ -145,7 +153,7 @@ func await(ctx context.Context, t *testing.T, c *websocket.Conn, typ string) map
 			t.Fatalf("waiting for %q: %v", typ, err)
 		}
 		var p map[string]any
-		if json.Unmarshal(b, &p) == nil && p["type"] == typ {
+		if json.Unmarshal(b, &p) == nil && slices.Contains(typ, fmt.Sprint(p["type"])) {
 			return p
 		}
 	}
