@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"runtime"
@@ -77,6 +78,13 @@ type slowServer struct {
 // of maxLoad, the duel playlist and lobbies.
 func startSlowServer(t *testing.T, redisAddr, id string, maxLoad int) *slowServer {
 	t.Helper()
+	return startSlowServerWith(t, redisAddr, id, maxLoad, slowHeartbeat, quiet)
+}
+
+// startSlowServerWith is startSlowServer with another heartbeat and
+// logger.
+func startSlowServerWith(t *testing.T, redisAddr, id string, maxLoad int, heartbeat time.Duration, logger muster.Option) *slowServer {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -99,12 +107,12 @@ func startSlowServer(t *testing.T, redisAddr, id string, maxLoad int) *slowServe
     drain-grace: 100ms
     limits:
       store: backplane
-`, slowKey, maxLoad, redisAddr, id, slowHeartbeat, l.Addr(), slowRate), nil)
+`, slowKey, maxLoad, redisAddr, id, heartbeat, l.Addr(), slowRate), nil)
 	if err != nil {
 		l.Close()
 		t.Fatal(err)
 	}
-	srv, err := muster.New(tally{}, cfg, muster.WithListener(l), quiet,
+	srv, err := muster.New(tally{}, cfg, muster.WithListener(l), logger,
 		muster.WithPlaylists(matchmaking.Playlist{Name: "duel"}), muster.WithLobbies())
 	if err != nil {
 		l.Close()
@@ -544,4 +552,89 @@ func TestStopWhileRedisStalls(t *testing.T) {
 			_ = b
 		})
 	}
+}
+
+// TestStalledRedisMatchesTogether: the matches one matchmaking round forms
+// while Redis stalls are opened together, each claiming its players with
+// the call's deadline, not one after another: the last of k pairs waited
+// k deadlines for its room, while the queue waited behind them.
+func TestStalledRedisMatchesTogether(t *testing.T) {
+	const pairs = 6
+	logs := &countLog{n: map[string]int{}}
+	rd := testbin.StartRedis(t)
+	px := testbin.StartSlowProxy(t, rd.Addr)
+	// A long heartbeat: the calls' deadline is a second, so that a busy
+	// machine enqueues the players within it.
+	a := startSlowServerWith(t, px.Addr, "a", 100, 4*time.Second, muster.WithLogger(slog.New(logs)))
+	waitUntil(t, "a attached", a.Fleet().Attached)
+	connectAll := func(ids ...string) []*slowPlayer {
+		var ps []*slowPlayer
+		for _, id := range ids {
+			ps = append(ps, connect(t, a, id, "new"))
+		}
+		for _, p := range ps {
+			p.await(t, 0, "welcome")
+		}
+		return ps
+	}
+	first := connectAll("first-1", "first-2")
+	var ids []string
+	for i := range 2 * pairs {
+		ids = append(ids, fmt.Sprintf("p%d", i))
+	}
+	players := connectAll(ids...)
+	const claimFailed = "claim players; re-asserted when the backplane returns"
+
+	px.Stall()
+	// The first pair's round opens its room and waits for its claim; the
+	// others queue meanwhile, so that the next round matches them all.
+	for _, p := range first {
+		p.send(t, "queue", map[string]string{"playlist": "duel"})
+	}
+	for _, p := range first {
+		waitUntil(t, p.id+" plays", func() bool { n, _, _ := p.state(); return n > 0 })
+	}
+	for _, p := range players {
+		p.send(t, "queue", map[string]string{"playlist": "duel"})
+	}
+	for _, p := range players {
+		p.await(t, 0, "queue.waiting")
+	}
+	if n := logs.count(claimFailed); n != 0 {
+		t.Fatalf("the first pair's claim gave up before the others had queued (%d failed claims): the machine is too slow for this test", n)
+	}
+	for _, p := range players {
+		waitUntil(t, p.id+" plays", func() bool { n, _, _ := p.state(); return n > 0 })
+	}
+	// Every pair of the second round plays before any of its claims has
+	// given up: the first pair's is the only one.
+	if n := logs.count(claimFailed); n > 1 {
+		t.Errorf("%d claims gave up before the %d matches of one round all played: the round opened its rooms one after another, each waiting for its claim", n, pairs)
+	}
+	for _, p := range players {
+		p.await(t, 0, "room")
+	}
+	px.Pass()
+}
+
+// countLog is a slog.Handler that counts records by message.
+type countLog struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (l *countLog) Enabled(context.Context, slog.Level) bool { return true }
+func (l *countLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *countLog) WithGroup(string) slog.Handler            { return l }
+func (l *countLog) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.n[r.Message]++
+	return nil
+}
+
+func (l *countLog) count(msg string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n[msg]
 }

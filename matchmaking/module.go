@@ -423,9 +423,20 @@ func (m *Module) step(ctx context.Context, now time.Time) int {
 	}
 	m.mu.Unlock()
 
+	// The rooms are opened together: each claims its players for the
+	// fleet, a backplane call that may wait for its deadline (Redis slow
+	// or stalled), and one after another the last of k matches would wait
+	// k deadlines for its room, and the queue behind them.
+	sem := make(chan struct{}, maxOpening)
+	var opening sync.WaitGroup
 	for _, mt := range matches {
-		m.open(ctx, mt)
+		sem <- struct{}{}
+		opening.Go(func() {
+			defer func() { <-sem }()
+			m.open(ctx, mt)
+		})
 	}
+	opening.Wait()
 	m.moveAll(ctx, moves)
 	modkit.Tell(m.kit.Env, tell...)
 
@@ -438,6 +449,12 @@ func (m *Module) step(ctx context.Context, now time.Time) int {
 	}
 	return len(m.players)
 }
+
+// maxOpening bounds the rooms one round opens at once, so that a burst of
+// matches does not take from the heartbeat every connection to Redis
+// (go-redis keeps ten per CPU): k matches wait at most k/maxOpening call
+// deadlines, rounded up, for their rooms while Redis stalls.
+const maxOpening = 8
 
 // open opens the room of a match. If the host refuses, the players who
 // are still connected and not seated elsewhere wait on, in their place.
