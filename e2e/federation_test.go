@@ -17,6 +17,7 @@ import (
 
 	"github.com/muster-gg/muster/federation"
 	"github.com/muster-gg/muster/internal/fedtest"
+	"github.com/muster-gg/muster/internal/fleetproc"
 	"github.com/muster-gg/muster/internal/testbin"
 )
 
@@ -44,6 +45,7 @@ func TestDuelServerFederated(t *testing.T) {
 	for _, bin := range []string{"go", "redis-server", "turnserver", "turnutils_uclient"} {
 		testbin.Need(t, bin) // skip before building anything
 	}
+	fleetproc.TakeTurn(t)
 	home := fedtest.StartHome(t)
 	duelBin := buildDuel(t)
 	nodeBin := fedtest.BuildMusterNode(t, t.TempDir())

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -23,8 +24,10 @@ const duelPkg = "./examples/duel"
 // Suites that run fleets of real processes (e2e, soak) take turns: go test
 // runs packages side by side, and two fleets of servers, nginx and bots at
 // once on a small machine starve each other's servers past the bots'
-// timeouts. Main holds an exclusive lock on a file in the temporary
-// directory while the suite runs.
+// timeouts. The first test of a suite that starts processes (Start, or
+// TakeTurn) waits for an exclusive lock on a file in the temporary
+// directory, which Main lets go when the suite ends; a suite whose tests
+// all skip, for want of nginx or redis-server, does not wait.
 func Main(m *testing.M, prefix string, dir *string) {
 	d, err := os.MkdirTemp("", prefix)
 	if err != nil {
@@ -32,13 +35,10 @@ func Main(m *testing.M, prefix string, dir *string) {
 		os.Exit(1)
 	}
 	*dir = d
-	unlock, err := takeTurn()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "fleetproc:", err)
-		os.Exit(1)
-	}
 	code := m.Run()
-	unlock()
+	if turn.unlock != nil {
+		turn.unlock()
+	}
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
@@ -83,6 +83,26 @@ func Build(tb testing.TB, dir string, race bool) (string, error) {
 		return "", fmt.Errorf("go build %s: %v\n%s", duelPkg, err, out)
 	}
 	return bin, nil
+}
+
+// turn is the suite's turn among the fleet suites: taken by the first test
+// that needs it, given back by Main.
+var turn struct {
+	once   sync.Once
+	unlock func()
+	err    error
+}
+
+// TakeTurn waits until no other fleet suite (e2e, soak) runs, the first
+// time a suite calls it, and keeps the turn until the suite ends. A test
+// that starts processes calls it once it knows it will not skip; Start
+// does.
+func TakeTurn(tb testing.TB) {
+	tb.Helper()
+	turn.once.Do(func() { turn.unlock, turn.err = takeTurn() })
+	if turn.err != nil {
+		tb.Fatalf("fleetproc: %v", turn.err)
+	}
 }
 
 // takeTurn waits for the lock the fleet suites share and returns its

@@ -123,6 +123,7 @@ func Start(t testing.TB, cfg Config) *Fleet {
 	t.Helper()
 	testbin.Need(t, "redis-server")
 	testbin.Need(t, "nginx")
+	TakeTurn(t)
 	f := &Fleet{
 		t:      t,
 		cfg:    cfg,
