@@ -140,7 +140,7 @@ func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.
 	for _, pl := range o.playlists {
 		if i := slices.IndexFunc(playlists, func(c matchmaking.Playlist) bool { return c.Name == pl.Name }); i >= 0 {
 			s.closeBackplane()
-			return nil, fmt.Errorf("%w: playlist %q is both item %d of muster.matchmaking.playlists and given to WithPlaylists; declare it in one place", config.ErrInvalid, pl.Name, i)
+			return nil, fmt.Errorf("%w: playlist %q is both item %d of muster.matchmaking.playlists (MUSTER__MATCHMAKING__PLAYLISTS__%d__NAME) and given to WithPlaylists; declare it in one place", config.ErrInvalid, pl.Name, i, i)
 		}
 	}
 	if playlists = append(playlists, o.playlists...); len(playlists) > 0 {

@@ -365,7 +365,7 @@ func TestPlaylistInConfigAndOption(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = muster.New(Counter{}, cfg, quiet, muster.WithPlaylists(matchmaking.Playlist{Name: "race"}))
-	const want = `config: invalid setting: playlist "race" is both item 1 of muster.matchmaking.playlists and given to WithPlaylists; declare it in one place`
+	const want = `config: invalid setting: playlist "race" is both item 1 of muster.matchmaking.playlists (MUSTER__MATCHMAKING__PLAYLISTS__1__NAME) and given to WithPlaylists; declare it in one place`
 	if err == nil || err.Error() != want || !errors.Is(err, config.ErrInvalid) {
 		t.Fatalf("error\n got %v\nwant %s", err, want)
 	}
