@@ -224,25 +224,6 @@ func (c Config) LobbyConfig() lobby.Config {
 	}
 }
 
-// The largest values of the keys that the packages take without a bound of
-// their own, where a larger one runs badly rather than failing at start:
-//
-//   - room.max-catch-up: the steps a room that fell behind runs in one pass,
-//     holding its worker and every room queued behind it; 1000 is a second
-//     of steps at the highest rate.
-//   - room.read-limit: the WebSocket reader holds a whole frame in memory,
-//     so each connection, before its hello too, can make the server hold
-//     this much; 1 MiB is far above any game's input (a larger upload
-//     belongs on an HTTP route), and the largest int64 would wrap the
-//     library's limit to none at all.
-//   - lobby.max-members: every join sends the member list to every member,
-//     and a match holds at most 1000 players, as a playlist's does.
-const (
-	maxCatchUp      = 1000
-	maxReadLimit    = 1 << 20
-	maxLobbyMembers = 1000
-)
-
 // positiveUpTo refuses a duration that is not positive, or above hi: every
 // duration key has a bound, as the packages add to them (a ticket's
 // nonce is kept ttl + 1m, a server's record 3 heartbeats, a room's absence
@@ -300,14 +281,14 @@ func (c Config) validateSections() error {
 			return nil
 		}(),
 		func() error {
-			if r.MaxCatchUp < 1 || r.MaxCatchUp > maxCatchUp {
-				return bad("room.max-catch-up", "want 1-%d steps, got %d", maxCatchUp, r.MaxCatchUp)
+			if r.MaxCatchUp < 1 || r.MaxCatchUp > room.MaxCatchUpSteps {
+				return bad("room.max-catch-up", "want 1-%d steps, got %d", room.MaxCatchUpSteps, r.MaxCatchUp)
 			}
 			return nil
 		}(),
 		func() error {
-			if r.ReadLimit < 1 || r.ReadLimit > maxReadLimit {
-				return bad("room.read-limit", "want 1-%d bytes (1 MiB), got %d", maxReadLimit, r.ReadLimit)
+			if r.ReadLimit < 1 || int64(r.ReadLimit) > room.MaxReadLimit {
+				return bad("room.read-limit", "want 1-%d bytes (1 MiB), got %d", room.MaxReadLimit, r.ReadLimit)
 			}
 			return nil
 		}(),
@@ -352,8 +333,8 @@ func (c Config) validateSections() error {
 			return nil
 		}(),
 		func() error {
-			if n := c.Lobby.MaxMembers; n < 1 || n > maxLobbyMembers {
-				return bad("lobby.max-members", "want 1-%d members, got %d", maxLobbyMembers, n)
+			if n := c.Lobby.MaxMembers; n < 1 || n > lobby.MaxMembersLimit {
+				return bad("lobby.max-members", "want 1-%d members, got %d", lobby.MaxMembersLimit, n)
 			}
 			return nil
 		}(),

@@ -11,8 +11,8 @@ type Config struct {
 	// CodeLength is the length of the codes, 4 to 6. Default 5.
 	CodeLength int `yaml:"code-length"`
 
-	// MaxMembers is the most members a lobby holds, its host included.
-	// Default 8.
+	// MaxMembers is the most members a lobby holds, its host included, at
+	// most MaxMembersLimit. Default 8.
 	MaxMembers int `yaml:"max-members"`
 
 	// RoomKind is the Kind of the rooms lobbies start. Default "lobby".
@@ -37,6 +37,11 @@ type Config struct {
 	// CodeLockout is the window of CodeFailures. Default 10m.
 	CodeLockout time.Duration `yaml:"code-lockout"`
 }
+
+// MaxMembersLimit is the largest Config.MaxMembers: every join sends the
+// member list to every member, and a match holds at most 1000 players, as
+// a playlist's does.
+const MaxMembersLimit = 1000
 
 func (c Config) withDefaults() (Config, error) {
 	if c.CodeLength == 0 {
@@ -63,8 +68,8 @@ func (c Config) withDefaults() (Config, error) {
 	switch {
 	case c.CodeLength < 4 || c.CodeLength > 6:
 		return c, fmt.Errorf("%w: Config.CodeLength %d is outside 4-6", ErrConfig, c.CodeLength)
-	case c.MaxMembers < 1:
-		return c, fmt.Errorf("%w: Config.MaxMembers %d must be positive", ErrConfig, c.MaxMembers)
+	case c.MaxMembers < 1 || c.MaxMembers > MaxMembersLimit:
+		return c, fmt.Errorf("%w: Config.MaxMembers %d is outside 1-%d", ErrConfig, c.MaxMembers, MaxMembersLimit)
 	case c.Tick < 0:
 		return c, fmt.Errorf("%w: Config.Tick %v is negative", ErrConfig, c.Tick)
 	case c.ArrivalTimeout < 0:

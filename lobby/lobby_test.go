@@ -357,7 +357,7 @@ func TestNormalizeCode(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	t.Parallel()
-	for _, cfg := range []Config{{CodeLength: 3}, {CodeLength: 7}, {MaxMembers: -1}, {Tick: -1}, {ArrivalTimeout: -1}} {
+	for _, cfg := range []Config{{CodeLength: 3}, {CodeLength: 7}, {MaxMembers: -1}, {MaxMembers: MaxMembersLimit + 1}, {Tick: -1}, {ArrivalTimeout: -1}} {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("New(%+v): no error", cfg)
 		}

@@ -18,13 +18,19 @@ import (
 	"github.com/muster-gg/muster/fleet"
 )
 
-// The largest Config.Workers and Config.SendQueue: a value past them is a
-// mistake (a step worker per CPU is the most that runs at once, and each
-// client's queue is allocated whole), refused by New rather than run out
-// of memory.
+// The largest Config.Workers, Config.SendQueue, Config.MaxCatchUp and
+// Config.ReadLimit: a value past them is a mistake, refused by New rather
+// than run out of memory or hold a worker. A step worker per CPU is the
+// most that runs at once; each client's queue is allocated whole; a room
+// that fell behind holds its worker, and every room queued behind it, for
+// the steps it catches up (1000 is a second at the highest rate); and
+// every connection, before its hello too, can make the host hold a whole
+// frame of ReadLimit bytes.
 const (
-	MaxWorkers   = 1024
-	MaxSendQueue = 65536
+	MaxWorkers            = 1024
+	MaxSendQueue          = 65536
+	MaxCatchUpSteps       = 1000
+	MaxReadLimit    int64 = 1 << 20
 )
 
 // ReasonPanic is the end reason of a room whose game code panicked.
@@ -52,11 +58,12 @@ type Config struct {
 	Workers int `yaml:"workers"`
 
 	// MaxCatchUp is the most steps one pass runs for a room that fell
-	// behind; the rest are dropped. Default 4.
+	// behind; the rest are dropped. At most MaxCatchUpSteps. Default 4.
 	MaxCatchUp int `yaml:"max-catch-up"`
 
 	// ReadLimit is the largest frame a client may send, in bytes; a larger
-	// one closes the connection (1009). Default 32 KiB.
+	// one closes the connection (1009). At most MaxReadLimit (1 MiB).
+	// Default 32 KiB.
 	ReadLimit int64 `yaml:"read-limit"`
 
 	// SendQueue is how many frames may wait for a slow client before it is
@@ -66,31 +73,32 @@ type Config struct {
 
 	// PingInterval is how often a client is pinged; one that does not
 	// answer within another interval (it stopped reading, or is gone) is
-	// disconnected. Default 10s.
+	// disconnected. At most 5m. Default 10s.
 	PingInterval time.Duration `yaml:"ping-interval"`
 
-	// HelloTimeout bounds the wait for a client's hello. Default 10s.
+	// HelloTimeout bounds the wait for a client's hello. At most 5m.
+	// Default 10s.
 	HelloTimeout time.Duration `yaml:"hello-timeout"`
 
 	// Secret signs connection tickets; every server of a fleet needs the
 	// same one. Default "": a random key, good for one server only.
 	Secret string `yaml:"secret"`
 
-	// TicketTTL is how long a ticket is valid. Default 30s.
+	// TicketTTL is how long a ticket is valid. At most 1h. Default 30s.
 	TicketTTL time.Duration `yaml:"ticket-ttl"`
 
 	// MoveCooldown is how long a player who was just moved here (it came
 	// with ?node=) is not moved again, so stale views cannot bounce it. A
-	// fresh connection may be moved at once. Default 3s.
+	// fresh connection may be moved at once. At most 1h. Default 3s.
 	MoveCooldown time.Duration `yaml:"move-cooldown"`
 
 	// AwayTimeout ends a room whose seated players have all been
 	// disconnected this long (a closed tab keeps its seat until then).
-	// Default 60s.
+	// At most 24h. Default 60s.
 	AwayTimeout time.Duration `yaml:"away-timeout"`
 
 	// DrainGrace is the time between telling the players of the rooms left
-	// at the drain timeout and closing those rooms. Default 2s.
+	// at the drain timeout and closing those rooms. At most 5m. Default 2s.
 	DrainGrace time.Duration `yaml:"drain-grace"`
 
 	// Limits are the connection rate limits and lockouts.
@@ -133,22 +141,28 @@ func (c Config) withDefaults() (Config, error) {
 		return c, configError("rate", "%d is outside 1-1000", c.Rate)
 	case c.Workers < 0 || c.Workers > MaxWorkers:
 		return c, configError("workers", "%d is outside 0-%d", c.Workers, MaxWorkers)
-	case c.MaxCatchUp < 0:
-		return c, configError("max-catch-up", "%d is negative", c.MaxCatchUp)
-	case c.ReadLimit < 0:
-		return c, configError("read-limit", "%d is negative", c.ReadLimit)
+	case c.MaxCatchUp < 0 || c.MaxCatchUp > MaxCatchUpSteps:
+		return c, configError("max-catch-up", "%d is outside 0-%d", c.MaxCatchUp, MaxCatchUpSteps)
+	case c.ReadLimit < 0 || c.ReadLimit > MaxReadLimit:
+		return c, configError("read-limit", "%d is outside 0-%d", c.ReadLimit, MaxReadLimit)
 	case c.SendQueue < 0 || c.SendQueue > MaxSendQueue:
 		return c, configError("send-queue", "%d is outside 0-%d", c.SendQueue, MaxSendQueue)
 	}
+	// Durations are bounded too: the host adds to them (a used ticket is
+	// remembered for TicketTTL + 1m, a room's absence counts from the
+	// host's start), and one near the largest duration would wrap round to
+	// a negative one.
+	const minute, hour, day = time.Minute, time.Hour, 24 * time.Hour
 	for _, d := range []struct {
-		key string
-		v   time.Duration
+		key    string
+		v, max time.Duration
 	}{
-		{"ping-interval", c.PingInterval}, {"hello-timeout", c.HelloTimeout}, {"ticket-ttl", c.TicketTTL},
-		{"move-cooldown", c.MoveCooldown}, {"drain-grace", c.DrainGrace}, {"away-timeout", c.AwayTimeout},
+		{"ping-interval", c.PingInterval, 5 * minute}, {"hello-timeout", c.HelloTimeout, 5 * minute},
+		{"ticket-ttl", c.TicketTTL, hour}, {"move-cooldown", c.MoveCooldown, hour},
+		{"drain-grace", c.DrainGrace, 5 * minute}, {"away-timeout", c.AwayTimeout, day},
 	} {
-		if d.v < 0 {
-			return c, configError(d.key, "%s is negative", d.v)
+		if d.v < 0 || d.v > d.max {
+			return c, configError(d.key, "%s is outside 0-%s", d.v, d.max)
 		}
 	}
 	return c, nil

@@ -23,14 +23,15 @@ type Limits struct {
 	// Default 120.
 	Connects int `yaml:"connects"`
 
-	// Window is the rate limit's window. Default 1m.
+	// Window is the rate limit's window, at most 24h. Default 1m.
 	Window time.Duration `yaml:"window"`
 
 	// Failures is how many failed hellos (bad tickets) lock an address out.
 	// Default 20.
 	Failures int `yaml:"failures"`
 
-	// Lockout is how long a locked-out address is refused. Default 5m.
+	// Lockout is how long a locked-out address is refused, at most 24h.
+	// Default 5m.
 	Lockout time.Duration `yaml:"lockout"`
 
 	// Messages is how many messages a connection may send per second on
@@ -72,10 +73,10 @@ func (l Limits) withDefaults() (Limits, error) {
 		return l, configError("limits.connects", "%d is negative", l.Connects)
 	case l.Failures < 0:
 		return l, configError("limits.failures", "%d is negative", l.Failures)
-	case l.Window < 0:
-		return l, configError("limits.window", "%s is negative", l.Window)
-	case l.Lockout < 0:
-		return l, configError("limits.lockout", "%s is negative", l.Lockout)
+	case l.Window < 0 || l.Window > 24*time.Hour:
+		return l, configError("limits.window", "%s is outside 0-24h", l.Window)
+	case l.Lockout < 0 || l.Lockout > 24*time.Hour:
+		return l, configError("limits.lockout", "%s is outside 0-24h", l.Lockout)
 	case l.Messages < 0:
 		return l, configError("limits.messages", "%d is negative", l.Messages)
 	case l.Burst < 0:
