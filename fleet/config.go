@@ -36,7 +36,7 @@ type Config struct {
 	NodeParam string `yaml:"node-param"`
 
 	// Heartbeat is the interval between records; a server missing three
-	// heartbeats is gone. Default 2s.
+	// heartbeats is gone. At most MaxHeartbeat. Default 2s.
 	Heartbeat time.Duration `yaml:"heartbeat"`
 
 	// CallTimeout bounds every backplane call. Default a quarter of the
@@ -79,6 +79,12 @@ const MissedHeartbeats = 3
 // HandoffTTL is how long an untaken handoff lives.
 const HandoffTTL = 60 * time.Second
 
+// MaxHeartbeat is the longest Config.Heartbeat: a server is gone after
+// MissedHeartbeats missed ones, so a minute's heartbeat takes three
+// minutes to notice a dead server, and a record's lifetime, a multiple of
+// the heartbeat, must not wrap round.
+const MaxHeartbeat = time.Minute
+
 func (c Config) withDefaults() (Config, error) {
 	if c.Cluster == "" {
 		c.Cluster = "default"
@@ -106,16 +112,16 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: Config.NodeID is required", ErrConfig)
 	case ValidateNodeID(c.NodeID) != nil:
 		return c, fmt.Errorf("%w: Config.NodeID: %w", ErrConfig, ValidateNodeID(c.NodeID))
-	case c.Heartbeat < 0:
-		return c, fmt.Errorf("%w: Config.Heartbeat %v is negative", ErrConfig, c.Heartbeat)
+	case c.Heartbeat < 0 || c.Heartbeat > MaxHeartbeat:
+		return c, fmt.Errorf("%w: Config.Heartbeat %v is outside 0-%v", ErrConfig, c.Heartbeat, MaxHeartbeat)
 	case c.CallTimeout < 0 || c.CallTimeout >= c.Heartbeat:
 		return c, fmt.Errorf("%w: Config.CallTimeout %v must be positive and below the heartbeat %v", ErrConfig, c.CallTimeout, c.Heartbeat)
 	case c.MaxLoad < 0:
 		return c, fmt.Errorf("%w: Config.MaxLoad %d is negative", ErrConfig, c.MaxLoad)
 	case c.LoadStep < -1:
 		return c, fmt.Errorf("%w: Config.LoadStep %d is below -1", ErrConfig, c.LoadStep)
-	case c.DrainTimeout < 0:
-		return c, fmt.Errorf("%w: Config.DrainTimeout %v is negative", ErrConfig, c.DrainTimeout)
+	case c.DrainTimeout < 0 || c.DrainTimeout > 24*time.Hour:
+		return c, fmt.Errorf("%w: Config.DrainTimeout %v is outside 0-24h", ErrConfig, c.DrainTimeout)
 	}
 	if c.InternalAddress != "" {
 		if _, _, err := net.SplitHostPort(c.InternalAddress); err != nil {

@@ -334,6 +334,8 @@ func TestBadConfig(t *testing.T) {
 		"call timeout":       {NodeID: "a", Heartbeat: time.Second, CallTimeout: 2 * time.Second},
 		"bad address":        {NodeID: "a", InternalAddress: "nohostport"},
 		"negative load":      {NodeID: "a", MaxLoad: -1},
+		"huge heartbeat":     {NodeID: "a", Heartbeat: fleet.MaxHeartbeat + 1},
+		"huge drain timeout": {NodeID: "a", DrainTimeout: 25 * time.Hour},
 	}
 	for name, cfg := range cases {
 		t.Run(name, func(t *testing.T) {
