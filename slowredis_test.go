@@ -638,3 +638,40 @@ func (l *countLog) count(msg string) int {
 	defer l.mu.Unlock()
 	return l.n[msg]
 }
+
+// TestStalledRedisKeepsArrivingPlaces: a player handed to a server whose
+// Redis stalls (its queue place written there by a server whose Redis
+// answers) rejoins while the server cannot take the handoff. It is served
+// at once, as a newcomer, and gets its place (queue.waiting, with the time
+// it waited) once Redis answers again; it used to be left without it, its
+// handoff untaken until it expired.
+func TestStalledRedisKeepsArrivingPlaces(t *testing.T) {
+	rd := testbin.StartRedis(t)
+	px := testbin.StartSlowProxy(t, rd.Addr)
+	// a gathers the duel playlist (b is full with one player); a's link
+	// to Redis is the one that stalls.
+	logs := &countLog{n: map[string]int{}}
+	a := startSlowServerWith(t, px.Addr, "a", 100, 2*time.Second, muster.WithLogger(slog.New(logs)))
+	b := startSlowServerWith(t, rd.Addr, "b", 1, 2*time.Second, quiet)
+	for _, s := range []*slowServer{a, b} {
+		waitUntil(t, s.NodeID()+" sees the fleet", func() bool { return len(s.Fleet().Nodes()) == 2 })
+	}
+	p := connect(t, b, "p", "new")
+	p.await(t, 0, "welcome")
+
+	px.Stall()
+	p.send(t, "queue", map[string]string{"playlist": "duel"})
+	if m, _ := p.await(t, 0, "redirect", "queue.error"); m["type"] != "redirect" || m["node"] != "a" {
+		t.Fatalf("queued on b and got %v, want a redirect to a", m)
+	}
+	// The client follows the redirect to a, which cannot reach Redis.
+	p = connect(t, a, "p", "rejoin")
+	if w, _ := p.await(t, 0, "welcome"); w["room"] != nil {
+		t.Fatalf("welcome %v, want no room", w)
+	}
+	waitUntil(t, "a gave up taking the handoff", func() bool { return logs.count("locate player and take its handoff") > 0 })
+	px.Pass()
+	if m, _ := p.await(t, 0, "queue.waiting"); m["node"] != "a" {
+		t.Errorf("the place came as %v, want it on a", m)
+	}
+}

@@ -31,6 +31,7 @@ type Client struct {
 	id      string
 	ip      string
 	asked   string // the node the client's URL named (?node=), if any
+	rejoin  bool   // its hello said "rejoin": it may have a seat or a handoff
 	arrived time.Time
 	conn    *websocket.Conn
 	msgType websocket.MessageType

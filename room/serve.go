@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -119,8 +120,16 @@ func (h *Host[Sim, Input, Player]) serve(w http.ResponseWriter, r *http.Request)
 		defer h.conns.Done()
 		defer end()
 		defer h.disconnected(c)
-		h.arrive(ctx, c)
+		if !h.arrive(ctx, c) {
+			h.readLoop(ctx, c)
+			return
+		}
+		stop := make(chan struct{})
+		var later sync.WaitGroup
+		later.Go(func() { h.arriveLater(ctx, c, stop) })
 		h.readLoop(ctx, c)
+		close(stop)
+		later.Wait()
 	}()
 }
 
@@ -171,7 +180,7 @@ func (h *Host[Sim, Input, Player]) hello(ctx context.Context, c *Client, r *http
 		}
 		return websocket.StatusTryAgainLater, "ticket check unavailable"
 	}
-	c.id, c.arrived = id, time.Now()
+	c.id, c.arrived, c.rejoin = id, time.Now(), hi.Mode == "rejoin"
 
 	h.mu.Lock()
 	if h.stopped {
@@ -219,24 +228,81 @@ func (h *Host[Sim, Input, Player]) hello(ctx context.Context, c *Client, r *http
 // room; one whose room runs on another server is sent there; one with a
 // handoff is given to the module that wrote it. Finding where it plays and
 // taking its handoff is one round trip.
-func (h *Host[Sim, Input, Player]) arrive(ctx context.Context, c *Client) {
+//
+// When the fleet cannot answer (the backplane is slow or away), the client
+// is placed as a newcomer, and arrive reports whether to ask again once
+// the fleet answers (see arriveLater): a rejoining player may have a seat
+// on another server or a handoff here.
+func (h *Host[Sim, Input, Player]) arrive(ctx context.Context, c *Client) (again bool) {
 	if c.Room() != "" {
-		return
+		return false
 	}
-	var data []byte
+	var (
+		holder fleet.Node
+		data   []byte
+	)
 	if h.fleet != nil {
-		holder, handoff, err := h.fleet.Arrive(ctx, fleet.KindPlayer, c.id)
+		var err error
+		holder, data, err = h.fleet.Arrive(ctx, fleet.KindPlayer, c.id)
 		if err != nil {
 			h.logger.Warn("locate player and take its handoff", "player_id", c.id, "err", err)
+			again = c.rejoin
 		}
-		data = handoff
-		// A client that asked for the server holding its seat and still
-		// landed here was not relayed there: the server is dying or
-		// unreachable. Sending it back would loop; it is served here.
-		if holder.ID != "" && holder.ID != h.fleet.ID() && holder.ID != c.asked {
-			if h.forward(ctx, c, holder, data, ReasonRejoin) {
-				return
-			}
+	}
+	h.place(ctx, c, holder, data)
+	return again
+}
+
+// arriveLater asks the fleet again, every heartbeat, where a rejoining
+// client that arrive could not place plays and what it brought, and once
+// the fleet answers places it by that: sends it to the server of its
+// seat, or gives its queue place or lobby to the module that wrote the
+// handoff. Without it such a player lost its seat elsewhere and its
+// handoff to a backplane that was slow for a moment. It gives up when stop
+// or the client is closed, after a handoff's lifetime, or when the player
+// has been seated here meanwhile.
+func (h *Host[Sim, Input, Player]) arriveLater(ctx context.Context, c *Client, stop <-chan struct{}) {
+	t := time.NewTicker(h.fleet.Config().Heartbeat)
+	defer t.Stop()
+	expired := time.NewTimer(fleet.HandoffTTL)
+	defer expired.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-c.done:
+			return
+		case <-expired.C:
+			return
+		case <-t.C:
+		}
+		if c.Room() != "" {
+			return // it plays here now
+		}
+		holder, data, err := h.fleet.Arrive(ctx, fleet.KindPlayer, c.id)
+		if err != nil {
+			continue
+		}
+		if c.Room() != "" {
+			return // seated here while the fleet was asked; a handoff taken now is stale
+		}
+		if data != nil || holder.ID != "" && holder.ID != h.fleet.ID() {
+			h.place(ctx, c, holder, data)
+		}
+		return
+	}
+}
+
+// place places client c, not seated here, by where the fleet says it
+// plays (holder, the zero Node for nowhere) and the handoff it brought
+// (data, nil for none).
+func (h *Host[Sim, Input, Player]) place(ctx context.Context, c *Client, holder fleet.Node, data []byte) {
+	// A client that asked for the server holding its seat and still
+	// landed here was not relayed there: the server is dying or
+	// unreachable. Sending it back would loop; it is served here.
+	if h.fleet != nil && holder.ID != "" && holder.ID != h.fleet.ID() && holder.ID != c.asked {
+		if h.forward(ctx, c, holder, data, ReasonRejoin) {
+			return
 		}
 	}
 	if h.server != nil && h.server.Draining() {
