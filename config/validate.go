@@ -41,7 +41,9 @@ func (c Config) Validate() error {
 		return redisErr
 	case backplane.ValidateName("cluster", f.Cluster) != nil:
 		return bad("server.fleet.cluster", "want a name of 1-256 bytes without { } : or NUL, got %s", quote(f.Cluster))
-	case f.Heartbeat < Duration(100*time.Millisecond) || f.Heartbeat > Duration(fleet.MaxHeartbeat):
+	case f.Heartbeat < Duration(100*time.Millisecond) || f.Heartbeat > Duration(time.Minute):
+		// A server is gone after 3 missed heartbeats: a minute's
+		// heartbeat takes 3 minutes to notice a dead one.
 		return bad("server.fleet.heartbeat", "want 100ms to 1m, got %s", f.Heartbeat)
 	case f.InternalAddress != "" && !validInternal(f.InternalAddress):
 		return bad("server.fleet.internal-address", "want host:port or {ip}:port, got %s", quote(f.InternalAddress))

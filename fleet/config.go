@@ -79,11 +79,11 @@ const MissedHeartbeats = 3
 // HandoffTTL is how long an untaken handoff lives.
 const HandoffTTL = 60 * time.Second
 
-// MaxHeartbeat is the longest Config.Heartbeat: a server is gone after
-// MissedHeartbeats missed ones, so a minute's heartbeat takes three
-// minutes to notice a dead server, and a record's lifetime, a multiple of
-// the heartbeat, must not wrap round.
-const MaxHeartbeat = time.Minute
+// MaxHeartbeat is the longest Config.Heartbeat: a record lives a multiple
+// of the heartbeat, which must not wrap round. (config.yml allows at most
+// a minute: a server is gone after MissedHeartbeats missed ones, and
+// longer would take minutes to notice a dead server.)
+const MaxHeartbeat = time.Hour
 
 func (c Config) withDefaults() (Config, error) {
 	if c.Cluster == "" {
