@@ -172,3 +172,30 @@ func TestAdmitterRefusesJoin(t *testing.T) {
 		t.Fatal("Join ran for a refused player")
 	}
 }
+
+// TestEndedFromEnd: Ended is true from the call to End on, before the pass
+// that ends the room, so that a game's Input can ignore what comes after
+// the input that decided the match in the same pass.
+func TestEndedFromEnd(t *testing.T) {
+	g := &ender{counter: newCounter(), ended: make(chan struct{}, 1)}
+	h, err := New[*csim, int, *cplayer](g, Config{}, quietLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runHost(t, h)
+	r, err := h.OpenRoom(t.Context(), Info{ID: "race", Players: []string{"a", "b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Ended() {
+		t.Fatal("a new room has ended")
+	}
+	r.End("won")
+	if !r.Ended() {
+		t.Fatal("Ended is false after End")
+	}
+	<-g.ended
+	if !r.Ended() {
+		t.Fatal("Ended is false after the room ended")
+	}
+}

@@ -134,11 +134,13 @@ func (r *Room[Sim, Input, Player]) End(reason string) {
 	r.dirty.Store(true)
 }
 
-// Ended reports whether the room has ended.
+// Ended reports whether the room has ended, or End was called and the
+// room ends after the current pass. A game's Input can check it to ignore
+// what comes after the input that decided the match, in the same pass.
 func (r *Room[Sim, Input, Player]) Ended() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.ended
+	return r.ended || r.endAsked != ""
 }
 
 // push queues an event for the next pass.

@@ -20,12 +20,7 @@ func (TapRace) Leave(r *Race, id string)        {}
 func (TapRace) AfterSteps(r *Race)              { r.Broadcast(map[string]any{"type": "state", "taps": r.Sim()}) }
 func (TapRace) FixedStep(r *Race)               {}
 func (TapRace) Input(r *Race, id string, tap int) {
-	for _, taps := range r.Sim() {
-		if taps == 10 {
-			return // won already: the room ends after this step
-		}
-	}
-	if r.Sim()[id]++; r.Sim()[id] == 10 {
+	if r.Sim()[id]++; r.Sim()[id] == 10 && !r.Ended() {
 		r.Broadcast(map[string]any{"type": "winner", "player": id})
 		r.End("won")
 	}
