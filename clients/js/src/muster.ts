@@ -400,7 +400,9 @@ export class Session<State extends Packet = Packet> {
     url.searchParams.set("ticket", ticket);
     let asked = "";
     if (this.query) {
-      url.search += (url.search ? "&" : "") + this.query;
+      // The redirect's query names the target and carries its ticket: each
+      // of its parameters takes the place of the URL's own of that name.
+      new URLSearchParams(this.query).forEach((v, k) => url.searchParams.set(k, v));
       asked = this.hint;
     } else if (this.hint) {
       url.searchParams.set(this.param, this.hint);

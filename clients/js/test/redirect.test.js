@@ -46,7 +46,7 @@ test('a redirect: at once, with its ticket and query, hello rejoin, and the node
   let tickets = 0;
   const f = await fleet((c) => {
     if (c.n === 0) {
-      c.conn.send({ type: 'redirect', node: 'duel-2', param: 'node', reason: 'queue', ticket: 'from-redirect', query: 'node=duel-2' });
+      c.conn.send({ type: 'redirect', node: 'duel-2', param: 'node', reason: 'queue', ticket: 'from-redirect', query: 'node=duel-2&ticket=from-redirect' });
       c.conn.close(1000, 'redirect');
     }
     if (c.n === 2) c.conn.send({ type: 'queue.waiting', playlist: 'duel', waited_ms: 4200, node: 'duel-2' });
@@ -56,6 +56,7 @@ test('a redirect: at once, with its ticket and query, hello rejoin, and the node
   assert.equal(redirect.reason, 'queue');
   await next(s, 'welcome', (w) => w.node === 'duel-2');
   assert.equal(f.conns[1].ticket, 'from-redirect', 'the reconnect did not use the redirect\'s ticket');
+  assert.deepEqual(new URL('http://x' + f.conns[1].query).searchParams.getAll('ticket'), ['from-redirect'], 'the reconnect did not carry the ticket once');
   assert.equal(f.conns[1].hello, 'rejoin');
   assert.equal(tickets, 1);
   assert.equal(s.redirects, 1);
