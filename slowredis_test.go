@@ -82,7 +82,8 @@ func startSlowServer(t *testing.T, redisAddr, id string, maxLoad int) *slowServe
 }
 
 // startSlowServerWith is startSlowServer with another heartbeat and
-// logger.
+// logger. Redis's own timeout is the heartbeat, so that every call's
+// deadline is the fleet's: a quarter of the heartbeat.
 func startSlowServerWith(t *testing.T, redisAddr, id string, maxLoad int, heartbeat time.Duration, logger muster.Option) *slowServer {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -101,13 +102,14 @@ func startSlowServerWith(t *testing.T, redisAddr, id string, maxLoad int, heartb
       redis: %s
       node-id: %s
       heartbeat: %s
+      redis-timeout: %s
       internal-address: %s
   room:
     rate: %d
     drain-grace: 100ms
     limits:
       store: backplane
-`, slowKey, maxLoad, redisAddr, id, heartbeat, l.Addr(), slowRate), nil)
+`, slowKey, maxLoad, redisAddr, id, heartbeat, heartbeat, l.Addr(), slowRate), nil)
 	if err != nil {
 		l.Close()
 		t.Fatal(err)
@@ -411,6 +413,7 @@ func TestSlowRedisNeverStallsARoom(t *testing.T) {
 	}
 	rooms := seat(t, a, "p1", "p2", "p3", "p4")
 	input := 1
+	p1States := func() int { n, _, _ := rooms[0][0].state(); return n }
 
 	for _, c := range []struct {
 		name string
@@ -422,17 +425,19 @@ func TestSlowRedisNeverStallsARoom(t *testing.T) {
 		{"replies trickle", func() { px.Trickle(20 * time.Millisecond) }, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			slowed := px.Slowed()
+			slowed, states := px.Slowed(), p1States()
 			c.slow()
 			waitUntil(t, "backplane calls slowed", func() bool { return px.Slowed() >= slowed+3 })
 			keepTicking(t, px, c.held, input, rooms...)
 			input *= 10
+			t.Logf("%d requests or replies slowed; p1 got %d states meanwhile", px.Slowed()-slowed, p1States()-states)
 			px.Pass()
 			waitUntil(t, "a attached again", func() bool { return a.Fleet().Attached() && len(a.Fleet().Nodes()) == 2 })
 		})
 	}
 
 	// The stall: a sees Redis accept and say nothing.
+	slowed, states := px.Slowed(), p1States()
 	px.Stall()
 	waitUntil(t, "a's calls held", func() bool { return len(px.Held()) > 0 })
 	keepTicking(t, px, true, input, rooms...)
@@ -482,6 +487,7 @@ func TestSlowRedisNeverStallsARoom(t *testing.T) {
 	// Redis answers again: a rejoins the fleet, every player seated here
 	// (those seated during the stall too) and the lobby are claimed for
 	// a, and the player waiting in the queue is matched with the next.
+	t.Logf("stall: %d requests or replies held; p1 got %d states meanwhile", px.Slowed()-slowed, p1States()-states)
 	px.Pass()
 	waitUntil(t, "a back in the fleet", func() bool { return len(a.Fleet().Nodes()) == 2 && len(b.Fleet().Nodes()) == 2 })
 	for _, pair := range rooms {
@@ -563,9 +569,9 @@ func TestStalledRedisMatchesTogether(t *testing.T) {
 	logs := &countLog{n: map[string]int{}}
 	rd := testbin.StartRedis(t)
 	px := testbin.StartSlowProxy(t, rd.Addr)
-	// A long heartbeat: the calls' deadline is a second, so that a busy
+	// A long heartbeat: the calls' deadline is 2 s, so that a busy
 	// machine enqueues the players within it.
-	a := startSlowServerWith(t, px.Addr, "a", 100, 4*time.Second, muster.WithLogger(slog.New(logs)))
+	a := startSlowServerWith(t, px.Addr, "a", 100, 8*time.Second, muster.WithLogger(slog.New(logs)))
 	waitUntil(t, "a attached", a.Fleet().Attached)
 	connectAll := func(ids ...string) []*slowPlayer {
 		var ps []*slowPlayer
@@ -653,9 +659,7 @@ func TestStalledRedisKeepsArrivingPlaces(t *testing.T) {
 	logs := &countLog{n: map[string]int{}}
 	a := startSlowServerWith(t, px.Addr, "a", 100, 2*time.Second, muster.WithLogger(slog.New(logs)))
 	b := startSlowServerWith(t, rd.Addr, "b", 1, 2*time.Second, quiet)
-	for _, s := range []*slowServer{a, b} {
-		waitUntil(t, s.NodeID()+" sees the fleet", func() bool { return len(s.Fleet().Nodes()) == 2 })
-	}
+	seesReady(t, b, a)
 	p := connect(t, b, "p", "new")
 	p.await(t, 0, "welcome")
 
@@ -674,4 +678,56 @@ func TestStalledRedisKeepsArrivingPlaces(t *testing.T) {
 	if m, _ := p.await(t, 0, "queue.waiting"); m["node"] != "a" {
 		t.Errorf("the place came as %v, want it on a", m)
 	}
+}
+
+// TestStalledRedisHandsOverTogether: the players one matchmaking round
+// hands to the server where their playlist gathers are handed together
+// while Redis stalls, each move waiting for its handoff's write, not one
+// after another (the round, and the queue behind it, waited a deadline
+// per player); and none loses its place: once Redis answers they are all
+// sent on.
+func TestStalledRedisHandsOverTogether(t *testing.T) {
+	const waiting = 6
+	rd := testbin.StartRedis(t)
+	px := testbin.StartSlowProxy(t, rd.Addr)
+	// b gathers the duel playlist (a is full with one player); a's link
+	// to Redis stalls.
+	a := startSlowServerWith(t, px.Addr, "a", 1, 2*time.Second, quiet)
+	b := startSlowServerWith(t, rd.Addr, "b", 100, 2*time.Second, quiet)
+	seesReady(t, a, b)
+	var players []*slowPlayer
+	for i := range waiting {
+		players = append(players, connect(t, a, fmt.Sprintf("p%d", i), "new"))
+	}
+	for _, p := range players {
+		p.await(t, 0, "welcome")
+	}
+
+	px.Stall()
+	for _, p := range players {
+		p.send(t, "queue", map[string]string{"playlist": "duel"})
+	}
+	most := 0
+	for deadline := time.Now().Add(15 * time.Second); most < waiting; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the %d hand-overs never waited on Redis together: at most %d requests held at once", waiting, most)
+		}
+		most = max(most, len(px.Held()))
+	}
+	px.Pass()
+	for _, p := range players {
+		if m, _ := p.await(t, 0, "redirect", "queue.error"); m["type"] != "redirect" || m["node"] != "b" {
+			t.Fatalf("%s: queued on a and got %v, want a redirect to b", p.id, m)
+		}
+	}
+}
+
+// seesReady waits until s sees other ready: a server's first record says
+// it is starting, and the others read the next one a heartbeat later.
+func seesReady(t *testing.T, s, other *slowServer) {
+	t.Helper()
+	waitUntil(t, s.NodeID()+" sees "+other.NodeID()+" ready", func() bool {
+		n, ok := s.Fleet().Node(other.NodeID())
+		return ok && n.State == fleet.StateReady
+	})
 }

@@ -450,11 +450,17 @@ func (m *Module) step(ctx context.Context, now time.Time) int {
 	return len(m.players)
 }
 
-// maxOpening bounds the rooms one round opens at once, so that a burst of
-// matches does not take from the heartbeat every connection to Redis
-// (go-redis keeps ten per CPU): k matches wait at most k/maxOpening call
-// deadlines, rounded up, for their rooms while Redis stalls.
+// maxOpening bounds the rooms one round opens at once, and the players it
+// hands to other servers at once, so that a burst of them does not take
+// from the heartbeat every connection to Redis (go-redis keeps ten per
+// CPU): k matches wait at most k/maxOpening call deadlines, rounded up,
+// for their rooms while Redis stalls, and so does a round's queue behind
+// k hand-overs.
 const maxOpening = 8
+
+// errSeatedMeanwhile marks a planned move of a player seated since it was
+// planned: it is dropped from the queue, not moved.
+var errSeatedMeanwhile = errors.New("matchmaking: seated meanwhile")
 
 // open opens the room of a match. If the host refuses, the players who
 // are still connected and not seated elsewhere wait on, in their place.
@@ -481,18 +487,36 @@ func (m *Module) open(ctx context.Context, mt match) {
 // moveAll hands each player to its target: handoff first, then redirect.
 // A player whose move fails keeps its place.
 func (m *Module) moveAll(ctx context.Context, moves []plannedMove) {
+	// The moves are made together, as the rooms are opened: each writes
+	// a handoff first, a backplane call that may wait for its deadline.
+	errs := make([]error, len(moves))
+	sem := make(chan struct{}, maxOpening)
+	var moving sync.WaitGroup
+	for i, mv := range moves {
+		if m.kit.Env.RoomOf(mv.e.id) != "" { // seated meanwhile (a lobby's match): not ours to move
+			errs[i] = errSeatedMeanwhile
+			continue
+		}
+		sem <- struct{}{}
+		moving.Go(func() {
+			defer func() { <-sem }()
+			data, err := json.Marshal(mv.ho)
+			if err == nil {
+				err = m.kit.Env.MovePlayer(ctx, mv.e.id, mv.to, mv.reason, &room.Handoff{Kind: HandoffKind, Data: data})
+			}
+			errs[i] = err
+		})
+	}
+	moving.Wait()
 	var failed int
 	var firstErr error
-	for _, mv := range moves {
-		if m.kit.Env.RoomOf(mv.e.id) != "" { // seated meanwhile (a lobby's match): not ours to move
+	for i, mv := range moves {
+		err := errs[i]
+		if err == errSeatedMeanwhile {
 			m.mu.Lock()
 			m.forget(mv.e)
 			m.mu.Unlock()
 			continue
-		}
-		data, err := json.Marshal(mv.ho)
-		if err == nil {
-			err = m.kit.Env.MovePlayer(ctx, mv.e.id, mv.to, mv.reason, &room.Handoff{Kind: HandoffKind, Data: data})
 		}
 		m.mu.Lock()
 		switch {
