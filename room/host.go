@@ -250,6 +250,11 @@ type Host[Sim, Input, Player any] struct {
 	started chan struct{}                        // closed when Run begins
 	nextID  uint64
 
+	// The room ends that players away at the time did not hear of, told
+	// when they come back (awayend.go).
+	missed      map[string]missedEnd // player id → its room's end
+	missedSweep int                  // sweep expired entries at this size
+
 	// The claims to release of players whose seats the step workers gave
 	// up: Run's goroutine hands them to the fleet. A worker only appends
 	// here, so it never waits on the Fleet, whatever implements it, and a
@@ -771,6 +776,8 @@ func (h *Host[Sim, Input, Player]) handOverReleases() {
 
 // roomEnded forgets an ended room and its seats, and tells its players.
 func (h *Host[Sim, Input, Player]) roomEnded(r *Room[Sim, Input, Player], seats map[string]*seat[Player], why string) {
+	end := endPacket{Type: "room_end", Room: r.info.ID, Reason: why}
+	now := time.Now()
 	h.mu.Lock()
 	delete(h.rooms, r.info.ID)
 	var clients []*Client
@@ -784,6 +791,10 @@ func (h *Host[Sim, Input, Player]) roomEnded(r *Room[Sim, Input, Player], seats 
 		}
 		if c := h.clients[id]; c != nil {
 			clients = append(clients, c)
+		} else if h.seated[id] == nil {
+			// Away (its connection dropped, or the server relaying it
+			// stopped): told when it comes back.
+			h.missLocked(id, end, now)
 		}
 	}
 	h.mu.Unlock()
@@ -792,7 +803,7 @@ func (h *Host[Sim, Input, Player]) roomEnded(r *Room[Sim, Input, Player], seats 
 	h.roomChanged(r, true, players)
 	for _, c := range clients {
 		c.setRoom("")
-		c.Send(endPacket{Type: "room_end", Room: r.info.ID, Reason: why})
+		c.Send(end)
 	}
 	for _, m := range h.modules {
 		if e, ok := m.(RoomEndHandler); ok {

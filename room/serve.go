@@ -212,6 +212,7 @@ func (h *Host[Sim, Input, Player]) hello(ctx context.Context, c *Client, r *http
 		rm.mu.Unlock()
 	}
 	c.room = roomID
+	missed, tell := h.takeMissedLocked(id, time.Now())
 	h.mu.Unlock()
 	if old != nil {
 		old.Close(StatusReplaced, "replaced by a newer connection")
@@ -221,6 +222,10 @@ func (h *Host[Sim, Input, Player]) hello(ctx context.Context, c *Client, r *http
 		node = h.fleet.ID()
 	}
 	c.Send(welcomePacket{Type: "welcome", Node: node, Player: id, Room: roomID})
+	if tell && roomID == "" {
+		// Its room ended here while it was away: it has not heard yet.
+		c.Send(missed)
+	}
 	return 0, ""
 }
 
