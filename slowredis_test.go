@@ -533,6 +533,7 @@ func TestStopWhileRedisStalls(t *testing.T) {
 			px.Stall()
 			waitUntil(t, "a's calls held", func() bool { return len(px.Held()) > 0 })
 			keepTicking(t, px, false, 1, pairs...)
+			stopped := time.Now()
 			switch how {
 			case "context":
 				a.cancel()
@@ -552,6 +553,7 @@ func TestStopWhileRedisStalls(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Run: %v", err)
 				}
+				t.Logf("Run returned %v after the stop, Redis stalled", time.Since(stopped).Round(time.Millisecond))
 			case <-time.After(15 * time.Second):
 				t.Fatal("Run has not returned 15 s after the stop with Redis stalled")
 			}
