@@ -11,7 +11,8 @@
 // the server has left the fleet (the end of a drain); it returns only when
 // every goroutine the Fleet started has ended. MarkReady moves a starting
 // server to ready; Drain hands the server's work to others (through the
-// Drainers added with AddDrainer), then leaves.
+// Drainers added with AddDrainer; a LastDrainer's last part runs once all
+// of them are done), then leaves.
 //
 // # Outage
 //

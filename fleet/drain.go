@@ -21,6 +21,18 @@ type Drainer interface {
 	Drain(ctx context.Context) error
 }
 
+// LastDrainer is a Drainer with a last part, run once every Drainer's
+// Drain has returned (at the drain timeout too) and before the server
+// leaves the fleet, while it still sees the others: the room host sends the
+// players still connected, whom no part moved (their rooms ended), to
+// another server instead of cutting them when the server stops.
+type LastDrainer interface {
+	Drainer
+	// DrainLast does the last part; ctx ends after the fleet's call
+	// timeout.
+	DrainLast(ctx context.Context)
+}
+
 // DrainerFunc adapts a function to a Drainer.
 type DrainerFunc func(ctx context.Context) error
 
@@ -82,6 +94,13 @@ func (f *Fleet) Drain(ctx context.Context) error {
 	cancel()
 	if timedOut {
 		f.logger.Warn("drain timeout reached; remaining work was ended")
+	}
+	for _, dr := range drainers {
+		if last, ok := dr.(LastDrainer); ok {
+			lctx, lcancel := context.WithTimeout(context.WithoutCancel(ctx), f.cfg.CallTimeout)
+			last.DrainLast(lctx)
+			lcancel()
+		}
 	}
 
 	lctx, lcancel := context.WithTimeout(context.WithoutCancel(ctx), f.cfg.CallTimeout)

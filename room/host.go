@@ -348,10 +348,12 @@ func (h *Host[Sim, Input, Player]) Use(m Module) error {
 // UseServer binds capacity and drain: the host reports its load, opens no
 // room while draining, lets running rooms finish (rejoins still work), and
 // at the drain timeout tells their players (the game's ServerDraining) and
-// closes them after the grace. Modules that drain are added to s too.
+// closes them after the grace; last, once every part of the drain is done,
+// it sends the players still connected in no room to another server (with
+// a fleet bound). Modules that drain are added to s too.
 func (h *Host[Sim, Input, Player]) UseServer(s Server) {
 	h.server = s
-	s.AddDrainer(fleet.DrainerFunc(h.drain))
+	s.AddDrainer(hostDrainer[Sim, Input, Player]{h})
 	for _, m := range h.modules {
 		if d, ok := m.(fleet.Drainer); ok {
 			s.AddDrainer(d)

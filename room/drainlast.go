@@ -1,0 +1,55 @@
+package room
+
+import (
+	"context"
+	"slices"
+
+	"github.com/muster-gg/muster/fleet"
+)
+
+// hostDrainer is the host's part of a server drain (fleet.LastDrainer):
+// Drain waits for the rooms to end, DrainLast sends the rest away.
+type hostDrainer[Sim, Input, Player any] struct {
+	h *Host[Sim, Input, Player]
+}
+
+// Drain implements fleet.Drainer.
+func (d hostDrainer[Sim, Input, Player]) Drain(ctx context.Context) error { return d.h.drain(ctx) }
+
+// DrainLast implements fleet.LastDrainer.
+func (d hostDrainer[Sim, Input, Player]) DrainLast(ctx context.Context) { d.h.sendRestAway(ctx) }
+
+// sendRestAway redirects (reason drain) every player still connected here
+// in no room, once the modules have moved the queues and lobbies and the
+// rooms have ended: the players of the last rooms, and any who stayed
+// without queueing. Each goes to a server with room, spread by rendezvous
+// hashing of its id, as a newcomer of a draining server does. A player
+// with nowhere to go stays until the server stops.
+func (h *Host[Sim, Input, Player]) sendRestAway(ctx context.Context) {
+	if h.fleet == nil {
+		return
+	}
+	h.mu.Lock()
+	var rest []*Client
+	for id, c := range h.clients {
+		if h.seated[id] == nil {
+			rest = append(rest, c)
+		}
+	}
+	h.mu.Unlock()
+	rest = slices.DeleteFunc(rest, func(c *Client) bool { return c.Room() != "" })
+	if len(rest) == 0 {
+		return
+	}
+	self := h.fleet.ID()
+	nodes := h.fleet.Nodes()
+	for _, c := range rest {
+		if ctx.Err() != nil {
+			return
+		}
+		ranked := fleet.Ranked(c.id, nodes, func(n fleet.Node) bool { return n.ID != self && n.HasRoom() })
+		if len(ranked) > 0 {
+			h.forward(ctx, c, ranked[0], nil, ReasonDrain)
+		}
+	}
+}
