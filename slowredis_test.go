@@ -571,9 +571,10 @@ func TestStalledRedisMatchesTogether(t *testing.T) {
 	logs := &countLog{n: map[string]int{}}
 	rd := testbin.StartRedis(t)
 	px := testbin.StartSlowProxy(t, rd.Addr)
-	// A long heartbeat: the calls' deadline is 2 s, so that a busy
-	// machine enqueues the players within it.
-	a := startSlowServerWith(t, px.Addr, "a", 100, 8*time.Second, muster.WithLogger(slog.New(logs)))
+	// A long heartbeat: the calls' deadline is 5 s, so that a busy
+	// machine enqueues the players within it; the test lets Redis answer
+	// before any call of the second round reaches it.
+	a := startSlowServerWith(t, px.Addr, "a", 100, 20*time.Second, muster.WithLogger(slog.New(logs)))
 	waitUntil(t, "a attached", a.Fleet().Attached)
 	connectAll := func(ids ...string) []*slowPlayer {
 		var ps []*slowPlayer
@@ -619,10 +620,10 @@ func TestStalledRedisMatchesTogether(t *testing.T) {
 	if n := logs.count(claimFailed); n > 1 {
 		t.Errorf("%d claims gave up before the %d matches of one round all played: the round opened its rooms one after another, each waiting for its claim", n, pairs)
 	}
+	px.Pass()
 	for _, p := range players {
 		p.await(t, 0, "room")
 	}
-	px.Pass()
 }
 
 // countLog is a slog.Handler that counts records by message.
