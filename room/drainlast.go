@@ -24,12 +24,18 @@ func (d hostDrainer[Sim, Input, Player]) DrainLast(ctx context.Context) { d.h.se
 // rooms have ended: the players of the last rooms, and any who stayed
 // without queueing. Each goes to a server with room, spread by rendezvous
 // hashing of its id, as a newcomer of a draining server does. A player
-// with nowhere to go stays until the server stops.
+// with nowhere to go stays until the server stops. From here on the host
+// takes no new connection.
 func (h *Host[Sim, Input, Player]) sendRestAway(ctx context.Context) {
+	h.mu.Lock()
+	// The server leaves next and stops: a newcomer now would be welcomed
+	// and cut. It is refused before the upgrade instead (503), as by a
+	// stopped host, and a load balancer tries another server.
+	h.stopped = true
 	if h.fleet == nil {
+		h.mu.Unlock()
 		return
 	}
-	h.mu.Lock()
 	var rest []*Client
 	for id, c := range h.clients {
 		if h.seated[id] == nil {

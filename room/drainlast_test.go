@@ -2,6 +2,7 @@ package room
 
 import (
 	"context"
+	"net/http"
 	"sync/atomic"
 	"testing"
 
@@ -60,5 +61,15 @@ func TestDrainSendsTheRestAway(t *testing.T) {
 	}
 	if code := closeCode(t, c); code != StatusRedirected {
 		t.Fatalf("close after the redirect: %d, want %d", code, StatusRedirected)
+	}
+
+	// The server leaves next: a newcomer (p1 following the redirect,
+	// given this server again by a round-robin load balancer) is refused
+	// before the upgrade, so that the load balancer tries another server,
+	// not welcomed and then cut when the host stops.
+	tk, _ = a.Tickets().Issue("p1")
+	_, resp, err := websocket.Dial(t.Context(), wsURL(urlA, "ticket="+tk), nil)
+	if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("newcomer after the drain: %v, %v; want 503 before the upgrade", resp, err)
 	}
 }
