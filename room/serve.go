@@ -267,7 +267,11 @@ func (h *Host[Sim, Input, Player]) arrive(ctx context.Context, c *Client) (again
 // or the client is closed, after a handoff's lifetime, or when the player
 // has been seated here meanwhile.
 func (h *Host[Sim, Input, Player]) arriveLater(ctx context.Context, c *Client, stop <-chan struct{}) {
-	t := time.NewTicker(h.fleet.Config().Heartbeat)
+	every := h.fleet.Config().Heartbeat
+	if every <= 0 { // a Fleet of the caller's own, without one
+		every = 2 * time.Second
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
 	expired := time.NewTimer(fleet.HandoffTTL)
 	defer expired.Stop()
