@@ -1,0 +1,107 @@
+package room
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/internal/fleettest"
+	"github.com/muster-gg/muster/relay"
+)
+
+// TestRelayCutThenRoomEnds is the drain's "lost" match: a player whose
+// room runs on B is connected through A (a load balancer gave it A, which
+// relays it to B); A finishes its drain and exits, which cuts the relayed
+// connection with 1001 "server closing"; the room on B ends before the
+// player is back. Back on B (it names B, as clients name the server they
+// were on), the player gets the room's end after the welcome: the match
+// is not lost.
+func TestRelayCutThenRoomEnds(t *testing.T) {
+	var end atomic.Bool
+	srvs := []*httptest.Server{httptest.NewUnstartedServer(nil), httptest.NewUnstartedServer(nil)}
+	c := fleettest.Start(t, 2, func(i int, cfg *fleet.Config) {
+		cfg.Heartbeat = 100 * time.Millisecond
+		cfg.InternalAddress = srvs[i].Listener.Addr().String()
+	})
+	var hosts []*Host[*csim, int, *cplayer]
+	var relays []*relay.Relay
+	for i, s := range c.Servers {
+		g := newCounter()
+		g.onStep = func(r *Room[*csim, int, *cplayer]) {
+			if end.Load() {
+				r.End("won by p2")
+			}
+		}
+		h, err := New[*csim, int, *cplayer](redirecting{g}, Config{Secret: "shared"}, quietLog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.UseServer(s.Fleet)
+		h.UseFleet(s.Fleet)
+		runHost(t, h)
+		rl, err := relay.New(relay.Config{NodeID: s.ID(), Secret: "shared relay secret, long enough"}, s.Fleet, quietLog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/play", h.Handler())
+		srvs[i].Config.Handler = rl.Middleware(mux)
+		srvs[i].Start()
+		t.Cleanup(func() { srvs[i].Close(); rl.Close() })
+		hosts, relays = append(hosts, h), append(relays, rl)
+	}
+	waitFor(t, "the servers to see each other", func() bool { return !c.Servers[0].Alone() && !c.Servers[1].Alone() })
+	a, b := hosts[0], hosts[1]
+	if _, err := b.OpenRoom(t.Context(), Info{ID: "m", Players: []string{"p1", "p2"}}); err != nil {
+		t.Fatal(err)
+	}
+	connect := func(url, id string) *websocket.Conn {
+		t.Helper()
+		tk, _ := a.Tickets().Issue(id)
+		conn := dial(t, wsURL(url, "node=s1&ticket="+tk))
+		send(t, conn, `{"type":"hello","data":{"mode":"rejoin"}}`)
+		if m := readUntil(t, conn, "welcome"); m["node"] != "s1" || m["room"] != "m" {
+			t.Fatalf("%s's welcome %v, want its seat in m on s1", id, m)
+		}
+		return conn
+	}
+	p1 := connect(srvs[0].URL, "p1") // through A's relay
+	p2 := connect(srvs[1].URL, "p2")
+
+	// A exits: its relay cuts p1's connection.
+	closed := make(chan struct{})
+	go func() { relays[0].Close(); close(closed) }() // waits for p1's answer to its close
+	if _, err := read(t, p1); websocket.CloseStatus(err) != websocket.StatusGoingAway {
+		t.Fatalf("p1 through A's relay: %v, want 1001 when A's relay stops", err)
+	}
+	<-closed
+	waitFor(t, "p1 away on B", func() bool { return !b.Connected("p1") })
+	end.Store(true)
+	readUntil(t, p2, "room_end")
+
+	// p1 is back, on B.
+	p1 = dial(t, wsURL(srvs[1].URL, "node=s1&ticket="+mustIssue(t, b, "p1")))
+	send(t, p1, `{"type":"hello","data":{"mode":"rejoin"}}`)
+	if m := readUntil(t, p1, "welcome"); m["room"] != nil {
+		t.Fatalf("p1's welcome on B %v, want no room", m)
+	}
+	send(t, p1, `{"type":"nonsense"}`) // answered by a close: what came before it is all
+	m, err := read(t, p1)
+	if err != nil || m["type"] != "room_end" || m["room"] != "m" || m["reason"] != "won by p2" {
+		t.Fatalf("p1 back on B got %v, %v; want room_end for m, won by p2 (else its client counts the match lost)", m, err)
+	}
+}
+
+func mustIssue(t *testing.T, h *Host[*csim, int, *cplayer], id string) string {
+	t.Helper()
+	tk, err := h.Tickets().Issue(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
