@@ -677,6 +677,12 @@ func TestStalledRedisKeepsArrivingPlaces(t *testing.T) {
 		t.Fatalf("welcome %v, want no room", w)
 	}
 	waitUntil(t, "a gave up taking the handoff", func() bool { return logs.count("locate player and take its handoff") > 0 })
+	// Once the proxy has seen the connection of the call that gave up
+	// closed, it drops the call's request: a request still held when
+	// Redis answers again reaches it, and a late take would take the
+	// handoff for nobody (as a stalled Redis that resumes runs what its
+	// clients sent before they gave up).
+	waitUntil(t, "no call held", func() bool { return len(px.Held()) == 0 })
 	px.Pass()
 	if m, _ := p.await(t, 0, "queue.waiting"); m["node"] != "a" {
 		t.Errorf("the place came as %v, want it on a", m)
