@@ -1,17 +1,10 @@
 package room
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/coder/websocket"
-
-	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/fleettest"
-	"github.com/muster-gg/muster/relay"
 )
 
 // TestRelayCutThenRoomEnds is the drain's "lost" match: a player whose
@@ -23,40 +16,16 @@ import (
 // is not lost.
 func TestRelayCutThenRoomEnds(t *testing.T) {
 	var end atomic.Bool
-	srvs := []*httptest.Server{httptest.NewUnstartedServer(nil), httptest.NewUnstartedServer(nil)}
-	c := fleettest.Start(t, 2, func(i int, cfg *fleet.Config) {
-		cfg.Heartbeat = 100 * time.Millisecond
-		cfg.InternalAddress = srvs[i].Listener.Addr().String()
-	})
-	var hosts []*Host[*csim, int, *cplayer]
-	var relays []*relay.Relay
-	for i, s := range c.Servers {
+	two := startTwo(t, func() Game[*csim, int, *cplayer] {
 		g := newCounter()
 		g.onStep = func(r *Room[*csim, int, *cplayer]) {
 			if end.Load() {
 				r.End("won by p2")
 			}
 		}
-		h, err := New[*csim, int, *cplayer](redirecting{g}, Config{Secret: "shared"}, quietLog)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.UseServer(s.Fleet)
-		h.UseFleet(s.Fleet)
-		runHost(t, h)
-		rl, err := relay.New(relay.Config{NodeID: s.ID(), Secret: "shared relay secret, long enough"}, s.Fleet, quietLog)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("/play", h.Handler())
-		srvs[i].Config.Handler = rl.Middleware(mux)
-		srvs[i].Start()
-		t.Cleanup(func() { srvs[i].Close(); rl.Close() })
-		hosts, relays = append(hosts, h), append(relays, rl)
-	}
-	waitFor(t, "the servers to see each other", func() bool { return !c.Servers[0].Alone() && !c.Servers[1].Alone() })
-	a, b := hosts[0], hosts[1]
+		return redirecting{g}
+	}, Config{Secret: "shared"})
+	a, b, srvs := two.hosts[0], two.hosts[1], two.srvs
 	if _, err := b.OpenRoom(t.Context(), Info{ID: "m", Players: []string{"p1", "p2"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +44,7 @@ func TestRelayCutThenRoomEnds(t *testing.T) {
 
 	// A exits: its relay cuts p1's connection.
 	closed := make(chan struct{})
-	go func() { relays[0].Close(); close(closed) }() // waits for p1's answer to its close
+	go func() { two.relays[0].Close(); close(closed) }() // waits for p1's answer to its close
 	if _, err := read(t, p1); websocket.CloseStatus(err) != websocket.StatusGoingAway {
 		t.Fatalf("p1 through A's relay: %v, want 1001 when A's relay stops", err)
 	}

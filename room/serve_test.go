@@ -196,14 +196,30 @@ func twoServers(t *testing.T, game func() Game[*csim, int, *cplayer]) (a, b *Hos
 // fleet's servers.
 func twoServersB(t *testing.T, game func() Game[*csim, int, *cplayer]) (a, b *Host[*csim, int, *cplayer], urlA string, srvB *httptest.Server, c *fleettest.Cluster) {
 	t.Helper()
-	srvs := []*httptest.Server{httptest.NewUnstartedServer(nil), httptest.NewUnstartedServer(nil)}
-	c = fleettest.Start(t, 2, func(i int, cfg *fleet.Config) {
-		cfg.Heartbeat = 100 * time.Millisecond
-		cfg.InternalAddress = srvs[i].Listener.Addr().String()
+	two := startTwo(t, game, Config{Secret: "shared", MoveCooldown: time.Nanosecond})
+	return two.hosts[0], two.hosts[1], two.srvs[0].URL, two.srvs[1], two.c
+}
+
+// twoHosts is two hosts on one fleet, each behind its relay on an HTTP
+// server of its own.
+type twoHosts struct {
+	hosts  [2]*Host[*csim, int, *cplayer]
+	relays [2]*relay.Relay
+	srvs   [2]*httptest.Server
+	c      *fleettest.Cluster
+}
+
+// startTwo starts two hosts of game with cfg, and returns once their
+// servers see each other. Everything stops when the test ends.
+func startTwo(t *testing.T, game func() Game[*csim, int, *cplayer], cfg Config) *twoHosts {
+	t.Helper()
+	two := &twoHosts{srvs: [2]*httptest.Server{httptest.NewUnstartedServer(nil), httptest.NewUnstartedServer(nil)}}
+	two.c = fleettest.Start(t, 2, func(i int, fc *fleet.Config) {
+		fc.Heartbeat = 100 * time.Millisecond
+		fc.InternalAddress = two.srvs[i].Listener.Addr().String()
 	})
-	var hosts []*Host[*csim, int, *cplayer]
-	for i, s := range c.Servers {
-		h, err := New(game(), Config{Secret: "shared", MoveCooldown: time.Nanosecond}, quietLog)
+	for i, s := range two.c.Servers {
+		h, err := New(game(), cfg, quietLog)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,19 +232,14 @@ func twoServersB(t *testing.T, game func() Game[*csim, int, *cplayer]) (a, b *Ho
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/play", h.Handler())
-		srvs[i].Config.Handler = rl.Middleware(mux)
-		srvs[i].Start()
-		t.Cleanup(func() { srvs[i].Close(); rl.Close() })
-		hosts = append(hosts, h)
+		srv := two.srvs[i]
+		srv.Config.Handler = rl.Middleware(mux)
+		srv.Start()
+		t.Cleanup(func() { srv.Close(); rl.Close() })
+		two.hosts[i], two.relays[i] = h, rl
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for c.Servers[0].Alone() || c.Servers[1].Alone() {
-		if time.Now().After(deadline) {
-			t.Fatal("servers do not see each other")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return hosts[0], hosts[1], srvs[0].URL, srvs[1], c
+	waitFor(t, "the servers to see each other", func() bool { return !two.c.Servers[0].Alone() && !two.c.Servers[1].Alone() })
+	return two
 }
 
 func TestRejoinFromAnywhere(t *testing.T) {
