@@ -19,6 +19,7 @@ import (
 	"github.com/muster-gg/muster"
 	"github.com/muster-gg/muster/config"
 	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/internal/fleettest"
 	"github.com/muster-gg/muster/internal/testbin"
 	"github.com/muster-gg/muster/matchmaking"
 	"github.com/muster-gg/muster/room"
@@ -568,7 +569,7 @@ func TestStopWhileRedisStalls(t *testing.T) {
 // k deadlines for its room, while the queue waited behind them.
 func TestStalledRedisMatchesTogether(t *testing.T) {
 	const pairs = 6
-	logs := &countLog{n: map[string]int{}}
+	logs := &fleettest.Logs{}
 	rd := testbin.StartRedis(t)
 	px := testbin.StartSlowProxy(t, rd.Addr)
 	// A long heartbeat: the calls' deadline is 5 s, so that a busy
@@ -609,7 +610,7 @@ func TestStalledRedisMatchesTogether(t *testing.T) {
 	for _, p := range players {
 		p.await(t, 0, "queue.waiting")
 	}
-	if n := logs.count(claimFailed); n != 0 {
+	if n := logs.Count(claimFailed); n != 0 {
 		t.Fatalf("the first pair's claim gave up before the others had queued (%d failed claims): the machine is too slow for this test", n)
 	}
 	for _, p := range players {
@@ -617,35 +618,13 @@ func TestStalledRedisMatchesTogether(t *testing.T) {
 	}
 	// Every pair of the second round plays before any of its claims has
 	// given up: the first pair's is the only one.
-	if n := logs.count(claimFailed); n > 1 {
+	if n := logs.Count(claimFailed); n > 1 {
 		t.Errorf("%d claims gave up before the %d matches of one round all played: the round opened its rooms one after another, each waiting for its claim", n, pairs)
 	}
 	px.Pass()
 	for _, p := range players {
 		p.await(t, 0, "room")
 	}
-}
-
-// countLog is a slog.Handler that counts records by message.
-type countLog struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (l *countLog) Enabled(context.Context, slog.Level) bool { return true }
-func (l *countLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
-func (l *countLog) WithGroup(string) slog.Handler            { return l }
-func (l *countLog) Handle(_ context.Context, r slog.Record) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.n[r.Message]++
-	return nil
-}
-
-func (l *countLog) count(msg string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.n[msg]
 }
 
 // TestStalledRedisKeepsArrivingPlaces: a player handed to a server whose
@@ -659,7 +638,7 @@ func TestStalledRedisKeepsArrivingPlaces(t *testing.T) {
 	px := testbin.StartSlowProxy(t, rd.Addr)
 	// a gathers the duel playlist (b is full with one player); a's link
 	// to Redis is the one that stalls.
-	logs := &countLog{n: map[string]int{}}
+	logs := &fleettest.Logs{}
 	a := startSlowServerWith(t, px.Addr, "a", 100, 2*time.Second, muster.WithLogger(slog.New(logs)))
 	b := startSlowServerWith(t, rd.Addr, "b", 1, 2*time.Second, quiet)
 	seesReady(t, b, a)
@@ -676,7 +655,7 @@ func TestStalledRedisKeepsArrivingPlaces(t *testing.T) {
 	if w, _ := p.await(t, 0, "welcome"); w["room"] != nil {
 		t.Fatalf("welcome %v, want no room", w)
 	}
-	waitUntil(t, "a gave up taking the handoff", func() bool { return logs.count("locate player and take its handoff") > 0 })
+	waitUntil(t, "a gave up taking the handoff", func() bool { return logs.Count("locate player and take its handoff") > 0 })
 	// Once the proxy has seen the connection of the call that gave up
 	// closed, it drops the call's request: a request still held when
 	// Redis answers again reaches it, and a late take would take the

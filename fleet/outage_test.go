@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,36 +13,9 @@ import (
 	"github.com/muster-gg/muster/backplane"
 	"github.com/muster-gg/muster/backplane/redis"
 	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/internal/fleettest"
 	"github.com/muster-gg/muster/internal/testbin"
 )
-
-// logCount counts log records by message.
-type logCount struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (l *logCount) Enabled(context.Context, slog.Level) bool { return true }
-func (l *logCount) WithAttrs([]slog.Attr) slog.Handler       { return l }
-func (l *logCount) WithGroup(string) slog.Handler            { return l }
-func (l *logCount) Handle(_ context.Context, r slog.Record) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.n[r.Message]++
-	return nil
-}
-
-func (l *logCount) count(prefix string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	total := 0
-	for msg, n := range l.n {
-		if strings.HasPrefix(msg, prefix) {
-			total += n
-		}
-	}
-	return total
-}
 
 // beats counts heartbeat attempts, so the test can wait for a number of
 // them instead of for a time.
@@ -61,7 +32,7 @@ func (b *beats) Heartbeat(ctx context.Context, n backplane.Node, ttl time.Durati
 type outageServer struct {
 	*fleet.Fleet
 	beats *beats
-	logs  *logCount
+	logs  *fleettest.Logs
 }
 
 // eventually polls cond until it holds or the deadline passes.
@@ -90,7 +61,7 @@ func startOutageServer(t *testing.T, addr, id string) outageServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bp.Close() })
-	s := outageServer{beats: &beats{Backplane: bp}, logs: &logCount{n: map[string]int{}}}
+	s := outageServer{beats: &beats{Backplane: bp}, logs: &fleettest.Logs{}}
 	s.Fleet, err = fleet.New(fleet.Config{
 		NodeID: id, InternalAddress: "127.0.0.1:1",
 		Heartbeat: 300 * time.Millisecond, CallTimeout: 150 * time.Millisecond,
@@ -130,15 +101,15 @@ func TestOutageRedisServer(t *testing.T) {
 	outages := make([]int, len(servers))
 	for i, s := range servers {
 		eventually(t, s.ID()+" reachable", func() bool {
-			return s.logs.count("backplane unreachable") == s.logs.count("backplane reachable again")
+			return s.logs.Count("backplane unreachable") == s.logs.Count("backplane reachable again")
 		})
-		outages[i] = s.logs.count("backplane unreachable")
+		outages[i] = s.logs.Count("backplane unreachable")
 	}
 	srv.Stop()
 	for i, s := range servers {
 		eventually(t, s.ID()+" alone", s.Alone)
 		s.waitBeats(t, 4)
-		if n := s.logs.count("backplane unreachable") - outages[i]; n != 1 {
+		if n := s.logs.Count("backplane unreachable") - outages[i]; n != 1 {
 			t.Errorf("%s logged the outage %d times over several heartbeats, want once", s.ID(), n)
 		}
 		if s.State() != fleet.StateReady {
@@ -158,7 +129,7 @@ func TestOutageRedisServer(t *testing.T) {
 
 	returns := make([]int, len(servers))
 	for i, s := range servers {
-		returns[i] = s.logs.count("backplane reachable again")
+		returns[i] = s.logs.Count("backplane reachable again")
 	}
 	srv.Start() // empty
 	all := append(servers, late)
@@ -166,7 +137,7 @@ func TestOutageRedisServer(t *testing.T) {
 		eventually(t, s.ID()+" rejoins", func() bool { return len(s.Nodes()) == 4 })
 	}
 	for i, s := range servers {
-		if n := s.logs.count("backplane reachable again") - returns[i]; n != 1 {
+		if n := s.logs.Count("backplane reachable again") - returns[i]; n != 1 {
 			t.Errorf("%s logged its return %d times, want once", s.ID(), n)
 		}
 	}
