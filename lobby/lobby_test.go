@@ -405,3 +405,35 @@ func TestNewConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// Members who join at once are each told last of the lobby with everyone
+// in it: a lobby's states go out in the order they were taken, so one
+// taken before the last join cannot overtake one taken after it.
+func TestJoinsAtOnceEndWithEveryone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) { joinsAtOnce(t) })
+}
+
+func joinsAtOnce(t *testing.T) {
+	c := startCluster(t, clusterOpts{servers: 1})
+	a := c.nodes[0]
+	for round := range 100 {
+		host := fmt.Sprintf("host-%d", round)
+		code := c.create(a, host)
+		ids := []string{host}
+		for i := range 7 {
+			id := fmt.Sprintf("m-%d-%d", round, i)
+			c.connect(a, id)
+			ids = append(ids, id)
+		}
+		var wg sync.WaitGroup
+		for _, id := range ids[1:] {
+			wg.Go(func() { a.lm.join(t.Context(), id, code, time.Now()) })
+		}
+		wg.Wait()
+		for _, id := range ids {
+			if p, _ := c.last(id, TypeState).(StatePacket); len(p.Members) != len(ids) {
+				t.Fatalf("round %d: %s was last told members %v, want all %d", round, id, p.Members, len(ids))
+			}
+		}
+	}
+}

@@ -39,6 +39,11 @@ type Module struct {
 }
 
 type lobby struct {
+	// sending is held while a state is taken and sent, so that the
+	// states of a lobby reach each member in the order they were taken.
+	// It is taken before m.mu, never while holding it.
+	sending sync.Mutex
+
 	code    string
 	host    string
 	members []*member // in the order they joined
@@ -677,8 +682,12 @@ func (m *Module) stateLocked(l *lobby) StatePacket {
 	return p
 }
 
-// broadcast sends l's state to its members connected here.
+// broadcast sends l's state to its members connected here. Two
+// broadcasts of one lobby from different goroutines (two joins at once)
+// send in turn, the later state last.
 func (m *Module) broadcast(l *lobby) {
+	l.sending.Lock()
+	defer l.sending.Unlock()
 	m.mu.Lock()
 	if m.lobbies[l.code] != l {
 		m.mu.Unlock()
