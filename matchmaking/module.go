@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/modkit"
 	"github.com/muster-gg/muster/room"
@@ -427,16 +429,15 @@ func (m *Module) step(ctx context.Context, now time.Time) int {
 	// fleet, a backplane call that may wait for its deadline (Redis slow
 	// or stalled), and one after another the last of k matches would wait
 	// k deadlines for its room, and the queue behind them.
-	sem := make(chan struct{}, maxOpening)
-	var opening sync.WaitGroup
+	var opening errgroup.Group
+	opening.SetLimit(maxOpening)
 	for _, mt := range matches {
-		sem <- struct{}{}
-		opening.Go(func() {
-			defer func() { <-sem }()
+		opening.Go(func() error {
 			m.open(ctx, mt)
+			return nil
 		})
 	}
-	opening.Wait()
+	_ = opening.Wait() // no Go function returns an error
 	m.moveAll(ctx, moves)
 	modkit.Tell(m.kit.Env, tell...)
 
@@ -490,24 +491,23 @@ func (m *Module) moveAll(ctx context.Context, moves []plannedMove) {
 	// The moves are made together, as the rooms are opened: each writes
 	// a handoff first, a backplane call that may wait for its deadline.
 	errs := make([]error, len(moves))
-	sem := make(chan struct{}, maxOpening)
-	var moving sync.WaitGroup
+	var moving errgroup.Group
+	moving.SetLimit(maxOpening)
 	for i, mv := range moves {
 		if m.kit.Env.RoomOf(mv.e.id) != "" { // seated meanwhile (a lobby's match): not ours to move
 			errs[i] = errSeatedMeanwhile
 			continue
 		}
-		sem <- struct{}{}
-		moving.Go(func() {
-			defer func() { <-sem }()
+		moving.Go(func() error {
 			data, err := json.Marshal(mv.ho)
 			if err == nil {
 				err = m.kit.Env.MovePlayer(ctx, mv.e.id, mv.to, mv.reason, &room.Handoff{Kind: HandoffKind, Data: data})
 			}
-			errs[i] = err
+			errs[i] = err // each move's error is its own, not the group's
+			return nil
 		})
 	}
-	moving.Wait()
+	_ = moving.Wait()
 	var failed int
 	var firstErr error
 	for i, mv := range moves {
