@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -148,6 +149,9 @@ type Bot struct {
 	runErr   error
 	queued   string // the playlist the bot queued for and was not matched from
 	queuedAt time.Time
+	// confirmed: a server answered the last queue request with
+	// queue.waiting. A drain redirect before that moved no place.
+	confirmed bool
 }
 
 // message is a client message: {"type": …, "data": …}.
@@ -178,7 +182,7 @@ func New(cfg Config) (*Bot, error) {
 // Queue enqueues the bot on playlist ("duel").
 func (b *Bot) Queue(playlist string) {
 	b.command(message{Type: "queue", Data: map[string]string{"playlist": playlist}}, func() {
-		b.queued, b.queuedAt = playlist, time.Now()
+		b.queued, b.queuedAt, b.confirmed = playlist, time.Now(), false
 	})
 }
 
@@ -819,21 +823,33 @@ func (b *Bot) ended(c *conn, redirect *redirectPacket, asked bool) sessionEnd {
 
 // restore puts back, after a drop, what the server forgot: a queue place
 // or a lobby membership. After a redirect that moved a queue place, it
-// arms the confirmation timer instead.
+// arms the confirmation timer instead; after a drain redirect that came
+// before any server confirmed the queue request, it queues again at once.
 func (b *Bot) restore(c *conn, l link, confirm *<-chan time.Time) {
 	if l.cause == "" || c.room != "" {
 		return
 	}
 	b.mu.Lock()
-	queued, lobby := b.queued, b.rep.Lobby
+	queued, lobby, confirmed := b.queued, b.rep.Lobby, b.confirmed
+	pending := slices.ContainsFunc(b.outbox, func(m message) bool { return m.Type == "queue" })
 	b.mu.Unlock()
 	switch {
+	case l.cause == "redirect" && queued != "" && l.reason == "drain" && !confirmed && !pending:
+		// A draining server sends a newcomer away as soon as it is
+		// welcomed, before it reads what the bot sent: the queue request
+		// died with the connection and the redirect moved no place.
+		b.mu.Lock()
+		b.rep.Requeues++
+		b.outbox = append([]message{{Type: "queue", Data: map[string]string{"playlist": queued}}}, b.outbox...)
+		b.eventLocked("requeue", c.node, "sent away by a draining server before the queue was confirmed")
+		b.mu.Unlock()
 	case l.cause == "redirect" && queued != "" && (l.reason == "queue" || l.reason == "drain"):
 		*confirm = time.After(b.cfg.Confirm)
 	case l.cause == "redirect":
 	case queued != "":
 		b.mu.Lock()
 		b.rep.Requeues++
+		b.confirmed = false
 		b.outbox = append([]message{{Type: "queue", Data: map[string]string{"playlist": queued}}}, b.outbox...)
 		b.eventLocked("requeue", c.node, "after a drop")
 		b.mu.Unlock()
@@ -850,6 +866,7 @@ func (b *Bot) requeue(c *conn, why string) {
 	queued := b.queued
 	if queued != "" {
 		b.rep.Requeues++
+		b.confirmed = false
 		b.outbox = append(b.outbox, message{Type: "queue", Data: map[string]string{"playlist": queued}})
 		b.eventLocked("requeue", c.node, why)
 		b.notifyLocked()
@@ -926,6 +943,7 @@ func (b *Bot) packet(c *conn, p packet) (done bool) {
 			w.Node = c.node
 		}
 		b.rep.Waits = append(b.rep.Waits, w)
+		b.confirmed = true
 		b.eventLocked("waiting", c.node, fmt.Sprintf("%s, waited %v", p.Playlist, w.Waited))
 	case "queue.left":
 		b.queued = ""

@@ -41,7 +41,9 @@ type Report struct {
 	// was seated and its return to that room.
 	Rejoins []Rejoin
 	// Requeues counts the queue messages the bot sent again by itself: after
-	// a drop while waiting, or when a queue place it was redirected with
+	// a drop while waiting, after a drain redirect that came before its
+	// queue request was confirmed (a draining server sends a newcomer away
+	// before reading it), or when a queue place it was redirected with
 	// was not confirmed by the new server within Config.Confirm.
 	Requeues int
 	// Draining lists the servers that told the bot they were draining.
