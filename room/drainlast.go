@@ -3,8 +3,6 @@ package room
 import (
 	"context"
 	"slices"
-
-	"github.com/muster-gg/muster/fleet"
 )
 
 // hostDrainer is the host's part of a server drain (fleet.LastDrainer):
@@ -47,15 +45,13 @@ func (h *Host[Sim, Input, Player]) sendRestAway(ctx context.Context) {
 	if len(rest) == 0 {
 		return
 	}
-	self := h.fleet.ID()
 	nodes := h.fleet.Nodes()
 	for _, c := range rest {
 		if ctx.Err() != nil {
 			return
 		}
-		ranked := fleet.Ranked(c.id, nodes, func(n fleet.Node) bool { return n.ID != self && n.HasRoom() })
-		if len(ranked) > 0 {
-			h.forward(ctx, c, ranked[0], nil, ReasonDrain)
+		if to, ok := h.drainTarget(c.id, nodes); ok {
+			h.forward(ctx, c, to, nil, ReasonDrain)
 		}
 	}
 }

@@ -336,15 +336,25 @@ func (h *Host[Sim, Input, Player]) place(ctx context.Context, c *Client, holder 
 // tells it the server is draining when there is none.
 func (h *Host[Sim, Input, Player]) sendAway(ctx context.Context, c *Client, data []byte) {
 	if h.fleet != nil {
-		self := h.fleet.ID()
-		ranked := fleet.Ranked(c.id, h.fleet.Nodes(), func(n fleet.Node) bool { return n.ID != self && n.HasRoom() })
-		if len(ranked) > 0 && h.forward(ctx, c, ranked[0], data, ReasonDrain) {
+		if to, ok := h.drainTarget(c.id, h.fleet.Nodes()); ok && h.forward(ctx, c, to, data, ReasonDrain) {
 			return
 		}
 	}
 	if p := h.DrainPacket(); p != nil {
 		c.Send(p)
 	}
+}
+
+// drainTarget returns the server a draining server sends player id to: one
+// of nodes with room, not this one, spread by rendezvous hashing of the id.
+// h.fleet must be set.
+func (h *Host[Sim, Input, Player]) drainTarget(id string, nodes []fleet.Node) (fleet.Node, bool) {
+	self := h.fleet.ID()
+	ranked := fleet.Ranked(id, nodes, func(n fleet.Node) bool { return n.ID != self && n.HasRoom() })
+	if len(ranked) == 0 {
+		return fleet.Node{}, false
+	}
+	return ranked[0], true
 }
 
 // forward redirects c to server to, with the handoff it came with (data, if
