@@ -1,6 +1,7 @@
 package testbin
 
 import (
+	"maps"
 	"net"
 	"slices"
 	"sync"
@@ -80,12 +81,7 @@ func (p *SlowProxy) Slowed() int64 { return p.slowed.Load() }
 func (p *SlowProxy) Held() []uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	ids := make([]uint64, 0, len(p.held))
-	for id := range p.held {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
+	return slices.Sorted(maps.Keys(p.held))
 }
 
 // Passed returns how many reply chunks were written to clients so far.
