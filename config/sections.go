@@ -266,6 +266,13 @@ func (c Config) validateSections() error {
 		}
 		return nil
 	}
+	// upTo refuses a count outside 1-hi; unit names what is counted.
+	upTo := func(key, unit string, v int, hi int64) error {
+		if v < 1 || int64(v) > hi {
+			return bad(key, "want 1-%d %s, got %d", hi, unit, v)
+		}
+		return nil
+	}
 	r, l := c.Room, c.Room.Limits
 	for _, err := range []error{
 		func() error {
@@ -280,24 +287,9 @@ func (c Config) validateSections() error {
 			}
 			return nil
 		}(),
-		func() error {
-			if r.MaxCatchUp < 1 || r.MaxCatchUp > room.MaxCatchUpSteps {
-				return bad("room.max-catch-up", "want 1-%d steps, got %d", room.MaxCatchUpSteps, r.MaxCatchUp)
-			}
-			return nil
-		}(),
-		func() error {
-			if r.ReadLimit < 1 || int64(r.ReadLimit) > room.MaxReadLimit {
-				return bad("room.read-limit", "want 1-%d bytes (1 MiB), got %d", room.MaxReadLimit, r.ReadLimit)
-			}
-			return nil
-		}(),
-		func() error {
-			if r.SendQueue < 1 || r.SendQueue > room.MaxSendQueue {
-				return bad("room.send-queue", "want 1-%d frames, got %d", room.MaxSendQueue, r.SendQueue)
-			}
-			return nil
-		}(),
+		upTo("room.max-catch-up", "steps", r.MaxCatchUp, room.MaxCatchUpSteps),
+		upTo("room.read-limit", "bytes (1 MiB)", r.ReadLimit, room.MaxReadLimit),
+		upTo("room.send-queue", "frames", r.SendQueue, room.MaxSendQueue),
 		positiveUpTo("room.ping-interval", r.PingInterval, 5*minute),
 		positiveUpTo("room.hello-timeout", r.HelloTimeout, 5*minute),
 		positiveUpTo("room.ticket-ttl", r.TicketTTL, hour),
@@ -332,12 +324,7 @@ func (c Config) validateSections() error {
 			}
 			return nil
 		}(),
-		func() error {
-			if n := c.Lobby.MaxMembers; n < 1 || n > lobby.MaxMembersLimit {
-				return bad("lobby.max-members", "want 1-%d members, got %d", lobby.MaxMembersLimit, n)
-			}
-			return nil
-		}(),
+		upTo("lobby.max-members", "members", c.Lobby.MaxMembers, lobby.MaxMembersLimit),
 		positiveUpTo("lobby.tick", c.Lobby.Tick, minute),
 		positiveUpTo("lobby.arrival-timeout", c.Lobby.ArrivalTimeout, hour),
 		atLeast("lobby.code-failures", c.Lobby.CodeFailures, 1),
