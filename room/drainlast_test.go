@@ -2,9 +2,12 @@ package room
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -71,5 +74,82 @@ func TestDrainSendsTheRestAway(t *testing.T) {
 	_, resp, err := websocket.Dial(t.Context(), wsURL(urlA, "ticket="+tk), nil)
 	if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("newcomer after the drain: %v, %v; want 503 before the upgrade", resp, err)
+	}
+}
+
+// keeper is a module that keeps the players who say "keep" (a queue of
+// its own) and gives them up at a drain's end with a handoff of theirs.
+type keeper struct {
+	env ModuleHost
+
+	mu   sync.Mutex
+	kept map[string]bool
+}
+
+func (k *keeper) Attach(h ModuleHost) error { k.env = h; return nil }
+
+func (k *keeper) MessageTypes() []string { return []string{"keep"} }
+
+func (k *keeper) HandleMessage(_ context.Context, c *Client, _ string, _ []byte) error {
+	k.mu.Lock()
+	k.kept[c.ID()] = true
+	k.mu.Unlock()
+	c.Send(map[string]string{"type": "kept"})
+	return nil
+}
+
+func (k *keeper) Release(id string) (*Handoff, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.kept[id] {
+		return nil, false
+	}
+	delete(k.kept, id)
+	return &Handoff{Kind: "keep", Data: []byte(id)}, false
+}
+
+// TestDrainingServerServesNewcomers: a newcomer of a draining server that
+// brought nothing is served: what it sends right after its welcome is
+// read and handled, not lost with a connection closed at once by a
+// redirect. At the drain's end it is sent away with what the module kept
+// of it.
+func TestDrainingServerServesNewcomers(t *testing.T) {
+	keepers := [2]*keeper{{kept: map[string]bool{}}, {kept: map[string]bool{}}}
+	two := startTwoWith(t, func() Game[*csim, int, *cplayer] { return redirecting{newCounter()} },
+		Config{Secret: "shared", MoveCooldown: time.Nanosecond},
+		func(i int) []Module { return []Module{keepers[i]} })
+	a, urlA := two.hosts[0], two.srvs[0].URL
+	srvA, srvB := two.c.Servers[0].Fleet, two.c.Servers[1].Fleet
+	if _, err := a.OpenRoom(t.Context(), Info{ID: "last", Players: []string{"x"}}); err != nil {
+		t.Fatal(err)
+	}
+	drained := make(chan error)
+	go func() { drained <- srvA.Drain(context.Background()) }() // waits for "last" to end
+	waitFor(t, "the drain", srvA.Draining)
+
+	tk, _ := a.Tickets().Issue("newcomer")
+	c := dial(t, wsURL(urlA, "ticket="+tk))
+	send(t, c, `{"type":"hello","data":{"mode":"new"}}`)
+	if m := readUntil(t, c, "welcome"); m["node"] != "s0" {
+		t.Fatalf("welcome %v, want s0", m)
+	}
+	send(t, c, `{"type":"keep"}`) // right after the welcome
+	if m, err := read(t, c); err != nil || m["type"] != "kept" {
+		t.Fatalf("after keep: %v, %v; want it kept on the draining server", m, err)
+	}
+
+	if r, ok := a.Room("last"); ok {
+		r.End("done")
+	}
+	if err := <-drained; err != nil {
+		t.Fatal(err)
+	}
+	if rd := readUntil(t, c, "redirect"); rd["node"] != "s1" || rd["reason"] != ReasonDrain {
+		t.Fatalf("newcomer at the drain's end got %v, want a drain redirect to s1", rd)
+	}
+	data, err := srvB.TakeHandoff(t.Context(), "newcomer")
+	var ho Handoff
+	if err != nil || json.Unmarshal(data, &ho) != nil || ho.Kind != "keep" || string(ho.Data) != "newcomer" {
+		t.Fatalf("handoff for the newcomer on s1: %q, %v; want the keeper's", data, err)
 	}
 }

@@ -264,6 +264,12 @@ type Host[Sim, Input, Player any] struct {
 	relSpare []string      // the queue's other buffer
 	relKick  chan struct{} // signalled when relQ is appended to
 	claimMu  sync.Mutex    // held over a hand-over; a claim waits for it
+
+	// handling is held (for reading) while a module handles a client's
+	// message; the drain's last part takes it to end that (lastPart), so
+	// that no module takes on a player it is sending away (drainlast.go).
+	handling sync.RWMutex
+	lastPart bool
 }
 
 // New returns a Host for game with cfg. It starts nothing.

@@ -10,8 +10,8 @@ import (
 
 // Module extends a Host: matchmaking, lobbies, the game's own. A module
 // may also implement MessageHandler, ArrivalHandler, DisconnectHandler,
-// RoomEndHandler, RoomWatcher, Runner and fleet.Drainer; the host finds them by type
-// assertion. A module is not generic: it sees the host through
+// RoomEndHandler, RoomWatcher, Runner, Releaser and fleet.Drainer; the
+// host finds them by type assertion. A module is not generic: it sees the host through
 // ModuleHost, whatever the game's types, so a game's own module gets
 // exactly what the built-in ones get.
 type Module interface {
@@ -88,6 +88,19 @@ type DisconnectHandler interface {
 // for it.
 type RoomEndHandler interface {
 	RoomEnded(info Info, reason string)
+}
+
+// Releaser is a module that may keep a player who is in no room: a queue
+// place, a lobby, a request waiting for the move cooldown. At the end of
+// a drain the host sends every player still connected in no room to
+// another server (reason drain); it asks each Releaser first. Release
+// lets player id go and returns the handoff that carries what the module
+// kept of it (nil for nothing); or it reports moving when the module is
+// sending the player elsewhere itself, and the host leaves it to the
+// module. The host handles no client message from then on, so a module
+// takes on nobody after its Release.
+type Releaser interface {
+	Release(id string) (ho *Handoff, moving bool)
 }
 
 // Handoff is the work that moves with a player to another server: a queue

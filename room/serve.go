@@ -314,7 +314,11 @@ func (h *Host[Sim, Input, Player]) place(ctx context.Context, c *Client, holder 
 			return
 		}
 	}
-	if h.server != nil && h.server.Draining() {
+	if data != nil && h.server != nil && h.server.Draining() {
+		// What it brought (a queue place, a lobby) is for a server that
+		// stays. A newcomer that brought nothing is served: what it asks
+		// for next (queue, lobby.create) the modules hand on from here,
+		// and the drain's last part sends it away if it is still idle.
 		h.sendAway(ctx, c, data)
 		return
 	}
@@ -330,10 +334,10 @@ func (h *Host[Sim, Input, Player]) place(ctx context.Context, c *Client, holder 
 	}
 }
 
-// sendAway redirects a newcomer of a draining server to a server with room
-// (spread by rendezvous hashing of its id), passing on the handoff it came
-// with (data, if any: a queue place with its waited time, a lobby), or
-// tells it the server is draining when there is none.
+// sendAway redirects a newcomer of a draining server that brought a
+// handoff (data: a queue place with its waited time, a lobby) to a server
+// with room (spread by rendezvous hashing of its id), passing the handoff
+// on, or tells it the server is draining when there is none.
 func (h *Host[Sim, Input, Player]) sendAway(ctx context.Context, c *Client, data []byte) {
 	if h.fleet != nil {
 		if to, ok := h.drainTarget(c.id, h.fleet.Nodes()); ok && h.forward(ctx, c, to, data, ReasonDrain) {
@@ -423,12 +427,24 @@ func (h *Host[Sim, Input, Player]) readLoop(ctx context.Context, c *Client) {
 				c.Close(StatusUnknownType, truncate("unknown packet type "+typ, 120))
 				return
 			}
-			if err := mh.HandleMessage(ctx, c, typ, body); err != nil {
+			if err := h.handle(ctx, mh, c, typ, body); err != nil {
 				c.Close(StatusBadPacket, truncate(err.Error(), 120))
 				return
 			}
 		}
 	}
+}
+
+// handle gives a client's message to the module that handles its type,
+// unless the drain's last part began: the client is being sent away, and
+// what it asked for it asks again on the next server.
+func (h *Host[Sim, Input, Player]) handle(ctx context.Context, mh MessageHandler, c *Client, typ string, body []byte) error {
+	h.handling.RLock()
+	defer h.handling.RUnlock()
+	if h.lastPart {
+		return nil
+	}
+	return mh.HandleMessage(ctx, c, typ, body)
 }
 
 // disconnected forgets a client whose connection ended. Its seat stays:

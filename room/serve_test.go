@@ -213,6 +213,13 @@ type twoHosts struct {
 // servers see each other. Everything stops when the test ends.
 func startTwo(t *testing.T, game func() Game[*csim, int, *cplayer], cfg Config) *twoHosts {
 	t.Helper()
+	return startTwoWith(t, game, cfg, nil)
+}
+
+// startTwoWith is startTwo with the modules that modules (when not nil)
+// returns for host i.
+func startTwoWith(t *testing.T, game func() Game[*csim, int, *cplayer], cfg Config, modules func(i int) []Module) *twoHosts {
+	t.Helper()
 	two := &twoHosts{srvs: [2]*httptest.Server{httptest.NewUnstartedServer(nil), httptest.NewUnstartedServer(nil)}}
 	two.c = fleettest.Start(t, 2, func(i int, fc *fleet.Config) {
 		fc.Heartbeat = 100 * time.Millisecond
@@ -222,6 +229,13 @@ func startTwo(t *testing.T, game func() Game[*csim, int, *cplayer], cfg Config) 
 		h, err := New(game(), cfg, quietLog)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if modules != nil {
+			for _, m := range modules(i) {
+				if err := h.Use(m); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
 		h.UseServer(s.Fleet)
 		h.UseFleet(s.Fleet)
