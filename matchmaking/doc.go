@@ -60,7 +60,9 @@
 // now gathers (reason "drain"), or, if no server has room for one of its
 // matches, to a server with any room, to wait there. With nowhere to go,
 // the waiting players are told with the game's ServerDraining packet and
-// wait on.
+// wait on. Module implements room.Releaser too: a player still waiting
+// when the drain is over (it queued within its move cooldown, or just
+// then) goes with its place when the host sends the rest away.
 //
 // # Lifecycle
 //

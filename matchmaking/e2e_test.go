@@ -272,6 +272,69 @@ func TestSocketDrainLosesNobody(t *testing.T) {
 	}
 }
 
+// drainingServer starts three servers and drains the first, which a room
+// keeps draining until the test calls the returned end; end waits for
+// the drain to be over. It returns the draining server and another.
+func drainingServer(t *testing.T) (servers []*server, g, lb *server, end func()) {
+	t.Helper()
+	servers = startServers(t, setup{servers: 3})
+	g, lb = servers[0], servers[1]
+	if _, err := g.Host.OpenRoom(t.Context(), room.Info{ID: "last", Players: []string{"x"}}); err != nil {
+		t.Fatal(err)
+	}
+	drained := make(chan error, 1)
+	go func() { drained <- g.Drain(context.Background()) }()
+	hosttest.WaitFor(t, "the drain", g.Draining)
+	return servers, g, lb, func() {
+		t.Helper()
+		if r, ok := g.Host.Room("last"); ok {
+			r.End("done")
+		}
+		if err := <-drained; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A newcomer of a draining server that queues right after its welcome (a
+// client sends what its player asked for as soon as it is connected) is
+// queued: handed on with its place to a server that stays, matched there
+// and seated. A draining server used to send such a newcomer away at
+// once, before it read the queue, and with nothing: the queue was lost.
+func TestSocketNewcomerQueuesOnDrainingServer(t *testing.T) {
+	servers, g, lb, end := drainingServer(t)
+	p := hosttest.Connect(t, g.URL, lb.URL, g.Host.Tickets(), "newcomer")
+	p.Send(matchmaking.MsgQueue, map[string]any{"playlist": "duel"})
+	w := p.Next(matchmaking.TypeWaiting)
+	for w["node"] == g.ID() { // answered by the draining server, then handed on
+		w = p.Next(matchmaking.TypeWaiting)
+	}
+	if len(p.Moves) == 0 || p.Moves[0]["reason"] != room.ReasonDrain {
+		t.Fatalf("newcomer waits on %v after redirects %v; want a drain redirect first", w["node"], p.Moves)
+	}
+	at := byID(servers, w["node"].(string))
+	partner := hosttest.Connect(t, at.URL, lb.URL, at.Host.Tickets(), "partner")
+	partner.Send(matchmaking.MsgQueue, map[string]any{"playlist": "duel"})
+	rn, rp := p.Next("room"), partner.Next("room")
+	if rn["room"] != rp["room"] || rn["kind"] != "duel" || p.Node == g.ID() {
+		t.Fatalf("newcomer in %v on %s, partner in %v; want one duel room on a server that stays", rn, p.Node, rp)
+	}
+	end()
+}
+
+// A newcomer of a draining server that creates a lobby right after its
+// welcome gets its lobby, made on a server that stays.
+func TestSocketNewcomerCreatesLobbyOnDrainingServer(t *testing.T) {
+	_, g, lb, end := drainingServer(t)
+	p := hosttest.Connect(t, g.URL, lb.URL, g.Host.Tickets(), "newcomer")
+	p.Send(lobby.MsgCreate, nil)
+	st := p.Next(lobby.TypeState)
+	if st["node"] == g.ID() || st["host"] != p.ID || len(p.Moves) != 1 || p.Moves[0]["reason"] != room.ReasonDrain {
+		t.Fatalf("newcomer got %v after redirects %v; want its lobby on a server that stays", st, p.Moves)
+	}
+	end()
+}
+
 // BenchmarkSocketEnqueueToRoom measures N4's enqueue-to-room time across a
 // redirect: a player connected to a server where duel does not gather
 // sends "queue"; the server hands its place to the gather server and

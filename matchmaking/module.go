@@ -142,9 +142,38 @@ func (m *Module) kickRun() {
 // where its playlist now gathers. With nowhere to go, waiting players are
 // told (the game's ServerDraining packet) and wait on; they are still
 // moved if a server with room appears before ctx ends. Drain returns when
-// nobody waits here any more, or when ctx ends.
+// nobody waits here any more, or when ctx ends. A player who queues after
+// that is handed on by Run's next round, or by Release at the drain's end.
 func (m *Module) Drain(ctx context.Context) error {
 	return m.kit.Drain(ctx, m.cfg.Tick, m.step, m.tellRest)
+}
+
+// Release implements room.Releaser: at the end of a drain, a player who
+// still waits here (it queued after the module's drain, within its move
+// cooldown, or just before the drain's end) leaves the queue and takes its
+// place along, with its waited time, as the drain's own hand-over does. A
+// player being moved is the module's to move.
+func (m *Module) Release(id string) (*room.Handoff, bool) {
+	now := time.Now()
+	m.mu.Lock()
+	e := m.players[id]
+	switch {
+	case e == nil:
+		m.mu.Unlock()
+		return nil, false
+	case e.state != waiting:
+		m.mu.Unlock()
+		return nil, true
+	}
+	d := handoff{Playlist: e.q.pl.Name, Waited: int64(e.waited(now)), Rating: e.rating, From: m.kit.Self(), Drain: true}
+	e.q.remove(e)
+	delete(m.players, id)
+	m.mu.Unlock()
+	data, err := json.Marshal(d)
+	if err != nil {
+		return nil, false
+	}
+	return &room.Handoff{Kind: HandoffKind, Data: data}, false
 }
 
 // Waiting returns the number of players waiting in playlist's queue here.
