@@ -29,7 +29,9 @@
 // others join it, and the host keeps its role. A lobby whose match is
 // running moves when its room ends. With nowhere to go, the members are
 // told with the game's ServerDraining packet. A lobby created on a
-// draining server is created on another.
+// draining server is created on another (room.Releaser: also when the
+// creation still waits here at the drain's end), and a code typed there
+// while its lobby is on its way elsewhere waits for the lobby to land.
 //
 // # Lifecycle
 //

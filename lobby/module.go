@@ -33,6 +33,7 @@ type Module struct {
 	rooms    map[string]*lobby // running match room → lobby
 	reserved map[string]bool   // codes being claimed
 	waits    map[string]*wait  // moves waiting for the cooldown
+	retrying map[string]bool   // waits taken out of waits by a step, being tried again
 	ips      map[string]string // player → address of its last join, for the code lockout
 	local    room.Counter      // counts wrong codes without a fleet
 	nextRoom uint64
@@ -88,6 +89,7 @@ func New(cfg Config) (*Module, error) {
 		rooms:    make(map[string]*lobby),
 		reserved: make(map[string]bool),
 		waits:    make(map[string]*wait),
+		retrying: make(map[string]bool),
 		ips:      make(map[string]string),
 		local:    memory.New(),
 	}, nil
@@ -210,6 +212,34 @@ func (m *Module) Run(ctx context.Context) error {
 // lobby is left here, or when ctx ends.
 func (m *Module) Drain(ctx context.Context) error {
 	return m.kit.Drain(ctx, m.cfg.Tick, m.step, m.tellRest)
+}
+
+// Release implements room.Releaser: at the end of a drain, a creation
+// still waiting here (asked for within the player's move cooldown, or
+// just before the drain's end) goes along and is made on the player's
+// next server; a join still waiting for its lobby to land is dropped (the
+// player joins again there). A member being moved with its lobby, or a
+// player whose waiting move a step is trying now, is the module's to
+// move.
+func (m *Module) Release(id string) (*room.Handoff, bool) {
+	m.mu.Lock()
+	w := m.waits[id]
+	delete(m.waits, id)
+	moving := m.retrying[id] // a step is moving it (or failing it) now
+	if l := m.players[id]; l != nil {
+		if mem := l.member(id); mem != nil && mem.moving {
+			moving = true
+		}
+	}
+	m.mu.Unlock()
+	if moving || w == nil || !w.create {
+		return nil, moving
+	}
+	data, err := json.Marshal(handoff{Role: RoleHost, Create: true, From: m.kit.Self()})
+	if err != nil {
+		return nil, false
+	}
+	return &room.Handoff{Kind: HandoffKind, Data: data}, false
 }
 
 // Lobby returns a snapshot of the lobby code on this server.
@@ -423,6 +453,15 @@ func (m *Module) locateAndMove(ctx context.Context, w *wait) {
 	f := m.kit.Env.Fleet()
 	n, err := f.Locate(ctx, fleet.KindLobby, w.code)
 	switch {
+	case err == nil && n.ID == f.ID() && m.kit.Draining():
+		// Not here (join looked) but still claimed here: handed to
+		// another server and not landed yet. Asked again next step.
+		m.mu.Lock()
+		if m.players[w.id] == nil {
+			m.waits[w.id] = w
+		}
+		m.mu.Unlock()
+		return
 	case errors.Is(err, fleet.ErrNotFound), err == nil && n.ID == f.ID():
 		m.fail(w.id, ErrNoLobby)
 		return
@@ -735,6 +774,7 @@ func (m *Module) step(ctx context.Context, now time.Time) int {
 		if cooled(w.arrived) {
 			retry = append(retry, w)
 			delete(m.waits, id)
+			m.retrying[id] = true
 		}
 	}
 	slices.SortFunc(retry, func(a, b *wait) int { // first come, first moved
@@ -827,6 +867,9 @@ func (m *Module) step(ctx context.Context, now time.Time) int {
 	}
 	for _, w := range retry {
 		m.retry(ctx, w, draining, nodes, self)
+		m.mu.Lock()
+		delete(m.retrying, w.id)
+		m.mu.Unlock()
 	}
 	for _, mv := range moves {
 		err := m.move(ctx, mv.mem.id, mv.to, room.ReasonDrain, mv.d)
