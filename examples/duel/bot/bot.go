@@ -835,9 +835,9 @@ func (b *Bot) restore(c *conn, l link, confirm *<-chan time.Time) {
 	b.mu.Unlock()
 	switch {
 	case l.cause == "redirect" && queued != "" && l.reason == "drain" && !confirmed && !pending:
-		// A draining server sends a newcomer away as soon as it is
-		// welcomed, before it reads what the bot sent: the queue request
-		// died with the connection and the redirect moved no place.
+		// The queue request crossed the redirect a draining server sends
+		// at its drain's end (it reads no request from then on): it died
+		// with the connection and the redirect moved no place.
 		b.mu.Lock()
 		b.rep.Requeues++
 		b.outbox = append([]message{{Type: "queue", Data: map[string]string{"playlist": queued}}}, b.outbox...)

@@ -11,12 +11,12 @@ import (
 	"github.com/muster-gg/muster/examples/duel/bot"
 )
 
-// A draining server sends a newcomer away (reason drain) as soon as it is
-// welcomed, before it reads the queue request the bot sent after the
-// welcome: the request dies with the connection, and no queue place comes
-// with the redirect. The bot, whose request was never confirmed, queues
-// again at once on the next server instead of waiting Config.Confirm for a
-// place that does not exist.
+// A drain redirect crosses the queue request the bot sent after its
+// welcome (a draining server reads no request once its drain's last
+// redirects have begun): the request dies with the connection, and no
+// queue place comes with the redirect. The bot, whose request was never
+// confirmed, queues again at once on the next server instead of waiting
+// Config.Confirm for a place that does not exist.
 func TestDrainRedirectBeforeQueueConfirmed(t *testing.T) {
 	f := newFake(t, func(c *fakeConn) {
 		switch c.node {

@@ -42,8 +42,9 @@ type Report struct {
 	Rejoins []Rejoin
 	// Requeues counts the queue messages the bot sent again by itself: after
 	// a drop while waiting, after a drain redirect that came before its
-	// queue request was confirmed (a draining server sends a newcomer away
-	// before reading it), or when a queue place it was redirected with
+	// queue request was confirmed (the request crossed the redirect a
+	// draining server sends at its drain's end), or when a queue place it
+	// was redirected with
 	// was not confirmed by the new server within Config.Confirm.
 	Requeues int
 	// Draining lists the servers that told the bot they were draining.
