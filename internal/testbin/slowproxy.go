@@ -25,6 +25,7 @@ type SlowProxy struct {
 	l        net.Listener
 	slowed   atomic.Int64 // chunks a mode other than Pass held back
 	passed   atomic.Int64 // reply chunks written
+	keep     atomic.Bool  // see KeepRequests
 
 	mu      sync.Mutex
 	mode    proxyMode
@@ -69,6 +70,15 @@ func (p *SlowProxy) Stall() { p.set(proxyMode{stall: true}) }
 // Trickle writes replies one byte at a time, every byte d after the last.
 func (p *SlowProxy) Trickle(d time.Duration) { p.set(proxyMode{trickle: d}) }
 
+// KeepRequests makes a request that a stall holds reach the server when
+// the stall ends even if its client has closed the connection meanwhile,
+// as a server that had read the request would still run it: a stalled
+// Redis that resumes runs what its clients sent before they gave up. The
+// server's replies to such a client go nowhere. Without it (the default)
+// such a request is dropped with its connection. It holds for the rest of
+// the proxy's life.
+func (p *SlowProxy) KeepRequests() { p.keep.Store(true) }
+
 // Slowed returns how many chunks were held back by Delay, Stall or
 // Trickle so far (a stall holds requests too): a test checks that its
 // clients did call while the server was slow.
@@ -77,7 +87,8 @@ func (p *SlowProxy) Slowed() int64 { return p.slowed.Load() }
 // Held returns the numbers of the chunks, requests or replies, held back
 // now. A chunk keeps its number while it is held: one still held later
 // was held all along, and a request or reply of a stall is held until
-// the stall ends or the client gives up and closes its connection.
+// the stall ends or the client gives up and closes its connection (a
+// request, after KeepRequests, until the stall ends).
 func (p *SlowProxy) Held() []uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -178,14 +189,28 @@ func (p *SlowProxy) serve(client net.Conn) {
 	}{{client, server, false}, {server, client, true}} {
 		ch := make(chan chunk, 1024)
 		wg.Go(func() {
-			defer end()
 			read(d.src, ch, gone)
+			if !d.replies && p.keep.Load() {
+				close(ch) // its deliverer passes on what the client sent
+				return
+			}
+			end()
 		})
 		wg.Go(func() {
 			defer end()
 			for {
 				select {
-				case c := <-ch:
+				case c, ok := <-ch:
+					if !ok {
+						// The client closed after these requests: the
+						// server sees their end and answers them (to
+						// nobody) before the connection ends.
+						if tc, isTCP := d.dst.(*net.TCPConn); isTCP {
+							tc.CloseWrite()
+						}
+						<-gone
+						return
+					}
 					if !p.deliver(d.dst, c, d.replies, gone) {
 						return
 					}
