@@ -4,9 +4,11 @@
 //
 // The store holds only control-plane state: node records that expire by the
 // store's own clock, claims that say which server runs a unit (a player, a
-// lobby code), handoffs written for one target server and taken once, atomic
-// counters for fleet-wide tickets and rate limits, and durable records for
-// registers such as the federation's. Game traffic never passes through it.
+// lobby code), handoffs written for one target server and taken once (a
+// take holds a handoff until its taker confirms it, so that a take whose
+// caller gave up loses nothing), atomic counters for fleet-wide tickets and
+// rate limits, and durable records for registers such as the federation's.
+// Game traffic never passes through it.
 //
 // A Backplane value is bound to one cluster: every key it writes is
 // namespaced by the cluster name, so two clusters on one store never see

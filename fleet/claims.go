@@ -135,7 +135,9 @@ func (f *Fleet) Locate(ctx context.Context, kind, id string) (Node, error) {
 // under id. holder is the live server that holds kind/id (this one
 // included), the zero Node when none does; handoff is nil when there was
 // none. A caller that sends the unit on to its holder passes the handoff
-// on with PutHandoff.
+// on with PutHandoff. A handoff found is taken for good (confirmed) before
+// Arrive returns, a second round trip; a call that gave up leaves it to
+// the next one, as TakeHandoff says.
 func (f *Fleet) Arrive(ctx context.Context, kind, id string) (holder Node, handoff []byte, err error) {
 	if f.Holds(kind, id) {
 		handoff, err = f.TakeHandoff(ctx, id)
@@ -145,12 +147,14 @@ func (f *Fleet) Arrive(ctx context.Context, kind, id string) (holder Node, hando
 		return f.Self(), handoff, err
 	}
 	key := backplane.Key{Kind: kind, ID: id}
-	ctx, cancel := context.WithTimeout(ctx, f.cfg.CallTimeout)
+	actx, cancel := context.WithTimeout(ctx, f.cfg.CallTimeout)
 	defer cancel()
-	owner, handoff, err := f.bp.Arrive(ctx, key, f.cfg.NodeID, id)
+	owner, taken, err := f.bp.Arrive(actx, key, f.cfg.NodeID, id, f.handoffHold())
 	if err != nil {
 		return Node{}, nil, fmt.Errorf("arrive %s: %w", key, err)
 	}
+	f.confirmHandoff(ctx, id, taken.Token)
+	handoff = taken.Data
 	if owner != "" {
 		holder, _ = f.Node(owner) // a holder out of view is gone
 	}

@@ -14,7 +14,7 @@ import (
 // backplane.Backplane except Close.
 var operations = []string{
 	"heartbeat", "nodes", "leave", "claim", "claim_unique", "reassert", "release", "locate", "arrive",
-	"put_handoff", "take_handoff", "increment", "put_record", "record", "delete_record", "records",
+	"put_handoff", "take_handoff", "confirm_handoff", "increment", "put_record", "record", "delete_record", "records",
 }
 
 // backplaneBuckets are the upper bounds, in seconds, of the backplane
@@ -166,11 +166,11 @@ func (b *instrumented) Locate(ctx context.Context, key backplane.Key) (string, e
 }
 
 // Arrive implements backplane.Backplane.
-func (b *instrumented) Arrive(ctx context.Context, key backplane.Key, target, id string) (string, []byte, error) {
+func (b *instrumented) Arrive(ctx context.Context, key backplane.Key, target, id string, hold time.Duration) (string, backplane.Taken, error) {
 	start := time.Now()
-	owner, data, err := b.next.Arrive(ctx, key, target, id)
+	owner, taken, err := b.next.Arrive(ctx, key, target, id, hold)
 	b.observe("arrive", start, err)
-	return owner, data, err
+	return owner, taken, err
 }
 
 // PutHandoff implements backplane.Backplane.
@@ -182,11 +182,19 @@ func (b *instrumented) PutHandoff(ctx context.Context, target, id string, data [
 }
 
 // TakeHandoff implements backplane.Backplane.
-func (b *instrumented) TakeHandoff(ctx context.Context, target, id string) ([]byte, error) {
+func (b *instrumented) TakeHandoff(ctx context.Context, target, id string, hold time.Duration) (backplane.Taken, error) {
 	start := time.Now()
-	data, err := b.next.TakeHandoff(ctx, target, id)
+	taken, err := b.next.TakeHandoff(ctx, target, id, hold)
 	b.observe("take_handoff", start, err)
-	return data, err
+	return taken, err
+}
+
+// ConfirmHandoff implements backplane.Backplane.
+func (b *instrumented) ConfirmHandoff(ctx context.Context, target, id, token string) error {
+	start := time.Now()
+	err := b.next.ConfirmHandoff(ctx, target, id, token)
+	b.observe("confirm_handoff", start, err)
+	return err
 }
 
 // Increment implements backplane.Backplane.

@@ -32,6 +32,7 @@ func TestInstrument(t *testing.T) {
 	if _, _, err := bp.Heartbeat(ctx, backplane.Node{ID: "s0", Data: []byte("{}")}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
+	var token string // of the take, for the confirm
 	steps := []struct {
 		op   string
 		call func() error
@@ -43,10 +44,15 @@ func TestInstrument(t *testing.T) {
 			return err
 		}},
 		{"locate", func() error { _, err := bp.Locate(ctx, key); return err }},
-		{"arrive", func() error { _, _, err := bp.Arrive(ctx, key, "s1", "bob"); return err }},
+		{"arrive", func() error { _, _, err := bp.Arrive(ctx, key, "s1", "bob", time.Minute); return err }},
 		{"release", func() error { return bp.Release(ctx, "s0", key) }},
 		{"put_handoff", func() error { return bp.PutHandoff(ctx, "s1", "alice", []byte("x"), time.Minute) }},
-		{"take_handoff", func() error { _, err := bp.TakeHandoff(ctx, "s1", "alice"); return err }},
+		{"take_handoff", func() error {
+			taken, err := bp.TakeHandoff(ctx, "s1", "alice", time.Minute)
+			token = taken.Token
+			return err
+		}},
+		{"confirm_handoff", func() error { return bp.ConfirmHandoff(ctx, "s1", "alice", token) }},
 		{"increment", func() error { _, err := bp.Increment(ctx, "k", time.Minute, 1); return err }},
 		{"put_record", func() error { return bp.PutRecord(ctx, "c", "r", []byte("x")) }},
 		{"record", func() error { _, err := bp.Record(ctx, "c", "r"); return err }},
@@ -63,7 +69,7 @@ func TestInstrument(t *testing.T) {
 	if _, err := bp.Locate(ctx, key); !errors.Is(err, backplane.ErrNotFound) {
 		t.Fatalf("locate released key: %v, want ErrNotFound", err)
 	}
-	if _, err := bp.TakeHandoff(ctx, "s1", "alice"); !errors.Is(err, backplane.ErrNotFound) {
+	if _, err := bp.TakeHandoff(ctx, "s1", "alice", time.Minute); !errors.Is(err, backplane.ErrNotFound) {
 		t.Fatalf("take handoff twice: %v, want ErrNotFound", err)
 	}
 	// Injected failures are.

@@ -81,6 +81,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"Reassert", testReassert},
 		{"ClaimLease", testClaimLease},
 		{"Handoffs", testHandoffs},
+		{"HandoffHold", testHandoffHold},
 		{"HandoffTakeRace", testHandoffTakeRace},
 		{"Arrive", testArrive},
 		{"Counter", testCounter},
@@ -302,28 +303,51 @@ func testClaims(t *testing.T, h Harness) {
 func testArrive(t *testing.T, h Harness) {
 	b := h.Open(t, "arrive")
 	p1 := backplane.Key{Kind: "player", ID: "p1"}
-	owner, data, err := b.Arrive(ctxT(t), p1, "B", "p1")
+	owner, taken, err := b.Arrive(ctxT(t), p1, "B", "p1", time.Minute)
 	must(t, err)
-	if owner != "" || data != nil {
-		t.Fatalf("Arrive with nothing stored = %q, %q; want nothing", owner, data)
+	if owner != "" || taken.Data != nil || taken.Token != "" {
+		t.Fatalf("Arrive with nothing stored = %q, %+v; want nothing", owner, taken)
 	}
 	must(t, b.Claim(ctxT(t), "A", p1))
 	must(t, b.PutHandoff(ctxT(t), "B", "p1", []byte("waited 4.2s"), time.Minute))
-	if owner, data, err = b.Arrive(ctxT(t), p1, "C", "p1"); err != nil || owner != "A" || data != nil {
-		t.Fatalf("Arrive at C = %q, %q, %v; want A and B's handoff left alone", owner, data, err)
+	if owner, taken, err = b.Arrive(ctxT(t), p1, "C", "p1", time.Minute); err != nil || owner != "A" || taken.Data != nil {
+		t.Fatalf("Arrive at C = %q, %+v, %v; want A and B's handoff left alone", owner, taken, err)
 	}
-	owner, data, err = b.Arrive(ctxT(t), p1, "B", "p1")
+	owner, taken, err = b.Arrive(ctxT(t), p1, "B", "p1", time.Minute)
 	must(t, err)
-	if owner != "A" || string(data) != "waited 4.2s" {
-		t.Fatalf("Arrive at B = %q, %q; want A and the handoff", owner, data)
+	if owner != "A" || string(taken.Data) != "waited 4.2s" || taken.Token == "" {
+		t.Fatalf("Arrive at B = %q, %+v; want A and the handoff", owner, taken)
 	}
-	if _, err := b.TakeHandoff(ctxT(t), "B", "p1"); !errors.Is(err, backplane.ErrNotFound) {
-		t.Fatalf("handoff taken by Arrive taken again: %v, want ErrNotFound", err)
+	if _, err := b.TakeHandoff(ctxT(t), "B", "p1", time.Minute); !errors.Is(err, backplane.ErrNotFound) {
+		t.Fatalf("handoff held by Arrive taken again: %v, want ErrNotFound", err)
 	}
+	if owner, again, err := b.Arrive(ctxT(t), p1, "B", "p1", time.Minute); err != nil || owner != "A" || again.Data != nil {
+		t.Fatalf("Arrive while Arrive's take holds the handoff = %q, %+v, %v; want A and no handoff", owner, again, err)
+	}
+	must(t, b.ConfirmHandoff(ctxT(t), "B", "p1", taken.Token))
 	// An empty handoff is still one.
 	must(t, b.PutHandoff(ctxT(t), "B", "p2", nil, time.Minute))
-	if _, data, err = b.Arrive(ctxT(t), backplane.Key{Kind: "player", ID: "p2"}, "B", "p2"); err != nil || data == nil {
-		t.Fatalf("Arrive with an empty handoff = %q, %v; want it, empty", data, err)
+	if _, taken, err = b.Arrive(ctxT(t), backplane.Key{Kind: "player", ID: "p2"}, "B", "p2", time.Minute); err != nil || taken.Data == nil {
+		t.Fatalf("Arrive with an empty handoff = %+v, %v; want it, empty", taken, err)
+	}
+	// Arrive's take that is not confirmed lets the handoff go at its hold's
+	// end; one confirmed never comes back.
+	must(t, b.PutHandoff(ctxT(t), "B", "p3", []byte("again"), time.Minute))
+	must(t, b.PutHandoff(ctxT(t), "B", "p4", []byte("once"), time.Minute))
+	p3, p4 := backplane.Key{Kind: "player", ID: "p3"}, backplane.Key{Kind: "player", ID: "p4"}
+	if _, taken, err = b.Arrive(ctxT(t), p3, "B", "p3", h.d(200*time.Millisecond)); err != nil || string(taken.Data) != "again" {
+		t.Fatalf("Arrive = %+v, %v; want the handoff", taken, err)
+	}
+	if _, taken, err = b.Arrive(ctxT(t), p4, "B", "p4", h.d(200*time.Millisecond)); err != nil || string(taken.Data) != "once" {
+		t.Fatalf("Arrive = %+v, %v; want the handoff", taken, err)
+	}
+	must(t, b.ConfirmHandoff(ctxT(t), "B", "p4", taken.Token))
+	h.Advance(t, h.d(400*time.Millisecond))
+	if _, taken, err = b.Arrive(ctxT(t), p3, "B", "p3", time.Minute); err != nil || string(taken.Data) != "again" {
+		t.Fatalf("Arrive after an unconfirmed take's hold = %+v, %v; want the handoff again", taken, err)
+	}
+	if _, taken, err = b.Arrive(ctxT(t), p4, "B", "p4", time.Minute); err != nil || taken.Data != nil {
+		t.Fatalf("Arrive after a confirmed take = %+v, %v; want none", taken, err)
 	}
 }
 
@@ -455,7 +479,7 @@ func testClaimLease(t *testing.T, h Harness) {
 	if got := locate(t, b, k("cs")); got != "" {
 		t.Errorf("a claim past its holder's record: Locate = %q, want none", got)
 	}
-	if owner, _, err := b.Arrive(ctxT(t), k("lost"), "b", "lost"); err != nil || owner != "" {
+	if owner, _, err := b.Arrive(ctxT(t), k("lost"), "b", "lost", time.Minute); err != nil || owner != "" {
 		t.Errorf("a claim past its lease: Arrive = %q, %v; want none", owner, err)
 	}
 	if got, err := b.ClaimUnique(ctxT(t), "b", k("lost")); err != nil || got != "b" {
@@ -512,33 +536,84 @@ func wantKeys(t *testing.T, what string, got []backplane.Key, want ...backplane.
 	}
 }
 
+// take takes target/id's handoff for hold and fails the test unless it
+// gets want.
+func take(t *testing.T, b backplane.Backplane, target, id string, hold time.Duration, want string) backplane.Taken {
+	t.Helper()
+	taken, err := b.TakeHandoff(ctxT(t), target, id, hold)
+	if err != nil || string(taken.Data) != want || taken.Token == "" {
+		t.Fatalf("take %s/%s = %+v, %v; want %q and a token", target, id, taken, err, want)
+	}
+	return taken
+}
+
+// noTake fails the test unless a take of target/id gets ErrNotFound.
+func noTake(t *testing.T, b backplane.Backplane, target, id, why string) {
+	t.Helper()
+	if taken, err := b.TakeHandoff(ctxT(t), target, id, time.Minute); !errors.Is(err, backplane.ErrNotFound) {
+		t.Fatalf("%s: take %s/%s = %+v, %v; want ErrNotFound", why, target, id, taken, err)
+	}
+}
+
 func testHandoffs(t *testing.T, h Harness) {
 	b := h.Open(t, "handoffs")
 	must(t, b.PutHandoff(ctxT(t), "B", "p1", []byte("waited 4.2s"), time.Minute))
-	if _, err := b.TakeHandoff(ctxT(t), "C", "p1"); !errors.Is(err, backplane.ErrNotFound) {
-		t.Fatalf("another target took the handoff: %v", err)
-	}
-	data, err := b.TakeHandoff(ctxT(t), "B", "p1")
-	must(t, err)
-	if string(data) != "waited 4.2s" {
-		t.Fatalf("handoff data %q", data)
-	}
-	if _, err := b.TakeHandoff(ctxT(t), "B", "p1"); !errors.Is(err, backplane.ErrNotFound) {
-		t.Fatalf("second take: %v, want ErrNotFound", err)
-	}
+	noTake(t, b, "C", "p1", "another target")
+	taken := take(t, b, "B", "p1", time.Minute, "waited 4.2s")
+	noTake(t, b, "B", "p1", "a second take during the hold")
+	must(t, b.ConfirmHandoff(ctxT(t), "B", "p1", taken.Token))
+	noTake(t, b, "B", "p1", "a take after the confirm")
+	must(t, b.ConfirmHandoff(ctxT(t), "B", "p1", taken.Token)) // again: nothing to do
+	must(t, b.ConfirmHandoff(ctxT(t), "B", "absent", "no-such-take"))
 	// A handoff replaced keeps only its latest data; one untaken expires.
 	must(t, b.PutHandoff(ctxT(t), "B", "p2", []byte("old"), h.d(300*time.Millisecond)))
 	must(t, b.PutHandoff(ctxT(t), "B", "p2", []byte("new"), h.d(300*time.Millisecond)))
 	must(t, b.PutHandoff(ctxT(t), "B", "p3", []byte("x"), h.d(300*time.Millisecond)))
-	data, err = b.TakeHandoff(ctxT(t), "B", "p2")
-	must(t, err)
-	if string(data) != "new" {
-		t.Fatalf("replaced handoff data %q, want new", data)
-	}
+	// A hold never makes a handoff outlive its ttl.
+	must(t, b.PutHandoff(ctxT(t), "B", "p4", []byte("y"), h.d(300*time.Millisecond)))
+	take(t, b, "B", "p2", time.Minute, "new")
+	take(t, b, "B", "p4", time.Minute, "y")
 	h.Advance(t, h.d(500*time.Millisecond))
-	if _, err := b.TakeHandoff(ctxT(t), "B", "p3"); !errors.Is(err, backplane.ErrNotFound) {
-		t.Fatalf("take after expiry: %v, want ErrNotFound", err)
+	noTake(t, b, "B", "p3", "a take after expiry")
+	noTake(t, b, "B", "p4", "a take after expiry, of a handoff taken unconfirmed")
+}
+
+// testHandoffHold: a take that is never confirmed (its caller gave up or
+// failed) lets the handoff be taken again once its hold ends; one
+// confirmed, during its hold or after, never comes back.
+func testHandoffHold(t *testing.T, h Harness) {
+	b := h.Open(t, "hold")
+	hold := h.d(200 * time.Millisecond)
+	for _, id := range []string{"lost", "confirmed", "late"} {
+		must(t, b.PutHandoff(ctxT(t), "B", id, []byte("place of "+id), time.Minute))
 	}
+	lost := take(t, b, "B", "lost", hold, "place of lost")
+	confirmed := take(t, b, "B", "confirmed", hold, "place of confirmed")
+	late := take(t, b, "B", "late", hold, "place of late")
+	must(t, b.ConfirmHandoff(ctxT(t), "B", "confirmed", confirmed.Token))
+	h.Advance(t, 2*hold)
+	must(t, b.ConfirmHandoff(ctxT(t), "B", "late", late.Token)) // after the hold, nobody took it since
+	noTake(t, b, "B", "confirmed", "a confirmed take's handoff after its hold")
+	noTake(t, b, "B", "late", "a take confirmed after its hold")
+	again := take(t, b, "B", "lost", time.Minute, "place of lost")
+	if again.Token == lost.Token {
+		t.Fatalf("two takes have the same token %q", again.Token)
+	}
+	// The take that gave up confirms nothing now that another took it.
+	must(t, b.ConfirmHandoff(ctxT(t), "B", "lost", lost.Token))
+	noTake(t, b, "B", "lost", "during the second take's hold, after the first's late confirm")
+	must(t, b.ConfirmHandoff(ctxT(t), "B", "lost", again.Token))
+	noTake(t, b, "B", "lost", "after the second take's confirm")
+
+	// A handoff written again while held can be taken at once, and the
+	// take of the one it replaced confirms nothing.
+	must(t, b.PutHandoff(ctxT(t), "B", "moved", []byte("first"), time.Minute))
+	first := take(t, b, "B", "moved", time.Minute, "first")
+	must(t, b.PutHandoff(ctxT(t), "B", "moved", []byte("second"), time.Minute))
+	take(t, b, "B", "moved", hold, "second")
+	must(t, b.ConfirmHandoff(ctxT(t), "B", "moved", first.Token))
+	h.Advance(t, 2*hold)
+	take(t, b, "B", "moved", time.Minute, "second")
 }
 
 func testHandoffTakeRace(t *testing.T, h Harness) {
@@ -548,32 +623,49 @@ func testHandoffTakeRace(t *testing.T, h Harness) {
 		bps[i] = h.Open(t, "takerace")
 	}
 	must(t, bps[0].PutHandoff(ctxT(t), "B", "p1", []byte("once"), time.Minute))
+	must(t, bps[0].PutHandoff(ctxT(t), "B", "p2", []byte("once"), time.Minute))
 	warm(t, bps)
-	var got, notFound, other int
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range racers {
-		wg.Go(func() {
-			<-start
-			_, err := bps[i].TakeHandoff(t.Context(), "B", "p1")
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				got++
-			case errors.Is(err, backplane.ErrNotFound):
-				notFound++
-			default:
-				other++
-				t.Error(err)
+	// Racing takes, and racing arrivals: exactly one gets the handoff.
+	takes := map[string]func(b backplane.Backplane) ([]byte, error){
+		"TakeHandoff": func(b backplane.Backplane) ([]byte, error) {
+			taken, err := b.TakeHandoff(t.Context(), "B", "p1", time.Minute)
+			return taken.Data, err
+		},
+		"Arrive": func(b backplane.Backplane) ([]byte, error) {
+			_, taken, err := b.Arrive(t.Context(), backplane.Key{Kind: "player", ID: "p2"}, "B", "p2", time.Minute)
+			if err == nil && taken.Data == nil {
+				err = backplane.ErrNotFound
 			}
-		})
+			return taken.Data, err
+		},
 	}
-	close(start)
-	wg.Wait()
-	if got != 1 || notFound != racers-1 {
-		t.Fatalf("%d takers got the handoff, %d did not, %d failed; want exactly one", got, notFound, other)
+	for name, takeIt := range takes {
+		var got, notFound, other int
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range racers {
+			wg.Go(func() {
+				<-start
+				data, err := takeIt(bps[i])
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil && string(data) == "once":
+					got++
+				case errors.Is(err, backplane.ErrNotFound):
+					notFound++
+				default:
+					other++
+					t.Error(data, err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if got != 1 || notFound != racers-1 {
+			t.Fatalf("%s: %d takers got the handoff, %d did not, %d failed; want exactly one", name, got, notFound, other)
+		}
 	}
 }
 
@@ -675,9 +767,7 @@ func testClusterIsolation(t *testing.T, h Harness) {
 	if got := locate(t, two, key); got != "" {
 		t.Fatalf("claim crossed clusters: %q", got)
 	}
-	if _, err := two.TakeHandoff(ctxT(t), "a", "p"); !errors.Is(err, backplane.ErrNotFound) {
-		t.Fatalf("handoff crossed clusters: %v", err)
-	}
+	noTake(t, two, "a", "p", "the other cluster")
 	if _, err := two.Record(ctxT(t), "coll", "r"); !errors.Is(err, backplane.ErrNotFound) {
 		t.Fatalf("record crossed clusters: %v", err)
 	}
@@ -732,11 +822,14 @@ func testStopped(t *testing.T, h Harness) {
 			_, err := b.Reassert(ctx, "a", time.Minute, key)
 			return err
 		},
-		"Release":      func(ctx context.Context) error { return b.Release(ctx, "a", key) },
-		"Locate":       func(ctx context.Context) error { _, err := b.Locate(ctx, key); return err },
-		"Arrive":       func(ctx context.Context) error { _, _, err := b.Arrive(ctx, key, "a", "p"); return err },
-		"PutHandoff":   func(ctx context.Context) error { return b.PutHandoff(ctx, "a", "p", nil, time.Minute) },
-		"TakeHandoff":  func(ctx context.Context) error { _, err := b.TakeHandoff(ctx, "a", "p"); return err },
+		"Release":     func(ctx context.Context) error { return b.Release(ctx, "a", key) },
+		"Locate":      func(ctx context.Context) error { _, err := b.Locate(ctx, key); return err },
+		"Arrive":      func(ctx context.Context) error { _, _, err := b.Arrive(ctx, key, "a", "p", time.Minute); return err },
+		"PutHandoff":  func(ctx context.Context) error { return b.PutHandoff(ctx, "a", "p", nil, time.Minute) },
+		"TakeHandoff": func(ctx context.Context) error { _, err := b.TakeHandoff(ctx, "a", "p", time.Minute); return err },
+		"ConfirmHandoff": func(ctx context.Context) error {
+			return b.ConfirmHandoff(ctx, "a", "p", "token")
+		},
 		"Increment":    func(ctx context.Context) error { _, err := b.Increment(ctx, "k", time.Minute, 1); return err },
 		"PutRecord":    func(ctx context.Context) error { return b.PutRecord(ctx, "c", "r", nil) },
 		"Record":       func(ctx context.Context) error { _, err := b.Record(ctx, "c", "r"); return err },

@@ -86,8 +86,11 @@ func Benchmark(b *testing.B, open func(b *testing.B, cluster string) backplane.B
 		if err := bp.PutHandoff(ctx, "node-001", id, record, time.Minute); err != nil {
 			return err
 		}
-		_, _, err := bp.Arrive(ctx, backplane.Key{Kind: "player", ID: "node-005"}, "node-001", id)
-		return err
+		_, taken, err := bp.Arrive(ctx, backplane.Key{Kind: "player", ID: "node-005"}, "node-001", id, time.Second)
+		if err != nil {
+			return err
+		}
+		return bp.ConfirmHandoff(ctx, "node-001", id, taken.Token)
 	})
 	run("Release2", fleet(1), func(bp backplane.Backplane, i int) error {
 		return bp.Release(ctx, "node-000", backplane.Key{Kind: "player", ID: fmt.Sprint(i % 1024)}, backplane.Key{Kind: "player", ID: fmt.Sprint(i%1024 + 1024)})
@@ -104,8 +107,11 @@ func Benchmark(b *testing.B, open func(b *testing.B, cluster string) backplane.B
 		if err := bp.PutHandoff(ctx, "node-001", id, record, time.Minute); err != nil {
 			return err
 		}
-		_, err := bp.TakeHandoff(ctx, "node-001", id)
-		return err
+		taken, err := bp.TakeHandoff(ctx, "node-001", id, time.Second)
+		if err != nil {
+			return err
+		}
+		return bp.ConfirmHandoff(ctx, "node-001", id, taken.Token)
 	})
 	run("Increment", nil, func(bp backplane.Backplane, i int) error {
 		_, err := bp.Increment(ctx, fmt.Sprint(i%1024), time.Minute, 1)

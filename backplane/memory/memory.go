@@ -9,6 +9,7 @@ package memory
 
 import (
 	"context"
+	"crypto/rand"
 	"maps"
 	"slices"
 	"sync"
@@ -49,12 +50,21 @@ type counter struct {
 type cluster struct {
 	nodes    map[string]expiring
 	claims   map[backplane.Key]claim
-	handoffs map[handoffKey]expiring
+	handoffs map[handoffKey]handoff
 	counters map[string]counter
 	records  map[string]map[string][]byte
 }
 
 type handoffKey struct{ target, id string }
+
+// handoff is a stored handoff and its latest take: token, held by it
+// until held.
+type handoff struct {
+	data    []byte
+	expires time.Time
+	token   string
+	held    time.Time
+}
 
 // claim is a claim's holder and, once Reassert gave it a lease, when it
 // expires.
@@ -138,7 +148,7 @@ func (b *Backplane) do(ctx context.Context, write bool, fn func(c *cluster, now 
 		c = &cluster{
 			nodes:    make(map[string]expiring),
 			claims:   make(map[backplane.Key]claim),
-			handoffs: make(map[handoffKey]expiring),
+			handoffs: make(map[handoffKey]handoff),
 			counters: make(map[string]counter),
 			records:  make(map[string]map[string][]byte),
 		}
@@ -159,7 +169,7 @@ func (b *Backplane) do(ctx context.Context, write bool, fn func(c *cluster, now 
 // sweep drops every expired entry, and claims held by nodes that are gone.
 func (c *cluster) sweep(now time.Time) {
 	maps.DeleteFunc(c.nodes, func(_ string, e expiring) bool { return !now.Before(e.expires) })
-	maps.DeleteFunc(c.handoffs, func(_ handoffKey, e expiring) bool { return !now.Before(e.expires) })
+	maps.DeleteFunc(c.handoffs, func(_ handoffKey, e handoff) bool { return !now.Before(e.expires) })
 	maps.DeleteFunc(c.counters, func(_ string, e counter) bool { return !now.Before(e.expires) })
 	maps.DeleteFunc(c.claims, func(_ backplane.Key, cl claim) bool { return cl.expired(now) || !c.live(cl.owner, now) })
 }
@@ -296,17 +306,17 @@ func (b *Backplane) Locate(ctx context.Context, key backplane.Key) (string, erro
 }
 
 // Arrive implements backplane.Backplane.
-func (b *Backplane) Arrive(ctx context.Context, key backplane.Key, target, id string) (string, []byte, error) {
+func (b *Backplane) Arrive(ctx context.Context, key backplane.Key, target, id string, hold time.Duration) (string, backplane.Taken, error) {
 	var (
 		owner string
-		data  []byte
+		taken backplane.Taken
 	)
 	err := b.do(ctx, true, func(c *cluster, now time.Time) error {
 		owner = c.holder(key, now)
-		data = c.takeHandoff(handoffKey{target, id}, now)
+		taken, _ = c.takeHandoff(handoffKey{target, id}, now, hold)
 		return nil
 	})
-	return owner, data, err
+	return owner, taken, err
 }
 
 // PutHandoff implements backplane.Backplane.
@@ -315,36 +325,55 @@ func (b *Backplane) PutHandoff(ctx context.Context, target, id string, data []by
 		return err
 	}
 	return b.do(ctx, true, func(c *cluster, now time.Time) error {
-		c.handoffs[handoffKey{target, id}] = expiring{data: slices.Clone(data), expires: now.Add(ttl)}
+		c.handoffs[handoffKey{target, id}] = handoff{data: slices.Clone(data), expires: now.Add(ttl)}
 		return nil
 	})
 }
 
 // TakeHandoff implements backplane.Backplane.
-func (b *Backplane) TakeHandoff(ctx context.Context, target, id string) ([]byte, error) {
-	var data []byte
+func (b *Backplane) TakeHandoff(ctx context.Context, target, id string, hold time.Duration) (backplane.Taken, error) {
+	var taken backplane.Taken
 	err := b.do(ctx, true, func(c *cluster, now time.Time) error {
-		data = c.takeHandoff(handoffKey{target, id}, now)
-		if data == nil {
+		var ok bool
+		if taken, ok = c.takeHandoff(handoffKey{target, id}, now, hold); !ok {
 			return backplane.ErrNotFound
 		}
 		return nil
 	})
-	return data, err
+	return taken, err
 }
 
-// takeHandoff removes handoff k and returns its data, or nil when there is
-// none or it has expired.
-func (c *cluster) takeHandoff(k handoffKey, now time.Time) []byte {
-	e, ok := c.handoffs[k]
-	delete(c.handoffs, k)
-	if !ok || !now.Before(e.expires) {
+// ConfirmHandoff implements backplane.Backplane.
+func (b *Backplane) ConfirmHandoff(ctx context.Context, target, id, token string) error {
+	return b.do(ctx, true, func(c *cluster, now time.Time) error {
+		k := handoffKey{target, id}
+		if e, ok := c.handoffs[k]; ok && token != "" && e.token == token {
+			delete(c.handoffs, k)
+		}
 		return nil
+	})
+}
+
+// takeHandoff takes handoff k for hold and returns its data (empty, not
+// nil, for an empty handoff) and the take's token, or false when there is
+// none, it has expired or another take holds it.
+func (c *cluster) takeHandoff(k handoffKey, now time.Time, hold time.Duration) (backplane.Taken, bool) {
+	e, ok := c.handoffs[k]
+	if !ok || !now.Before(e.expires) {
+		delete(c.handoffs, k)
+		return backplane.Taken{}, false
 	}
-	if e.data == nil {
-		return []byte{}
+	if now.Before(e.held) {
+		return backplane.Taken{}, false
 	}
-	return e.data
+	e.token = rand.Text()
+	e.held = now.Add(max(hold, time.Millisecond))
+	c.handoffs[k] = e
+	data := slices.Clone(e.data)
+	if data == nil {
+		data = []byte{}
+	}
+	return backplane.Taken{Data: data, Token: e.token}, true
 }
 
 // Increment implements backplane.Backplane.

@@ -2,9 +2,8 @@
 //
 // It works over any go-redis v9 UniversalClient, so one Redis, a Sentinel
 // group or a Redis Cluster serve alike. Every key of a cluster shares the
-// hash tag {cluster}, so each multi-key step is one Lua script or command
-// that Redis Cluster runs on one shard, atomically (Arrive, which needs no
-// atomicity, is two commands in one pipeline). Liveness is judged by
+// hash tag {cluster}, so each multi-key step is one Lua script, command or
+// transaction that Redis Cluster runs on one shard, atomically. Liveness is judged by
 // Redis's own key expiry, so the servers' clocks do not matter, and the
 // fleet view is read from a per-cluster member set: its cost grows with the
 // servers of the cluster, never with the keyspace; and it is versioned, so
@@ -13,6 +12,7 @@ package redis
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
@@ -133,8 +133,13 @@ func (b *Backplane) nodeKey(id string) string { return b.prefix + "n:" + id }
 func (b *Backplane) claimKey(k backplane.Key) string {
 	return b.prefix + "c:" + k.Kind + ":" + k.ID
 }
-func (b *Backplane) handoffKey(target, id string) string {
-	return b.prefix + "h:" + target + ":" + id
+
+// handoffKeys are a handoff's three keys: its data, the token of its
+// latest take (which lives as long as the data), and the mark of that
+// take's hold (which lives as long as the hold).
+func (b *Backplane) handoffKeys(target, id string) []string {
+	t := target + ":" + id
+	return []string{b.prefix + "h:" + t, b.prefix + "ht:" + t, b.prefix + "hh:" + t}
 }
 func (b *Backplane) counterKey(key string) string  { return b.prefix + "k:" + key }
 func (b *Backplane) recordsKey(coll string) string { return b.prefix + "r:" + coll }
@@ -157,6 +162,27 @@ end
 return 0
 `)
 
+	// KEYS: a handoff's data, token and hold (handoffKeys). ARGV: the
+	// take's token, hold ms. Returns the data, or nil when there is none
+	// or another take holds it. The token lives as long as the data, the
+	// hold at most as long.
+	takeScript = goredis.NewScript(takeLua + `
+return take(1, ARGV[1], tonumber(ARGV[2]))
+`)
+
+	// KEYS: the claim, then the handoff's keys as for takeScript. ARGV as
+	// for takeScript. Returns {owner, data}, each nil when there is none.
+	arriveScript = goredis.NewScript(takeLua + `
+return {redis.call('GET', KEYS[1]), take(2, ARGV[1], tonumber(ARGV[2]))}
+`)
+
+	// KEYS: a handoff's keys as for takeScript. ARGV: a take's token.
+	// Removes the handoff if the token is its latest take's.
+	confirmScript = goredis.NewScript(`
+if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[1], KEYS[2], KEYS[3]) end
+return 0
+`)
+
 	// KEYS: counter. ARGV: by, ttl ms. Sets the expiry on the first
 	// increment, and again whenever it is found missing.
 	incrementScript = goredis.NewScript(`
@@ -165,6 +191,26 @@ if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) 
 return n
 `)
 )
+
+// takeLua defines take(i, token, hold): it takes the handoff whose data
+// key is KEYS[i] (its token and hold keys follow) for hold ms and returns
+// its data, or false.
+const takeLua = `
+local function take(i, token, hold)
+  if redis.call('EXISTS', KEYS[i+2]) == 1 then return false end
+  local d = redis.call('GET', KEYS[i])
+  if not d then return false end
+  local ttl = redis.call('PTTL', KEYS[i])
+  if ttl > 0 then
+    redis.call('SET', KEYS[i+1], token, 'PX', ttl)
+    redis.call('SET', KEYS[i+2], token, 'PX', math.min(hold, ttl))
+  else
+    redis.call('SET', KEYS[i+1], token)
+    redis.call('SET', KEYS[i+2], token, 'PX', hold)
+  end
+  return d
+end
+`
 
 // Release implements backplane.Backplane with one script call.
 func (b *Backplane) Release(ctx context.Context, owner string, keys ...backplane.Key) error {
@@ -193,50 +239,65 @@ func (b *Backplane) Locate(ctx context.Context, key backplane.Key) (string, erro
 	return owner, nil
 }
 
-// Arrive implements backplane.Backplane with GET and GETDEL in one
-// pipeline.
-func (b *Backplane) Arrive(ctx context.Context, key backplane.Key, target, id string) (string, []byte, error) {
-	var claim, handoff *goredis.StringCmd
-	_, err := b.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		claim = p.Get(ctx, b.claimKey(key))
-		handoff = p.GetDel(ctx, b.handoffKey(target, id))
-		return nil
-	})
-	if err != nil && !errors.Is(err, goredis.Nil) {
-		return "", nil, wrap("arrive", err)
+// Arrive implements backplane.Backplane with one script call.
+func (b *Backplane) Arrive(ctx context.Context, key backplane.Key, target, id string, hold time.Duration) (string, backplane.Taken, error) {
+	token := rand.Text()
+	keys := append([]string{b.claimKey(key)}, b.handoffKeys(target, id)...)
+	res, err := arriveScript.Run(ctx, b.rdb, keys, token, ttlMillis(hold)).Slice()
+	if err != nil {
+		return "", backplane.Taken{}, wrap("arrive", err)
 	}
-	owner, err := claim.Result()
-	if err != nil && !errors.Is(err, goredis.Nil) {
-		return "", nil, wrap("arrive", err)
+	if len(res) != 2 {
+		return "", backplane.Taken{}, wrap("arrive", fmt.Errorf("%d values in the reply, want 2", len(res)))
 	}
-	data, err := handoff.Bytes()
-	if err != nil && !errors.Is(err, goredis.Nil) {
-		return "", nil, wrap("arrive", err)
+	owner, _ := res[0].(string)
+	var taken backplane.Taken
+	if d, ok := res[1].(string); ok {
+		taken = backplane.Taken{Data: bytesOf(d), Token: token}
 	}
-	return owner, data, nil
+	return owner, taken, nil
 }
 
-// PutHandoff implements backplane.Backplane.
+// PutHandoff implements backplane.Backplane: the data's SET and the
+// removal of an earlier handoff's take in one transaction.
 func (b *Backplane) PutHandoff(ctx context.Context, target, id string, data []byte, ttl time.Duration) error {
 	if err := backplane.ValidateName("handoff target", target); err != nil {
 		return err
 	}
-	if err := b.rdb.Set(ctx, b.handoffKey(target, id), data, ttl).Err(); err != nil {
+	keys := b.handoffKeys(target, id)
+	_, err := b.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		p.Set(ctx, keys[0], data, ttl)
+		p.Del(ctx, keys[1], keys[2])
+		return nil
+	})
+	if err != nil {
 		return wrap("put handoff", err)
 	}
 	return nil
 }
 
-// TakeHandoff implements backplane.Backplane with GETDEL.
-func (b *Backplane) TakeHandoff(ctx context.Context, target, id string) ([]byte, error) {
-	data, err := b.rdb.GetDel(ctx, b.handoffKey(target, id)).Bytes()
+// TakeHandoff implements backplane.Backplane with one script call.
+func (b *Backplane) TakeHandoff(ctx context.Context, target, id string, hold time.Duration) (backplane.Taken, error) {
+	token := rand.Text()
+	d, err := takeScript.Run(ctx, b.rdb, b.handoffKeys(target, id), token, ttlMillis(hold)).Text()
 	if errors.Is(err, goredis.Nil) {
-		return nil, backplane.ErrNotFound
+		return backplane.Taken{}, backplane.ErrNotFound
 	}
 	if err != nil {
-		return nil, wrap("take handoff", err)
+		return backplane.Taken{}, wrap("take handoff", err)
 	}
-	return data, nil
+	return backplane.Taken{Data: bytesOf(d), Token: token}, nil
+}
+
+// ConfirmHandoff implements backplane.Backplane with one script call.
+func (b *Backplane) ConfirmHandoff(ctx context.Context, target, id, token string) error {
+	if token == "" {
+		return nil
+	}
+	if err := confirmScript.Run(ctx, b.rdb, b.handoffKeys(target, id), token).Err(); err != nil {
+		return wrap("confirm handoff", err)
+	}
+	return nil
 }
 
 // Increment implements backplane.Backplane.
@@ -290,6 +351,14 @@ func (b *Backplane) Records(ctx context.Context, collection string) (map[string]
 		out[id] = []byte(v)
 	}
 	return out, nil
+}
+
+// bytesOf returns s as bytes, empty but not nil for "".
+func bytesOf(s string) []byte {
+	if s == "" {
+		return []byte{}
+	}
+	return []byte(s)
 }
 
 // ttlMillis rounds ttl up to whole milliseconds, at least one.

@@ -139,11 +139,11 @@ func (f *Faulty) Locate(ctx context.Context, key backplane.Key) (string, error) 
 }
 
 // Arrive implements backplane.Backplane.
-func (f *Faulty) Arrive(ctx context.Context, key backplane.Key, target, id string) (string, []byte, error) {
+func (f *Faulty) Arrive(ctx context.Context, key backplane.Key, target, id string, hold time.Duration) (string, backplane.Taken, error) {
 	if err := f.check("Arrive"); err != nil {
-		return "", nil, err
+		return "", backplane.Taken{}, err
 	}
-	return f.Backplane.Arrive(ctx, key, target, id)
+	return f.Backplane.Arrive(ctx, key, target, id, hold)
 }
 
 // PutHandoff implements backplane.Backplane.
@@ -155,11 +155,19 @@ func (f *Faulty) PutHandoff(ctx context.Context, target, id string, data []byte,
 }
 
 // TakeHandoff implements backplane.Backplane.
-func (f *Faulty) TakeHandoff(ctx context.Context, target, id string) ([]byte, error) {
+func (f *Faulty) TakeHandoff(ctx context.Context, target, id string, hold time.Duration) (backplane.Taken, error) {
 	if err := f.check("TakeHandoff"); err != nil {
-		return nil, err
+		return backplane.Taken{}, err
 	}
-	return f.Backplane.TakeHandoff(ctx, target, id)
+	return f.Backplane.TakeHandoff(ctx, target, id, hold)
+}
+
+// ConfirmHandoff implements backplane.Backplane.
+func (f *Faulty) ConfirmHandoff(ctx context.Context, target, id, token string) error {
+	if err := f.check("ConfirmHandoff"); err != nil {
+		return err
+	}
+	return f.Backplane.ConfirmHandoff(ctx, target, id, token)
 }
 
 // Increment implements backplane.Backplane.
