@@ -95,11 +95,11 @@ func (b *blackhole) Release(ctx context.Context, owner string, keys ...backplane
 	return b.Backplane.Release(ctx, owner, keys...)
 }
 
-func (b *blackhole) Arrive(ctx context.Context, key backplane.Key, target, id string) (string, []byte, error) {
+func (b *blackhole) Arrive(ctx context.Context, key backplane.Key, target, id string, hold time.Duration) (string, backplane.Taken, error) {
 	if err := b.wait(ctx); err != nil {
-		return "", nil, err
+		return "", backplane.Taken{}, err
 	}
-	return b.Backplane.Arrive(ctx, key, target, id)
+	return b.Backplane.Arrive(ctx, key, target, id, hold)
 }
 
 func (b *blackhole) PutHandoff(ctx context.Context, target, id string, data []byte, ttl time.Duration) error {
