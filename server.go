@@ -270,7 +270,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return nil
 	})
 	g.Go(func() error {
-		// SIGTERM drains: newcomers go elsewhere, queues and lobbies move,
+		// SIGTERM drains: queues (newcomers' too) and lobbies move,
 		// rooms finish or are ended at the drain timeout; then the server
 		// leaves and everything stops.
 		err := s.fleet.DrainOnSignal(gctx)
