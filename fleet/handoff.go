@@ -67,6 +67,6 @@ func (f *Fleet) confirmHandoff(ctx context.Context, id, token string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.cfg.CallTimeout)
 	defer cancel()
 	if err := f.bp.ConfirmHandoff(ctx, f.cfg.NodeID, id, token); err != nil {
-		f.logger.Warn("confirm a handoff taken; it may be taken again", "id", id, "hold", f.handoffHold(), "err", err)
+		f.logger.Warn("confirm a handoff taken; it may be taken again", "player_id", id, "hold", f.handoffHold(), "err", err)
 	}
 }
