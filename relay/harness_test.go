@@ -102,7 +102,6 @@ type nodeSettings struct {
 	probeTimeout time.Duration
 	stallTimeout time.Duration
 	noLoop       bool
-	setup        func(*Relay) // changes the relay before it serves
 }
 
 type nodeOpt func(*nodeSettings)
@@ -158,9 +157,6 @@ func newNode(t *testing.T, id string, dir *dirMap, opts ...nodeOpt) *testNode {
 		rl.stallTimeout = set.stallTimeout
 	}
 	rl.noLoop = set.noLoop
-	if set.setup != nil {
-		set.setup(rl)
-	}
 	return &testNode{id: id, relay: rl, seen: make(chan seen, 64), ends: make(chan websocket.CloseError, 64)}
 }
 

@@ -16,20 +16,16 @@ import (
 // Once both handshakes are done, a session's frames are relayed by one
 // goroutine per Relay, the loop, which waits on an epoll instance of its
 // own, instead of by two goroutines per session, each waiting in Go's
-// poller: one wake-up of the loop serves every socket that became readable
-// since the last one. The loop reads each and writes what it read on, as
-// nginx's workers do.
-//
-// Where the loop waits depends on the traffic (see loop.run). While each
-// wake-up finds one socket ready, as with one busy connection, it waits in
-// epoll_pwait itself, like nginx: its thread sleeps as soon as it has
-// written, and wakes straight from the kernel. Parking a goroutine in Go's
-// poller instead costs, per message, a pass through the scheduler before
-// the thread sleeps and two more epoll calls, while the process the loop
-// has just written to waits for the CPU. Once wake-ups find several
-// sockets ready, the loop waits in Go's poller, holding no thread, where a
-// thread that looks for work before it sleeps often finds the loop's next
-// events without a sleep.
+// poller. A goroutine waiting in Go's poller costs, for every message, a
+// wake-up through the scheduler and two epoll calls (the one that reports
+// the socket, and the scheduler's look for more work before it sleeps
+// again). The loop itself waits in Go's poller too, on its epoll instance,
+// so that an idle loop holds no thread; but one wake-up, and its three
+// epoll calls (the two above and the loop's own, which says which sockets
+// are ready), serves every socket that became readable since the last
+// one: the loop reads each and writes what it read on, as nginx's workers
+// do. With one connection there is nothing to share a wake-up with, and
+// the loop makes one epoll call per message more than a goroutine would.
 //
 // The loop only relays: it reads, passes whole frames on with writes that
 // must not wait, and answers pings. Anything else hands the session back
@@ -58,24 +54,17 @@ type loops struct {
 	slots []*loop // the running loops; nil where none runs
 	next  int     // the slot the next session goes to
 	wg    sync.WaitGroup
-	// waitIn, for tests, is where every loop waits: waitAuto (the
-	// traffic decides), waitKernel or waitPoller. It is set before the
-	// first session.
-	waitIn int
 }
-
-// Where loops wait; see loops.waitIn.
-const (
-	waitAuto = iota
-	waitKernel
-	waitPoller
-)
 
 // loop is one run of the event loop.
 type loop struct {
 	ls         *loops
 	slot       int
 	epfd, wake int // the epoll instance, and an eventfd that wakes it
+	// ep is the epoll instance on Go's poller, which reports it readable
+	// when it has events: the loop waits there, holding no thread.
+	ep *os.File
+	rc syscall.RawConn
 
 	// Guarded by ls.mu.
 	reqs   []loopReq
@@ -86,9 +75,6 @@ type loop struct {
 	again  []loopTurn      // sources that had more than one turn's worth
 	spare  []loopTurn
 	events [128]syscall.EpollEvent
-	// perWake is the recent number of events per wake-up, a moving
-	// average in units of 1/perWakeOne.
-	perWake int
 }
 
 // loopReq asks the loop to take a session's two pumps, or, with none, to
@@ -204,9 +190,14 @@ func (ls *loops) start(slot int) (*loop, error) {
 		return nil, err
 	}
 	l := &loop{ls: ls, slot: slot, epfd: epfd, wake: -1, pumps: make(map[int32]*pump)}
+	l.ep = os.NewFile(uintptr(epfd), "relay-epoll")
+	if l.rc, err = l.ep.SyscallConn(); err != nil {
+		_ = l.ep.Close()
+		return nil, err
+	}
 	wake, _, errno := syscall.RawSyscall(syscall.SYS_EVENTFD2, 0, syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
 	if errno != 0 {
-		_ = syscall.Close(epfd)
+		_ = l.ep.Close()
 		return nil, errno
 	}
 	l.wake = int(wake)
@@ -223,7 +214,7 @@ func (ls *loops) start(slot int) (*loop, error) {
 
 // close closes the loop's epoll instance and eventfd.
 func (l *loop) close() {
-	_ = syscall.Close(l.epfd)
+	_ = l.ep.Close()
 	_ = syscall.Close(l.wake)
 }
 
@@ -245,129 +236,25 @@ func (l *loop) handBack(s *session) {
 	<-s.offLoop
 }
 
-// run is the loop's goroutine. It waits in the kernel or in Go's poller,
-// whichever the traffic favours, and switches when the traffic changes.
+// run is the loop's goroutine. It waits in Go's poller until the epoll
+// instance has events, and takes them without leaving the wait in
+// between: RawConn.Read clears the poller's record of readiness only
+// before its first call of the function, so an event that comes while the
+// loop is busy makes the next wait return at once, and the loop goes back
+// to waiting without polling the instance it has just emptied.
 func (l *loop) run() {
 	defer l.ls.wg.Done()
-	defer l.close()
-	for kernel := l.inKernel(true); ; kernel = !kernel {
-		var more bool
-		if kernel {
-			more = l.waitInKernel()
-		} else {
-			more = l.waitInPoller()
-		}
-		if !more {
-			return
-		}
-	}
-}
-
-// The loop waits in the kernel while its wake-ups find few sockets ready
-// (loop.perWake under perWakeDense), and in Go's poller once they find
-// more, until they find fewer than perWakeSparse again. The gap keeps it
-// from switching back and forth.
-const (
-	perWakeOne    = 16 // one event per wake-up, in loop.perWake's units
-	perWakeDense  = 5 * perWakeOne / 2
-	perWakeSparse = 3 * perWakeOne / 2
-)
-
-// inKernel reports whether the loop is to wait in the kernel, given
-// whether it does now.
-func (l *loop) inKernel(now bool) bool {
-	switch l.ls.waitIn {
-	case waitKernel:
-		return true
-	case waitPoller:
-		return false
-	}
-	if now {
-		return l.perWake < perWakeDense
-	}
-	return l.perWake < perWakeSparse
-}
-
-// turn handles the first n events of a wait (n < 0: the wait failed), and
-// reports false when the loop has ended.
-func (l *loop) turn(n int) bool {
-	if n < 0 {
-		l.end() // cannot happen with a valid epoll instance
-		return false
-	}
-	if n > 0 {
-		l.perWake += (n*perWakeOne - l.perWake) / 8
-	}
-	woke := l.dispatch(n)
-	return !(woke || len(l.pumps) == 0) || l.serve()
-}
-
-// waitInKernel waits for events in epoll_pwait itself, as nginx's workers
-// do, until the traffic is no longer sparse; it reports false when the
-// loop has ended. After its last write the loop's thread goes to sleep at
-// once, and wakes straight from the kernel's wait, where parking in Go's
-// poller would first pass through the scheduler (an epoll call to look
-// for other work, and a look at the other Ps' queues) while the process
-// it has just written to waits for the CPU. With one message per wake-up,
-// that pass costs about as much as relaying the message.
-//
-// Meanwhile the loop's P stays in the system call state: the runtime's
-// monitor hands it to other goroutines when they need it, as it does for
-// any goroutine blocked in a system call.
-func (l *loop) waitInKernel() bool {
-	for {
-		var n int
-		if len(l.again) > 0 {
-			n = l.poll()
-		} else {
-			n = l.wait()
-		}
-		if !l.turn(n) {
-			return false
-		}
-		if !l.inKernel(true) {
-			return true
-		}
-	}
-}
-
-// waitInPoller waits in Go's poller until the epoll instance has events,
-// and takes them without leaving the wait in between, until the traffic
-// turns sparse; it reports false when the loop has ended. RawConn.Read
-// clears the poller's record of readiness only before its first call of
-// the function, so an event that comes while the loop is busy makes the
-// next wait return at once, and the loop goes back to waiting without
-// polling the instance it has just emptied. With many sockets, a thread
-// that parks here looks for other work before it sleeps, and often finds
-// the loop's next events then, without a sleep and a wake-up.
-//
-// The poller has the epoll instance (a duplicate of its descriptor) only
-// while the loop waits here: in the kernel's wait, every event would also
-// wake the thread that waits in Go's poller.
-func (l *loop) waitInPoller() bool {
-	f, err := dupFile(l.epfd, "relay-epoll")
-	var rc syscall.RawConn
-	if err == nil {
-		rc, err = f.SyscallConn()
-	}
-	if err != nil {
-		// No descriptor to spare: wait in the kernel instead.
-		if f != nil {
-			_ = f.Close()
-		}
-		l.perWake = 0
-		return l.turn(l.wait())
-	}
-	ended := false
-	err = rc.Read(func(uintptr) bool {
+	failed := false
+	err := l.rc.Read(func(uintptr) bool {
 		for {
 			n := l.poll()
-			if !l.turn(n) {
-				ended = true
+			if n < 0 {
+				failed = true
 				return true
 			}
-			if l.inKernel(false) {
-				return true
+			woke := l.dispatch(n)
+			if (woke || len(l.pumps) == 0) && !l.serve() {
+				return true // no session left
 			}
 			// A wake-up that found one socket ready, or none, waits at
 			// once; one that found several looks again first, as more
@@ -378,36 +265,10 @@ func (l *loop) waitInPoller() bool {
 			}
 		}
 	})
-	_ = f.Close()
-	if err != nil && !ended {
-		l.perWake = 0
+	if err != nil || failed {
+		l.end() // cannot happen with a valid epoll instance
 	}
-	return !ended
-}
-
-// dupFile returns an *os.File, on Go's poller, for a duplicate of fd.
-func dupFile(fd int, name string) (*os.File, error) {
-	r, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_DUPFD_CLOEXEC, 0)
-	if errno != 0 {
-		return nil, errno
-	}
-	return os.NewFile(r, name), nil
-}
-
-// wait waits in the kernel for events, and returns how many it has ready,
-// or -1 if it failed.
-func (l *loop) wait() int {
-	for {
-		n, _, errno := syscall.Syscall6(syscall.SYS_EPOLL_PWAIT, uintptr(l.epfd),
-			uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), ^uintptr(0), 0, 0)
-		switch errno {
-		case 0:
-			return int(n)
-		case syscall.EINTR:
-		default:
-			return -1
-		}
-	}
+	l.close()
 }
 
 // dispatch reads the sockets of the first n events, then the sources that

@@ -17,25 +17,6 @@ import (
 	"github.com/coder/websocket"
 )
 
-// withLoopWaitIn makes every loop of the node wait at where: waitKernel
-// or waitPoller.
-func withLoopWaitIn(where int) nodeOpt {
-	return func(n *nodeSettings) { n.setup = func(rl *Relay) { rl.loops.waitIn = where } }
-}
-
-// TestLoopWaitsEitherWay relays random messages with the loop waiting in
-// the kernel only and in Go's poller only: by default the traffic decides
-// where it waits, and one run of the test may not reach both.
-func TestLoopWaitsEitherWay(t *testing.T) {
-	t.Parallel()
-	for name, where := range map[string]int{"kernel": waitKernel, "poller": waitPoller} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			testRelayRandomMessages(t, withLoopWaitIn(where))
-		})
-	}
-}
-
 // onlySession returns the relay's one session.
 func onlySession(t *testing.T, rl *Relay) *session {
 	t.Helper()
