@@ -74,9 +74,10 @@
 // signature is valid, made for this node and this path, and within
 // Config.MaxSkew of its own clock does it restore r.RemoteAddr and r.Host
 // and record the scheme (see FromRelay and ClientScheme). Rate limits, bans
-// and IP-bound tickets then work the same behind the relay. Nonces are not
-// remembered: a captured header set could be replayed to the same node and
-// path within MaxSkew, never elsewhere. With no secret nothing is relayed
+// and IP-bound tickets then work the same behind the relay. A header set is
+// valid once: the receiving server remembers its nonce for twice MaxSkew,
+// so a captured set sent again, with the same request or another query, is
+// served as a request from whoever sent it. With no secret nothing is relayed
 // and relay headers are always stripped. The relay also appends the
 // client's address to X-Forwarded-For, as a proxy does, so that a node
 // whose RealIP trusts the relaying server never takes an address the

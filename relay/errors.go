@@ -17,4 +17,6 @@ var (
 	errBadSignature = errors.New("relay: bad signature")
 	errWrongTarget  = errors.New("relay: signed for another node")
 	errStale        = errors.New("relay: signature outside the freshness window")
+	errReplayed     = errors.New("relay: relay headers used before")
+	errTooMany      = errors.New("relay: too many relay headers to remember")
 )

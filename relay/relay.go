@@ -99,6 +99,7 @@ type Relay struct {
 	relayed, fallbacks         atomic.Uint64
 	bytesToNode, bytesToClient atomic.Uint64
 	verified, rejected         atomic.Uint64
+	nonces                     nonces // of the relay headers accepted
 }
 
 // New returns a Relay for cfg. dir may be nil, in which case no node is
@@ -159,8 +160,8 @@ func (rl *Relay) Middleware(next http.Handler) http.Handler {
 	})
 }
 
-// admit strips relay headers from r and, when they carry a valid signature,
-// returns a copy of r describing the client. marked reports whether the
+// admit strips relay headers from r and, when they carry a valid signature
+// not used before, returns a copy of r describing the client. marked reports whether the
 // headers were made by a server of the fleet, valid for this request or
 // not: such a request has been relayed once already and is never relayed
 // again, so servers with different or stale views (an address that now
@@ -182,7 +183,13 @@ func (rl *Relay) admit(r *http.Request) (_ *http.Request, marked bool) {
 		err       = errMalformed
 	)
 	if complete {
-		id, authentic, err = verify(rl.key, &s, rl.cfg.NodeID, r.URL.Path, rl.now(), rl.cfg.MaxSkew)
+		now := rl.now()
+		id, authentic, err = verify(rl.key, &s, rl.cfg.NodeID, r.URL.Path, now, rl.cfg.MaxSkew)
+		if err == nil {
+			// Valid once: a signature is fresh for up to twice the
+			// window, from maxSkew early to maxSkew late.
+			err = rl.nonces.use(s.Nonce, now, 2*rl.cfg.MaxSkew)
+		}
 	}
 	if err != nil {
 		rl.rejected.Add(1)
