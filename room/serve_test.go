@@ -298,8 +298,9 @@ func TestRejoinFromAnywhere(t *testing.T) {
 }
 
 // TestArrivalIsOneRoundTrip: finding where an arriving player plays and
-// taking its handoff is one backplane call; a player sent on to its seat
-// elsewhere takes its handoff along.
+// taking its handoff is one backplane call (a handoff found is confirmed
+// with a second, which this test does not count); a player sent on to its
+// seat elsewhere takes its handoff along.
 func TestArrivalIsOneRoundTrip(t *testing.T) {
 	a, b, urlA, _, fl := twoServersB(t, func() Game[*csim, int, *cplayer] { return redirecting{newCounter()} })
 	bpA := fl.Servers[0].Backplane
