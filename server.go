@@ -171,6 +171,7 @@ func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.
 		return nil, err
 	}
 	s.relay = rl
+	fl.AddDrainer(rl) // a draining server relays no new connection
 	reg.MustRegister(metrics.NewCollector(metrics.Sources{Fleet: fl, Rooms: h, Relay: rl}))
 
 	r := chi.NewRouter()

@@ -87,6 +87,12 @@ func startSlowServer(t *testing.T, redisAddr, id string, maxLoad int) *slowServe
 // deadline is the fleet's: a quarter of the heartbeat.
 func startSlowServerWith(t *testing.T, redisAddr, id string, maxLoad int, heartbeat time.Duration, logger muster.Option) *slowServer {
 	t.Helper()
+	return startDrainingServer(t, redisAddr, id, maxLoad, heartbeat, 2*time.Second, logger)
+}
+
+// startDrainingServer is startSlowServerWith with another drain timeout.
+func startDrainingServer(t *testing.T, redisAddr, id string, maxLoad int, heartbeat, drainTimeout time.Duration, logger muster.Option) *slowServer {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +104,7 @@ func startSlowServerWith(t *testing.T, redisAddr, id string, maxLoad int, heartb
     capacity:
       max-load: %d
     drain:
-      timeout: 2s
+      timeout: %s
     fleet:
       redis: %s
       node-id: %s
@@ -110,7 +116,7 @@ func startSlowServerWith(t *testing.T, redisAddr, id string, maxLoad int, heartb
     drain-grace: 100ms
     limits:
       store: backplane
-`, slowKey, maxLoad, redisAddr, id, heartbeat, heartbeat, l.Addr(), slowRate), nil)
+`, slowKey, maxLoad, drainTimeout, redisAddr, id, heartbeat, heartbeat, l.Addr(), slowRate), nil)
 	if err != nil {
 		l.Close()
 		t.Fatal(err)

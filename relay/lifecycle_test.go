@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -197,5 +198,45 @@ func TestCloseWhileAccepting(t *testing.T) {
 	}
 	if err := recv(t, closed, "Close to return"); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestDrainRefusesNewRelays: a draining server answers a new connection
+// for another node 503 before the upgrade, so that a load balancer tries
+// another server instead of one that will cut it when it leaves; the
+// connection it relays already carries on, and one for itself is served.
+func TestDrainRefusesNewRelays(t *testing.T) {
+	t.Parallel()
+	dir := &dirMap{}
+	a := startNode(t, "a", dir)
+	startNode(t, "b", dir)
+	c, _ := dial(t, a, "/ws?node=b", dialOpts{})
+	if err := a.relay.Drain(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	c2, resp, err := websocket.Dial(ctx, "ws://"+a.addr+"/ws?node=b", nil)
+	if err == nil {
+		c2.CloseNow()
+		t.Fatal("a draining server relayed a new connection")
+	}
+	if resp == nil || resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("a draining server answered %v (%v), want 503 with Retry-After", resp, err)
+	}
+	if st := a.relay.Stats(); st.Relayed != 1 || st.Active != 1 {
+		t.Errorf("stats %+v, want the one connection relayed before the drain", st)
+	}
+	if err := c.Write(ctx, websocket.MessageText, []byte("still here")); err != nil {
+		t.Fatal(err)
+	}
+	if _, data, err := c.Read(ctx); err != nil || string(data) != "still here" {
+		t.Fatalf("echo during the drain: %q, %v", data, err)
+	}
+	own, served := dial(t, a, "/ws", dialOpts{})
+	own.CloseNow()
+	if served != "a" {
+		t.Errorf("a connection for a itself was served by %q", served)
 	}
 }

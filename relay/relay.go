@@ -100,6 +100,7 @@ type Relay struct {
 	bytesToNode, bytesToClient atomic.Uint64
 	verified, rejected         atomic.Uint64
 	nonces                     nonces // of the relay headers accepted
+	draining                   atomic.Bool
 }
 
 // New returns a Relay for cfg. dir may be nil, in which case no node is
@@ -242,6 +243,11 @@ func (rl *Relay) tryRelay(w http.ResponseWriter, r *http.Request) bool {
 	rl.mu.Unlock()
 	if closing {
 		return false
+	}
+	if rl.draining.Load() {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "relay: this server is draining; connect through another", http.StatusServiceUnavailable)
+		return true
 	}
 
 	up, err := rl.dial(r, target, addr, client)
@@ -468,6 +474,19 @@ func (rl *Relay) Close() error {
 	wg.Wait()
 	rl.wg.Wait()
 	rl.loops.wait()
+	return nil
+}
+
+// Drain makes the relay refuse every new connection it would relay with
+// 503 Service Unavailable, and returns nil at once. A draining server calls
+// it (a Relay is a fleet.Drainer): it will leave, and a connection it
+// relayed would be cut when it does, while a load balancer that retries a
+// 503 on another server (nginx's proxy_next_upstream http_503) has that
+// server relay it, or serve it when it is the target. Connections relayed
+// already carry on until Shutdown or Close. Requests that are not for
+// another node are served as before.
+func (rl *Relay) Drain(context.Context) error {
+	rl.draining.Store(true)
 	return nil
 }
 

@@ -1,0 +1,81 @@
+package muster_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/internal/testbin"
+)
+
+// TestDrainingServerRelaysNoNewConnection: a server that drains answers a
+// new connection for another server 503 before the upgrade, so that a
+// load balancer tries another server, instead of relaying it and cutting
+// it when it leaves (drain redirects that a round-robin balancer brought
+// back to the draining server were cut so). What it relayed before the
+// drain carries on.
+func TestDrainingServerRelaysNoNewConnection(t *testing.T) {
+	rd := testbin.StartRedis(t)
+	a := startDrainingServer(t, rd.Addr, "a", 100, slowHeartbeat, time.Minute, quiet)
+	b := startSlowServer(t, rd.Addr, "b", 100)
+	seesReady(t, a, b)
+	through := func(id string) (*websocket.Conn, *http.Response, error) {
+		tk, err := b.Tickets().Issue(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := url.URL{Scheme: "ws", Host: a.addr, Path: "/play", RawQuery: url.Values{"node": {"b"}, "ticket": {tk}}.Encode()}
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		return websocket.Dial(ctx, u.String(), nil)
+	}
+	before, _, err := through("before")
+	if err != nil {
+		t.Fatalf("relayed to b before the drain: %v", err)
+	}
+	defer before.CloseNow()
+
+	// A part that holds the drain open until the test ends.
+	release := make(chan struct{})
+	a.Fleet().AddDrainer(fleet.DrainerFunc(func(ctx context.Context) error {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	}))
+	drained := make(chan error, 1)
+	go func() { drained <- a.Fleet().Drain(context.Background()) }()
+	defer func() { close(release); <-drained }()
+	waitUntil(t, "a draining", func() bool { return a.Fleet().State() == fleet.StateDraining })
+
+	c, resp, err := through("during")
+	if err == nil {
+		c.CloseNow()
+		t.Fatal("a draining server relayed a new connection to b")
+	}
+	if resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a draining server answered %v (%v), want 503", resp, err)
+	}
+	// b welcomes the player who connected through a before the drain.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := before.Write(ctx, websocket.MessageText, []byte(`{"type":"hello","data":{"mode":"new"}}`)); err != nil {
+		t.Fatalf("the connection relayed before the drain: %v", err)
+	}
+	for {
+		_, msg, err := before.Read(ctx)
+		if err != nil {
+			t.Fatalf("the connection relayed before the drain: %v", err)
+		}
+		if strings.Contains(string(msg), `"type":"welcome"`) {
+			return
+		}
+	}
+}
