@@ -94,6 +94,8 @@ type testNode struct {
 	addr  string // host:port
 	seen  chan seen
 	ends  chan websocket.CloseError // how each WebSocket ended, as the handler read it
+	// streamed has, for each "stream" command, how many messages it sent.
+	streamed chan int
 }
 
 // nodeSettings are what a nodeOpt can change before the node starts.
@@ -157,7 +159,7 @@ func newNode(t *testing.T, id string, dir *dirMap, opts ...nodeOpt) *testNode {
 		rl.stallTimeout = set.stallTimeout
 	}
 	rl.noLoop = set.noLoop
-	return &testNode{id: id, relay: rl, seen: make(chan seen, 64), ends: make(chan websocket.CloseError, 64)}
+	return &testNode{id: id, relay: rl, seen: make(chan seen, 64), ends: make(chan websocket.CloseError, 64), streamed: make(chan int, 64)}
 }
 
 func (n *testNode) finish(t *testing.T, dir *dirMap) {
@@ -193,8 +195,9 @@ func (n *testNode) ended(ce websocket.CloseError) {
 // Commands on /ws, as text messages: "close CODE REASON" closes with that
 // status; "drop" closes the TCP connection without a close frame; "die"
 // starts a 1 MiB binary message, sends half of it, and drops; "ping" pings
-// the client and then says "ping ok" or "ping failed". Anything else is
-// echoed with its type.
+// the client and then says "ping ok" or "ping failed"; "stream" sends
+// "s0", "s1", … for as long as it can, and then how many went out on
+// testNode.streamed. Anything else is echoed with its type.
 func (n *testNode) mux() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/who", func(w http.ResponseWriter, r *http.Request) {
@@ -247,6 +250,16 @@ func (n *testNode) mux() http.Handler {
 							res = "ping failed"
 						}
 						_ = c.Write(ctx, websocket.MessageText, []byte(res))
+					})
+					continue
+				case cmd == "stream":
+					// Written beside this loop, which reads the close.
+					pings.Go(func() {
+						i := 0
+						for c.Write(ctx, websocket.MessageText, []byte("s"+strconv.Itoa(i))) == nil {
+							i++
+						}
+						n.streamed <- i
 					})
 					continue
 				case cmd == "drop":

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -238,5 +239,60 @@ func TestDrainRefusesNewRelays(t *testing.T) {
 	own.CloseNow()
 	if served != "a" {
 		t.Errorf("a connection for a itself was served by %q", served)
+	}
+}
+
+// TestCloseLosesNothingTheNodeSent: Close tells the node first and the
+// client once the node has answered, so every message the node sent
+// before it read the relay's close reaches the client, in order, and then
+// the close (it used to close both at once, and what was on its way from
+// the node was lost).
+func TestCloseLosesNothingTheNodeSent(t *testing.T) {
+	t.Parallel()
+	for name, opts := range map[string][]nodeOpt{"loop": nil, "goroutines": {withoutLoop()}} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dir := &dirMap{}
+			a := startNode(t, "a", dir, opts...)
+			b := startNode(t, "b", dir)
+			c, _ := dial(t, a, "/ws?node=b", dialOpts{})
+			ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+			defer cancel()
+			if err := c.Write(ctx, websocket.MessageText, []byte("stream")); err != nil {
+				t.Fatal(err)
+			}
+			got := 0
+			read := func() error {
+				_, data, err := c.Read(ctx)
+				if err != nil {
+					return err
+				}
+				if want := "s" + strconv.Itoa(got); string(data) != want {
+					t.Fatalf("message %d is %q, want %q", got, data, want)
+				}
+				got++
+				return nil
+			}
+			for got < 100 { // the node is streaming
+				if err := read(); err != nil {
+					t.Fatalf("after %d messages: %v", got, err)
+				}
+			}
+			closed := make(chan error, 1)
+			go func() { closed <- a.relay.Close() }()
+			var err error
+			for err == nil {
+				err = read()
+			}
+			if ce := closeErrorOf(err); ce.Code != websocket.StatusGoingAway || ce.Reason != "server closing" {
+				t.Errorf("the client's connection ended with %v, want 1001 server closing", err)
+			}
+			if sent := recv(t, b.streamed, "the node's count"); got != sent {
+				t.Errorf("the client got %d of the %d messages the node sent", got, sent)
+			}
+			if err := recv(t, closed, "Close to return"); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }

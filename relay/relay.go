@@ -451,11 +451,13 @@ func (rl *Relay) untrack(s *session) {
 	rl.wg.Done()
 }
 
-// Close stops relaying new connections, closes every relayed connection on
-// both sides with 1001 (going away), and waits until all of them and their
-// goroutines have ended. A peer that does not answer the close handshake
-// delays Close by at most the WebSocket library's close timeout (a few
-// seconds) before its connection is dropped. Requests that arrive afterwards
+// Close stops relaying new connections, closes every relayed connection
+// with 1001 (going away), and waits until all of them and their goroutines
+// have ended. Each node is told first, and its client once the node has
+// answered, with the node's answer: what a node sent before it reads the
+// close still reaches its client. A peer that does not answer the close
+// handshake delays Close by at most the close handshake's time (5 s)
+// before its connection is dropped. Requests that arrive afterwards
 // are served locally. Close always returns nil; it is safe to call more than
 // once and concurrently with Shutdown.
 func (rl *Relay) Close() error {

@@ -271,10 +271,11 @@ type session struct {
 	cancel  context.CancelFunc
 	probing atomic.Bool
 	pong    chan struct{} // a pong from the client, while probing
+	upDone  chan struct{} // closed when the pump from the node has ended
 }
 
 func newSession(rl *Relay, up net.Conn) *session {
-	s := &session{rl: rl, up: newSide(up, rl.stallTimeout), pong: make(chan struct{}, 1)}
+	s := &session{rl: rl, up: newSide(up, rl.stallTimeout), pong: make(chan struct{}, 1), upDone: make(chan struct{})}
 	s.up.masked = true
 	_, _ = rand.Read(s.up.key[:])
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -290,7 +291,10 @@ func (s *session) run(upData, clientData []byte) {
 	fromClient := newPump(s, s.client, s.up, &s.rl.bytesToNode, clientData)
 	fromClient.fromClient = true
 	s.rl.loops.relay(s, fromUp, fromClient)
-	s.wg.Go(fromUp.run)
+	s.wg.Go(func() {
+		defer close(s.upDone)
+		fromUp.run()
+	})
 	fromClient.run()
 	s.cancel()
 	s.wg.Wait()
@@ -365,9 +369,14 @@ func (s *session) probeClient() error {
 	return nil
 }
 
-// stop closes both sides with code and reason, unless the session is
-// already ending. A session whose client is not accepted yet only closes
-// the node's side; the client is refused by accepted.
+// stop ends the session with code and reason, unless it is already
+// ending. The node is told first and the client once the node has
+// answered, so that what the node sent before its answer (a room's end,
+// say) still reaches the client; the node's answer goes on to the client
+// as it came, or, when none comes within the close handshake's time, a
+// close frame with code and reason. What the client sends meanwhile is
+// dropped. A session whose client is not accepted yet only closes the
+// node's side; the client is refused by accepted.
 func (s *session) stop(code websocket.StatusCode, reason string) {
 	s.mu.Lock()
 	s.stopped = true
@@ -383,10 +392,11 @@ func (s *session) stop(code websocket.StatusCode, reason string) {
 		return
 	}
 	s.client.closing()
-	var wg sync.WaitGroup
-	wg.Go(func() { s.client.close(code, reason) })
 	s.up.close(code, reason)
-	wg.Wait()
+	// The pump from the node ends at the node's answer, or at the
+	// deadlines closing set: it has passed on everything before it.
+	<-s.upDone
+	s.client.close(code, reason)
 }
 
 // closeFor returns the close code and reason to send to one side when the
