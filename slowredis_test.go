@@ -725,3 +725,49 @@ func seesReady(t *testing.T, s, other *slowServer) {
 		return ok && n.State == fleet.StateReady
 	})
 }
+
+// TestStalledRedisMovesLobbyTogether: a draining server whose Redis
+// stalls moves a lobby's members to another server together, not one
+// after another, a call deadline each (the move writes each member's
+// handoff).
+func TestStalledRedisMovesLobbyTogether(t *testing.T) {
+	const members = 8
+	rd := testbin.StartRedis(t)
+	px := testbin.StartSlowProxy(t, rd.Addr)
+	a := startSlowServer(t, px.Addr, "a", 100)
+	b := startSlowServer(t, rd.Addr, "b", 100)
+	seesReady(t, a, b)
+	var players []*slowPlayer
+	for i := range members {
+		p := connect(t, a, fmt.Sprintf("m%d", i), "new")
+		p.await(t, 0, "welcome")
+		players = append(players, p)
+	}
+	players[0].send(t, "lobby.create", nil)
+	m, _ := players[0].await(t, 0, "lobby.state")
+	code, _ := m["code"].(string)
+	for _, p := range players[1:] {
+		p.send(t, "lobby.join", map[string]string{"code": code})
+		p.await(t, 0, "lobby.state")
+	}
+
+	px.Stall()
+	drained := make(chan error, 1)
+	go func() { drained <- a.Fleet().Drain(context.Background()) }()
+	most := 0
+	for deadline := time.Now().Add(15 * time.Second); most < members; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the %d members' moves never waited on Redis together: at most %d requests held at once", members, most)
+		}
+		most = max(most, len(px.Held()))
+	}
+	px.Pass()
+	for _, p := range players {
+		if m, _ := p.await(t, 0, "redirect"); m["node"] != "b" || m["reason"] != "drain" {
+			t.Errorf("%s: %v, want a drain redirect to b", p.id, m)
+		}
+	}
+	if err := <-drained; err != nil {
+		t.Errorf("drain: %v", err)
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/modkit"
@@ -871,29 +873,49 @@ func (m *Module) step(ctx context.Context, now time.Time) int {
 		delete(m.retrying, w.id)
 		m.mu.Unlock()
 	}
+	// The members move together: each move writes the member's handoff,
+	// a backplane call that may wait for its deadline (Redis slow or
+	// stalled), and one after another the last of k members would wait k
+	// deadlines.
+	var moving errgroup.Group
+	moving.SetLimit(maxMoving)
 	for _, mv := range moves {
-		err := m.move(ctx, mv.mem.id, mv.to, room.ReasonDrain, mv.d)
-		m.mu.Lock()
-		switch {
-		case err == nil || errors.Is(err, room.ErrGone) || !m.kit.Env.Connected(mv.mem.id):
-			// Moved (or gone): its place is on the target now. The lobby
-			// is closed here once nobody is left to move.
-			mv.mem.moving, mv.mem.present, mv.mem.handed = false, false, true
-			if m.players[mv.mem.id] == mv.l {
-				delete(m.players, mv.mem.id)
-			}
-		default:
-			mv.mem.moving = false // keeps its place; tried again next step
-			if !errors.Is(err, room.ErrCooldown) {
-				m.kit.Logger.Warn("hand a lobby member to another server", "player_id", mv.mem.id, "code", mv.l.code, "err", err)
-			}
-		}
-		m.mu.Unlock()
+		moving.Go(func() error {
+			m.finishMove(mv, m.move(ctx, mv.mem.id, mv.to, room.ReasonDrain, mv.d))
+			return nil
+		})
 	}
+	_ = moving.Wait() // no Go function returns an error
 	modkit.Tell(m.kit.Env, tell...)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.lobbies) + len(m.waits)
+}
+
+// maxMoving bounds the members a drain step moves at once: k members wait
+// at most k/maxMoving call deadlines, rounded up, while Redis stalls, and
+// the moves leave most of go-redis's connections to the heartbeat and the
+// rooms.
+const maxMoving = 8
+
+// finishMove records how the drain move mv ended.
+func (m *Module) finishMove(mv lobbyMove, err error) {
+	m.mu.Lock()
+	switch {
+	case err == nil || errors.Is(err, room.ErrGone) || !m.kit.Env.Connected(mv.mem.id):
+		// Moved (or gone): its place is on the target now. The lobby
+		// is closed here once nobody is left to move.
+		mv.mem.moving, mv.mem.present, mv.mem.handed = false, false, true
+		if m.players[mv.mem.id] == mv.l {
+			delete(m.players, mv.mem.id)
+		}
+	default:
+		mv.mem.moving = false // keeps its place; tried again next step
+		if !errors.Is(err, room.ErrCooldown) {
+			m.kit.Logger.Warn("hand a lobby member to another server", "player_id", mv.mem.id, "code", mv.l.code, "err", err)
+		}
+	}
+	m.mu.Unlock()
 }
 
 // retry tries again a move that waited for the cooldown.
