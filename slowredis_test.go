@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -770,4 +772,59 @@ func TestStalledRedisMovesLobbyTogether(t *testing.T) {
 	if err := <-drained; err != nil {
 		t.Errorf("drain: %v", err)
 	}
+}
+
+// TestStalledRedisCountsInMemoryAtOnce: once a count (lockout, rate
+// limit, ticket) has failed for a stall, the next ones are kept in memory
+// at once, until a heartbeat reaches Redis again. A connection used to
+// wait out each of its two or three counts' deadlines until the server's
+// next heartbeat failed, and every connection until then did the same. A
+// long heartbeat (8 s, deadlines of 2 s) keeps that heartbeat out of the
+// test.
+func TestStalledRedisCountsInMemoryAtOnce(t *testing.T) {
+	rd := testbin.StartRedis(t)
+	px := testbin.StartSlowProxy(t, rd.Addr)
+	a := startSlowServerWith(t, px.Addr, "a", 100, 8*time.Second, quiet)
+	before := increments(t, a)
+	px.Stall()
+	first := connect(t, a, "first", "new")
+	first.await(t, 0, "welcome")
+	if n := increments(t, a) - before; n != 1 {
+		t.Errorf("the first player after Redis stalled made %d counts in Redis, want 1", n)
+	}
+	before = increments(t, a)
+	for i := range 3 {
+		p := connect(t, a, fmt.Sprintf("next-%d", i), "new")
+		p.await(t, 0, "welcome")
+	}
+	if n := increments(t, a) - before; n != 0 {
+		t.Errorf("the three players after the first made %d counts in Redis, want none", n)
+	}
+}
+
+// increments returns how many counts s has asked its backplane for, from
+// its /metrics.
+func increments(t *testing.T, s *slowServer) int {
+	t.Helper()
+	resp, err := http.Get("http://" + s.addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = `muster_backplane_request_duration_seconds_count{operation="increment"} `
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("%s%s: %v", name, v, err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no %s in %s's metrics", name, s.NodeID())
+	return 0
 }

@@ -15,26 +15,38 @@ import (
 //
 // When the backplane has no counters (backplane.ErrUnsupported), or cannot
 // be reached, the counter is kept in this server's memory instead: the
-// count is then per server until the backplane is back.
+// count is then per server until the backplane is back. One failed count
+// is enough: the next ones are kept in memory at once, without waiting for
+// a backplane that just failed, until a heartbeat reaches it again. A new
+// connection, which counts two or three times, so waits for at most one
+// failed call, and only the first one after the backplane went away.
 func (f *Fleet) Increment(ctx context.Context, key string, ttl time.Duration, by int64) (int64, error) {
-	if f.Attached() || !f.beatenOnce() {
+	if f.countsShared() {
 		cctx, cancel := context.WithTimeout(ctx, f.cfg.CallTimeout)
 		n, err := f.bp.Increment(cctx, key, ttl, by)
 		cancel()
 		if err == nil {
 			return n, nil
 		}
-		if !errors.Is(err, backplane.ErrUnsupported) && ctx.Err() != nil {
-			return 0, err
+		if !errors.Is(err, backplane.ErrUnsupported) {
+			if ctx.Err() != nil {
+				return 0, err
+			}
+			f.mu.Lock()
+			f.countFailed = true
+			f.mu.Unlock()
 		}
 	}
 	return f.local.increment(key, ttl, by, time.Now()), nil
 }
 
-func (f *Fleet) beatenOnce() bool {
+// countsShared reports whether Increment asks the backplane: while the
+// last heartbeat reached it (or before the first one), unless a count
+// failed since.
+func (f *Fleet) countsShared() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.beaten
+	return (f.attached || !f.beaten) && !f.countFailed
 }
 
 // localCounters is the in-memory fallback of Increment.

@@ -43,6 +43,7 @@ type Fleet struct {
 	nextExp     time.Time            // the earliest of expires
 	attached    bool                 // the last heartbeat reached the backplane
 	beaten      bool                 // at least one heartbeat reached it
+	countFailed bool                 // an Increment failed since the last heartbeat that reached it
 	lastOK      time.Time            // when the last heartbeat that reached it was sent
 	okBeats     int                  // heartbeats that reached it
 	instance    string               // this process's mark in its record
@@ -238,6 +239,7 @@ func (f *Fleet) step(ctx context.Context) error {
 	returned := !f.attached && f.beaten
 	lost := created && f.beaten && !returned
 	f.attached, f.beaten, f.lastOK = true, true, sent
+	f.countFailed = false
 	f.okBeats++
 	if !created && f.okBeats == 1 {
 		defer f.logger.Warn("a live record with this node id was found at start: this server's previous life, or another server with the same muster.server.fleet.node-id")
