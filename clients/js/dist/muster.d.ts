@@ -194,6 +194,9 @@ export declare class Session<State extends Packet = Packet> {
     private listeners;
     private socket;
     private outbox;
+    private asking;
+    private resend;
+    private createdAgain;
     private mode;
     private hint;
     private param;

@@ -68,6 +68,15 @@ export class Session {
     listeners = new Map();
     socket = null;
     outbox = [];
+    // Requests sent on this connection and not answered yet, by type: a
+    // drain redirect that comes first may have crossed them (see follow).
+    asking = new Map();
+    // Requests to send again after the next welcome, before the outbox.
+    resend = new Map();
+    // A lobby.create sent again after a drain redirect, until a lobby.error:
+    // if the first one went along and made the lobby, the second is told
+    // "already in a lobby", which is no news to the game.
+    createdAgain = false;
     mode = "new";
     hint;
     param = "node";
@@ -124,6 +133,12 @@ export class Session {
         const frame = JSON.stringify({ type, data });
         if (this.connected && this.socket?.readyState === OPEN) {
             this.socket.send(frame);
+            if (type === "queue" || type === "lobby.create")
+                this.asking.set(type, frame);
+            else if (type === "unqueue")
+                this.asking.delete("queue");
+            if (type === "lobby.create")
+                this.createdAgain = false; // the game's own, answered as it is
         }
         else if (type !== "input" && !this.stopped) {
             this.outbox.push(frame);
@@ -167,6 +182,7 @@ export class Session {
         if (!this.stopped) {
             this.stopped = true;
             this.outbox = [];
+            this.resend.clear();
             if (this.timer)
                 clearTimeout(this.timer);
             const ws = this.socket;
@@ -364,13 +380,27 @@ export class Session {
                 this.emit("draining", p);
                 break;
             default:
-                if (p.type.startsWith("queue."))
+                if (p.type.startsWith("queue.")) {
+                    this.asking.delete("queue");
                     this.emit("queue", p);
-                else if (p.type.startsWith("lobby."))
+                }
+                else if (p.type.startsWith("lobby.")) {
+                    this.asking.delete("lobby.create");
+                    if (p.type === "lobby.error" && this.createdAgain) {
+                        this.createdAgain = false;
+                        if (p.error === "lobby: already in a lobby")
+                            break;
+                    }
                     this.emit("lobby", p);
+                }
         }
     }
     flush(ws) {
+        for (const [type, frame] of this.resend) {
+            ws.send(frame);
+            this.asking.set(type, frame);
+        }
+        this.resend.clear();
         const out = this.outbox;
         this.outbox = [];
         for (const frame of out)
@@ -378,8 +408,20 @@ export class Session {
     }
     // follow takes a redirect: the next connection names the target (through
     // the same public address) with the ticket the redirect carries, if any.
+    //
+    // A drain redirect can cross a queue or lobby.create on the wire: the
+    // draining server handles no request once it sends its last players
+    // away. One that got no answer is sent again after the next welcome; if
+    // it did go along, the second only restarts the wait of a place just
+    // taken, or is told the lobby it made exists.
     follow(r) {
         this.redirects++;
+        if (r.reason === "drain") {
+            for (const [type, frame] of this.asking)
+                this.resend.set(type, frame);
+            this.createdAgain = this.resend.has("lobby.create");
+        }
+        this.asking.clear();
         this.redirected = r;
         this.hint = r.node ?? "";
         if (r.param)
@@ -407,6 +449,7 @@ export class Session {
         if (fatal.has(code)) {
             this.stopped = true;
             this.outbox = [];
+            this.resend.clear();
             this.emit("closed", { code, reason, reconnecting: false, delay: 0 });
             this.finish();
             return;

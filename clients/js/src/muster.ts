@@ -221,6 +221,15 @@ export class Session<State extends Packet = Packet> {
   private listeners = new Map<keyof SessionEvents<State>, Set<Listener<any>>>();
   private socket: SocketLike | null = null;
   private outbox: string[] = [];
+  // Requests sent on this connection and not answered yet, by type: a
+  // drain redirect that comes first may have crossed them (see follow).
+  private asking = new Map<string, string>();
+  // Requests to send again after the next welcome, before the outbox.
+  private resend = new Map<string, string>();
+  // A lobby.create sent again after a drain redirect, until a lobby.error:
+  // if the first one went along and made the lobby, the second is told
+  // "already in a lobby", which is no news to the game.
+  private createdAgain = false;
   private mode: "new" | "rejoin" = "new";
   private hint: string;
   private param = "node";
@@ -279,6 +288,9 @@ export class Session<State extends Packet = Packet> {
     const frame = JSON.stringify({ type, data });
     if (this.connected && this.socket?.readyState === OPEN) {
       this.socket.send(frame);
+      if (type === "queue" || type === "lobby.create") this.asking.set(type, frame);
+      else if (type === "unqueue") this.asking.delete("queue");
+      if (type === "lobby.create") this.createdAgain = false; // the game's own, answered as it is
     } else if (type !== "input" && !this.stopped) {
       this.outbox.push(frame);
     }
@@ -329,6 +341,7 @@ export class Session<State extends Packet = Packet> {
     if (!this.stopped) {
       this.stopped = true;
       this.outbox = [];
+      this.resend.clear();
       if (this.timer) clearTimeout(this.timer);
       const ws = this.socket;
       if (ws && ws.readyState <= OPEN) {
@@ -513,12 +526,26 @@ export class Session<State extends Packet = Packet> {
         this.emit("draining", p);
         break;
       default:
-        if (p.type.startsWith("queue.")) this.emit("queue", p as unknown as QueuePacket);
-        else if (p.type.startsWith("lobby.")) this.emit("lobby", p as unknown as LobbyPacket);
+        if (p.type.startsWith("queue.")) {
+          this.asking.delete("queue");
+          this.emit("queue", p as unknown as QueuePacket);
+        } else if (p.type.startsWith("lobby.")) {
+          this.asking.delete("lobby.create");
+          if (p.type === "lobby.error" && this.createdAgain) {
+            this.createdAgain = false;
+            if (p.error === "lobby: already in a lobby") break;
+          }
+          this.emit("lobby", p as unknown as LobbyPacket);
+        }
     }
   }
 
   private flush(ws: SocketLike): void {
+    for (const [type, frame] of this.resend) {
+      ws.send(frame);
+      this.asking.set(type, frame);
+    }
+    this.resend.clear();
     const out = this.outbox;
     this.outbox = [];
     for (const frame of out) ws.send(frame);
@@ -526,8 +553,19 @@ export class Session<State extends Packet = Packet> {
 
   // follow takes a redirect: the next connection names the target (through
   // the same public address) with the ticket the redirect carries, if any.
+  //
+  // A drain redirect can cross a queue or lobby.create on the wire: the
+  // draining server handles no request once it sends its last players
+  // away. One that got no answer is sent again after the next welcome; if
+  // it did go along, the second only restarts the wait of a place just
+  // taken, or is told the lobby it made exists.
   private follow(r: Redirect): void {
     this.redirects++;
+    if (r.reason === "drain") {
+      for (const [type, frame] of this.asking) this.resend.set(type, frame);
+      this.createdAgain = this.resend.has("lobby.create");
+    }
+    this.asking.clear();
     this.redirected = r;
     this.hint = r.node ?? "";
     if (r.param) this.param = r.param;
@@ -555,6 +593,7 @@ export class Session<State extends Packet = Packet> {
     if (fatal.has(code)) {
       this.stopped = true;
       this.outbox = [];
+      this.resend.clear();
       this.emit("closed", { code, reason, reconnecting: false, delay: 0 });
       this.finish();
       return;

@@ -16,12 +16,21 @@ function next(session, event, ok = () => true) {
   });
 }
 
+// until resolves once cond() holds, looking every 10 ms, and fails the
+// test when it has not within 5 s.
+async function until(what, cond) {
+  for (let i = 0; i < 500 && !cond(); i++) await new Promise((r) => setTimeout(r, 10));
+  assert.ok(cond(), what);
+}
+
+const lobbyState = (c) => c.conn.send({ type: 'lobby.state', code: 'K7QXM', host: 'ann', members: ['ann'], playing: false, node: c.node });
+
 // A fleet in one process: the server a request names with ?node= answers
 // it, duel-1 where none is named or the named one is dead (as the relay
 // serves a request it cannot pass on). script(c) runs once connection c
-// ({node, ticket, query, hello, n, conn}) said hello; a lobby.create is
-// answered with a lobby.state.
-async function fleet(script, dead = []) {
+// ({node, ticket, query, hello, n, conn}) said hello; create(c) answers a
+// lobby.create, with a lobby.state unless told otherwise.
+async function fleet(script, dead = [], create = lobbyState) {
   const conns = [];
   const srv = await fakeServer((conn, url) => {
     const asked = url.searchParams.get('node');
@@ -35,7 +44,7 @@ async function fleet(script, dead = []) {
         script(c);
       } else {
         (c.got ??= []).push(m);
-        if (m.type === 'lobby.create') conn.send({ type: 'lobby.state', code: 'K7QXM', host: 'ann', members: ['ann'], playing: false, node: c.node });
+        if (m.type === 'lobby.create') create(c);
       }
     };
   });
@@ -102,6 +111,67 @@ test('messages sent during a redirect go to the new server', async () => {
   await s.close();
   assert.deepEqual((f.conns[1].got ?? []).map((m) => m.type), ['lobby.create']);
   await f.close();
+});
+
+test('a queue a drain redirect crossed is sent again on the next server; one answered is not', async () => {
+  const f = await fleet(() => {});
+  const s = connect({ url: f.url, ticket: async () => 't' });
+  try {
+    await next(s, 'welcome');
+    s.queue('duel', 1500);
+    s.send('lobby.leave'); // not a request sent again
+    await until('duel-1 got the queue', () => (f.conns[0].got ?? []).length === 2);
+    // The draining server sends the player away without answering.
+    f.conns[0].conn.send({ type: 'redirect', node: 'duel-2', param: 'node', reason: 'drain' });
+    f.conns[0].conn.close(1000, 'redirect');
+    await until('duel-2 got the queue again', () => (f.conns[1]?.got ?? []).length > 0);
+    assert.deepEqual(f.conns[1].got, [{ type: 'queue', data: { playlist: 'duel', rating: 1500 } }]);
+
+    // Answered before the next drain redirect: not sent again.
+    f.conns[1].conn.send({ type: 'queue.waiting', playlist: 'duel', waited_ms: 0, node: 'duel-2' });
+    await next(s, 'queue');
+    f.conns[1].conn.send({ type: 'redirect', node: 'duel-3', param: 'node', reason: 'drain' });
+    f.conns[1].conn.close(1000, 'redirect');
+    await next(s, 'welcome', (w) => w.node === 'duel-3');
+    s.send('ping');
+    await until('duel-3 got the ping', () => (f.conns[2].got ?? []).length > 0);
+    assert.deepEqual(f.conns[2].got.map((m) => m.type), ['ping']);
+  } finally {
+    await s.close();
+    await f.close();
+  }
+});
+
+test('a lobby.create a drain redirect crossed is sent again; "already in a lobby" for it is not news', async () => {
+  // duel-1 drains and answers nothing; duel-2 gets the creation along
+  // (lobby.state after the welcome) and tells the one sent again that the
+  // player is in a lobby.
+  const f = await fleet((c) => {
+    if (c.n === 1) lobbyState(c);
+  }, [], (c) => {
+    if (c.n === 1) c.conn.send({ type: 'lobby.error', error: 'lobby: already in a lobby' });
+  });
+  const s = connect({ url: f.url, ticket: async () => 't' });
+  try {
+    const lobby = [];
+    s.on('lobby', (p) => lobby.push(p.type));
+    await next(s, 'welcome');
+    s.createLobby();
+    await until('duel-1 got the creation', () => (f.conns[0].got ?? []).length === 1);
+    f.conns[0].conn.send({ type: 'redirect', node: 'duel-2', param: 'node', reason: 'drain' });
+    f.conns[0].conn.close(1000, 'redirect');
+    await until('duel-2 got the creation again', () => (f.conns[1]?.got ?? []).length > 0);
+    // A queue.left after the error: once it is here, so is the error.
+    f.conns[1].conn.send({ type: 'queue.left', playlist: 'duel' });
+    await next(s, 'queue');
+    assert.deepEqual(lobby, ['lobby.state']);
+    // The game's own create afterwards is answered as it is.
+    s.createLobby();
+    await next(s, 'lobby', (p) => p.type === 'lobby.error');
+  } finally {
+    await s.close();
+    await f.close();
+  }
 });
 
 test('sent back to a server the relay could not reach: waits before following', async () => {
