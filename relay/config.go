@@ -44,8 +44,9 @@ type Config struct {
 	// MaxSkew is the freshness window of a signature: a relayed request
 	// whose timestamp is further than this from the receiver's clock, in
 	// either direction, is treated as unsigned. It must cover the clock
-	// skew between servers; it is also how long a captured header set could
-	// be replayed (to the same node and path only). Default 30s.
+	// skew between servers. A receiver remembers the nonce of every header
+	// set it accepted for twice MaxSkew, so that each is valid once.
+	// Default 30s.
 	MaxSkew time.Duration `yaml:"max-skew"`
 
 	// ReadLimit is the largest message, in bytes, relayed in either
