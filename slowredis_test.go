@@ -703,18 +703,26 @@ func TestStalledRedisHandsOverTogether(t *testing.T) {
 	for _, p := range players {
 		p.send(t, "queue", map[string]string{"playlist": "duel"})
 	}
-	most := 0
-	for deadline := time.Now().Add(15 * time.Second); most < waiting; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the %d hand-overs never waited on Redis together: at most %d requests held at once", waiting, most)
-		}
-		most = max(most, len(px.Held()))
-	}
+	heldTogether(t, px, waiting, "hand-overs")
 	px.Pass()
 	for _, p := range players {
 		if m, _ := p.await(t, 0, "redirect", "queue.error"); m["type"] != "redirect" || m["node"] != "b" {
 			t.Fatalf("%s: queued on a and got %v, want a redirect to b", p.id, m)
 		}
+	}
+}
+
+// heldTogether waits until the stalled proxy holds n requests at once,
+// the n calls of what; it fails the test if that has not happened within
+// 15 s.
+func heldTogether(t *testing.T, px *testbin.SlowProxy, n int, what string) {
+	t.Helper()
+	most := 0
+	for deadline := time.Now().Add(15 * time.Second); most < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the %d %s never waited on Redis together: at most %d requests held at once", n, what, most)
+		}
+		most = max(most, len(px.Held()))
 	}
 }
 
@@ -756,13 +764,7 @@ func TestStalledRedisMovesLobbyTogether(t *testing.T) {
 	px.Stall()
 	drained := make(chan error, 1)
 	go func() { drained <- a.Fleet().Drain(context.Background()) }()
-	most := 0
-	for deadline := time.Now().Add(15 * time.Second); most < members; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the %d members' moves never waited on Redis together: at most %d requests held at once", members, most)
-		}
-		most = max(most, len(px.Held()))
-	}
+	heldTogether(t, px, members, "members' moves")
 	px.Pass()
 	for _, p := range players {
 		if m, _ := p.await(t, 0, "redirect"); m["node"] != "b" || m["reason"] != "drain" {
