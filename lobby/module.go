@@ -237,11 +237,11 @@ func (m *Module) Release(id string) (*room.Handoff, bool) {
 	if moving || w == nil || !w.create {
 		return nil, moving
 	}
-	data, err := json.Marshal(handoff{Role: RoleHost, Create: true, From: m.kit.Self()})
+	ho, err := handoff{Role: RoleHost, Create: true, From: m.kit.Self()}.encode()
 	if err != nil {
 		return nil, false
 	}
-	return &room.Handoff{Kind: HandoffKind, Data: data}, false
+	return ho, false
 }
 
 // Lobby returns a snapshot of the lobby code on this server.
@@ -507,11 +507,11 @@ func (m *Module) moveWait(ctx context.Context, w *wait) {
 }
 
 func (m *Module) move(ctx context.Context, id string, to fleet.Node, reason string, d handoff) error {
-	data, err := json.Marshal(d)
+	ho, err := d.encode()
 	if err != nil {
 		return err
 	}
-	return m.kit.Env.MovePlayer(ctx, id, to, reason, &room.Handoff{Kind: HandoffKind, Data: data})
+	return m.kit.Env.MovePlayer(ctx, id, to, reason, ho)
 }
 
 func (m *Module) leave(ctx context.Context, id string) {

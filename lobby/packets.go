@@ -1,5 +1,11 @@
 package lobby
 
+import (
+	"encoding/json"
+
+	"github.com/muster-gg/muster/room"
+)
+
 // Client message types the module handles.
 const (
 	// MsgCreate creates a lobby with the player as its host:
@@ -77,4 +83,13 @@ type handoff struct {
 	Host    string   `json:"host,omitempty"`
 	Members []string `json:"members,omitempty"`
 	From    string   `json:"from,omitempty"`
+}
+
+// encode returns the handoff as the host carries it.
+func (d handoff) encode() (*room.Handoff, error) {
+	data, err := json.Marshal(d)
+	if err != nil {
+		return nil, err
+	}
+	return &room.Handoff{Kind: HandoffKind, Data: data}, nil
 }

@@ -34,6 +34,12 @@ type entry struct {
 
 func (e *entry) waited(now time.Time) time.Duration { return time.Duration(now.UnixNano() - e.since) }
 
+// handoff is what moves with e to another server: its place, with the
+// time waited until now. from is this server; drain says it drains.
+func (e *entry) handoff(now time.Time, from string, drain bool) handoff {
+	return handoff{Playlist: e.q.pl.Name, Waited: int64(e.waited(now)), Rating: e.rating, From: from, Drain: drain}
+}
+
 // queue is one playlist's queue on this server. It is guarded by the
 // module's mutex.
 type queue struct {

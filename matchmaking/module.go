@@ -165,15 +165,15 @@ func (m *Module) Release(id string) (*room.Handoff, bool) {
 		m.mu.Unlock()
 		return nil, true
 	}
-	d := handoff{Playlist: e.q.pl.Name, Waited: int64(e.waited(now)), Rating: e.rating, From: m.kit.Self(), Drain: true}
+	d := e.handoff(now, m.kit.Self(), true)
 	e.q.remove(e)
 	delete(m.players, id)
 	m.mu.Unlock()
-	data, err := json.Marshal(d)
+	ho, err := d.encode()
 	if err != nil {
 		return nil, false
 	}
-	return &room.Handoff{Kind: HandoffKind, Data: data}, false
+	return ho, false
 }
 
 // Waiting returns the number of players waiting in playlist's queue here.
@@ -446,7 +446,7 @@ func (m *Module) step(ctx context.Context, now time.Time) int {
 	}
 	for i := range moves {
 		e := moves[i].e
-		moves[i].ho = handoff{Playlist: e.q.pl.Name, Waited: int64(e.waited(now)), Rating: e.rating, From: self, Drain: draining}
+		moves[i].ho = e.handoff(now, self, draining)
 	}
 	for _, mv := range moves {
 		mv.e.q.remove(mv.e)
@@ -528,9 +528,9 @@ func (m *Module) moveAll(ctx context.Context, moves []plannedMove) {
 			continue
 		}
 		moving.Go(func() error {
-			data, err := json.Marshal(mv.ho)
+			ho, err := mv.ho.encode()
 			if err == nil {
-				err = m.kit.Env.MovePlayer(ctx, mv.e.id, mv.to, mv.reason, &room.Handoff{Kind: HandoffKind, Data: data})
+				err = m.kit.Env.MovePlayer(ctx, mv.e.id, mv.to, mv.reason, ho)
 			}
 			errs[i] = err // each move's error is its own, not the group's
 			return nil

@@ -1,5 +1,11 @@
 package matchmaking
 
+import (
+	"encoding/json"
+
+	"github.com/muster-gg/muster/room"
+)
+
 // Client message types the module handles.
 const (
 	// MsgQueue enqueues the player: {"type":"queue","data":{"playlist":
@@ -58,4 +64,13 @@ type handoff struct {
 	Rating   float64 `json:"rating"`
 	From     string  `json:"from"`
 	Drain    bool    `json:"drain,omitempty"` // From drains: never send it back there
+}
+
+// encode returns the handoff as the host carries it.
+func (d handoff) encode() (*room.Handoff, error) {
+	data, err := json.Marshal(d)
+	if err != nil {
+		return nil, err
+	}
+	return &room.Handoff{Kind: HandoffKind, Data: data}, nil
 }
