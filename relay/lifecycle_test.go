@@ -82,15 +82,7 @@ func TestShutdownWaitsForConnections(t *testing.T) {
 		c2.CloseNow()
 		return served == "a"
 	})
-	// The open one still works.
-	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
-	defer cancel()
-	if err := c.Write(ctx, websocket.MessageText, []byte("still here")); err != nil {
-		t.Fatal(err)
-	}
-	if _, data, err := c.Read(ctx); err != nil || string(data) != "still here" {
-		t.Fatalf("echo during shutdown: %q, %v", data, err)
-	}
+	stillEchoes(t, c, "during shutdown") // the open one still works
 	select {
 	case err := <-done:
 		t.Fatalf("Shutdown returned %v with a connection open", err)
@@ -102,6 +94,20 @@ func TestShutdownWaitsForConnections(t *testing.T) {
 	}
 	if err := a.relay.Shutdown(context.Background()); err != nil {
 		t.Errorf("second Shutdown = %v", err)
+	}
+}
+
+// stillEchoes checks that the relayed connection c still reaches the echo
+// node: what it sends comes back.
+func stillEchoes(t *testing.T, c *websocket.Conn, when string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	if err := c.Write(ctx, websocket.MessageText, []byte("still here")); err != nil {
+		t.Fatalf("write %s: %v", when, err)
+	}
+	if _, data, err := c.Read(ctx); err != nil || string(data) != "still here" {
+		t.Fatalf("echo %s: %q, %v", when, data, err)
 	}
 }
 
@@ -229,12 +235,7 @@ func TestDrainRefusesNewRelays(t *testing.T) {
 	if st := a.relay.Stats(); st.Relayed != 1 || st.Active != 1 {
 		t.Errorf("stats %+v, want the one connection relayed before the drain", st)
 	}
-	if err := c.Write(ctx, websocket.MessageText, []byte("still here")); err != nil {
-		t.Fatal(err)
-	}
-	if _, data, err := c.Read(ctx); err != nil || string(data) != "still here" {
-		t.Fatalf("echo during the drain: %q, %v", data, err)
-	}
+	stillEchoes(t, c, "during the drain")
 	own, served := dial(t, a, "/ws", dialOpts{})
 	own.CloseNow()
 	if served != "a" {
