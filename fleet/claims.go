@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/muster-gg/muster/backplane"
 )
@@ -29,7 +28,7 @@ func (f *Fleet) Claim(ctx context.Context, kind string, ids ...string) error {
 	}
 	f.mu.Lock()
 	for _, k := range keys {
-		f.held[k] = true
+		f.holdLocked(k)
 	}
 	f.cancelPendingLocked(keys)
 	f.mu.Unlock()
@@ -73,7 +72,7 @@ func (f *Fleet) ClaimUnique(ctx context.Context, kind, id string) error {
 		return fmt.Errorf("claim %s: %w (%s)", key, ErrHeld, holder)
 	}
 	f.mu.Lock()
-	f.held[key] = true
+	f.holdLocked(key)
 	f.cancelPendingLocked([]backplane.Key{key})
 	f.mu.Unlock()
 	return nil
@@ -88,7 +87,7 @@ func (f *Fleet) Release(ctx context.Context, kind string, ids ...string) error {
 	keys := keysOf(kind, ids)
 	f.mu.Lock()
 	for _, k := range keys {
-		delete(f.held, k)
+		f.dropLocked(k)
 	}
 	f.cancelPendingLocked(keys) // written now
 	f.mu.Unlock()
@@ -161,11 +160,12 @@ func (f *Fleet) Arrive(ctx context.Context, kind, id string) (holder Node, hando
 	return holder, handoff, nil
 }
 
-// reassert claims again every unit in held and renews the claims' lease,
-// in one round trip. A unit some other live server claimed meanwhile is
-// left to it, dropped from this server's claims, and reported to the
-// OnClaimLost function.
-func (f *Fleet) reassert(ctx context.Context, held []backplane.Key) {
+// reassert claims again every unit in the heartbeat's list (f.beat) and
+// renews the claims' lease, in one round trip. A unit some other live
+// server claimed meanwhile is left to it, dropped from this server's
+// claims, and reported to the OnClaimLost function. Run's goroutine only.
+func (f *Fleet) reassert(ctx context.Context) {
+	held := f.beat.keys
 	cctx, cancel := context.WithTimeout(ctx, f.cfg.CallTimeout)
 	lost, err := f.bp.Reassert(cctx, f.cfg.NodeID, MissedHeartbeats*f.cfg.Heartbeat, held...)
 	cancel()
@@ -175,22 +175,34 @@ func (f *Fleet) reassert(ctx context.Context, held []backplane.Key) {
 		}
 		return
 	}
+	var lostSet map[backplane.Key]bool
+	if len(lost) > 0 {
+		lostSet = make(map[backplane.Key]bool, len(lost))
+		for _, k := range lost {
+			lostSet[k] = true
+		}
+	}
 	f.mu.Lock()
 	f.absorbLocked()
 	fn := f.onLost
 	var gone []backplane.Key
 	for _, k := range lost {
 		if f.held[k] {
-			delete(f.held, k)
+			f.dropLocked(k)
 			gone = append(gone, k)
 		}
 	}
 	// A unit released while the call was in flight may have been written
-	// back: release it again.
+	// back: release it again. Those are the units of the list that are no
+	// longer held, each of them in the log of what changed since the list
+	// was taken; the log is gone over, not the list.
 	var again bool
-	for _, k := range held {
-		if !f.held[k] && !slices.Contains(lost, k) && !f.leaving {
-			f.pending[k], again = true, true
+	f.scanned += len(lost) + len(f.heldLog)
+	if !f.leaving {
+		for k, now := range f.heldLog {
+			if !now && f.beat.has(k) && !lostSet[k] {
+				f.pending[k], again = true, true
+			}
 		}
 	}
 	f.mu.Unlock()
@@ -208,4 +220,109 @@ func (f *Fleet) reassert(ctx context.Context, held []backplane.Key) {
 			fn(k.Kind, k.ID)
 		}
 	}
+}
+
+// holdLocked adds k to the claims held, and notes the change in the
+// heartbeat's log. f.mu must be held.
+func (f *Fleet) holdLocked(k backplane.Key) {
+	if f.held[k] {
+		return
+	}
+	f.held[k] = true
+	if f.heldLog != nil {
+		f.heldLog[k] = true
+	}
+}
+
+// dropLocked removes k from the claims held, and notes the change in the
+// heartbeat's log. f.mu must be held.
+func (f *Fleet) dropLocked(k backplane.Key) {
+	if !f.held[k] {
+		return
+	}
+	delete(f.held, k)
+	if f.heldLog != nil {
+		f.heldLog[k] = false
+	}
+}
+
+// takeHeldLogLocked moves the releases ReleaseLater queued into the
+// claims, and returns the log of the claims changed since the last call,
+// starting a new one: with the log applied, the heartbeat's list holds
+// exactly the claims held now. The first call builds the list from the
+// claims instead, and returns nil. f.mu and beatMu must be held.
+func (f *Fleet) takeHeldLogLocked() map[backplane.Key]bool {
+	f.absorbLocked()
+	if f.heldLog == nil {
+		f.scanned += len(f.held)
+		f.beat = heldList{}
+		for k := range f.held {
+			f.beat.add(k)
+		}
+		f.heldLog = make(map[backplane.Key]bool)
+		return nil
+	}
+	log := f.heldLog
+	f.heldLog = f.spareLog
+	if f.heldLog == nil {
+		f.heldLog = make(map[backplane.Key]bool)
+	}
+	f.spareLog = nil
+	f.scanned += len(log)
+	return log
+}
+
+// applyHeldLog brings the heartbeat's list up to date with log, taken by
+// takeHeldLogLocked, and keeps the emptied log for the next one. beatMu
+// must be held, not f.mu.
+func (f *Fleet) applyHeldLog(log map[backplane.Key]bool) {
+	if log == nil {
+		return
+	}
+	for k, held := range log {
+		if held {
+			f.beat.add(k)
+		} else {
+			f.beat.remove(k)
+		}
+	}
+	clear(log)
+	f.spareLog = log
+}
+
+// heldList is a set of keys kept as a list, to pass on as it is, with an
+// index into it.
+type heldList struct {
+	keys []backplane.Key
+	at   map[backplane.Key]int
+}
+
+func (l *heldList) has(k backplane.Key) bool {
+	_, ok := l.at[k]
+	return ok
+}
+
+func (l *heldList) add(k backplane.Key) {
+	if l.has(k) {
+		return
+	}
+	if l.at == nil {
+		l.at = make(map[backplane.Key]int)
+	}
+	l.at[k] = len(l.keys)
+	l.keys = append(l.keys, k)
+}
+
+// remove takes k out, moving the last key into its place.
+func (l *heldList) remove(k backplane.Key) {
+	i, ok := l.at[k]
+	if !ok {
+		return
+	}
+	last := len(l.keys) - 1
+	l.keys[i] = l.keys[last]
+	l.at[l.keys[i]] = i
+	l.keys[last] = backplane.Key{} // keeps no strings alive
+	l.keys = l.keys[:last]
+	delete(l.at, k)
 }

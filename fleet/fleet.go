@@ -53,13 +53,24 @@ type Fleet struct {
 	running     bool                 // Run was called
 	ended       bool                 // Run has returned or is returning
 	held        map[backplane.Key]bool
-	heldBuf     []backplane.Key        // step's list of held, reused; Run's goroutine only
 	pending     map[backplane.Key]bool // released by ReleaseLater, not yet written
+	// The heartbeat re-asserts every held claim, and with many thousands
+	// of them it must not go over them all while it holds f.mu: every
+	// Claim, Holds and Release would wait for it. It keeps a list of its
+	// own, beat, and brings it up to date from heldLog, the claims whose
+	// state changed since it last looked: taking the log under f.mu costs
+	// nothing, and the rest is done outside it. heldLog is nil until the
+	// first heartbeat, which builds beat from held, and again once no
+	// heartbeat will read it (the server left, or Run stopped).
+	heldLog  map[backplane.Key]bool // key -> held now; see holdLocked
+	beat     heldList               // Run's goroutine only (under beatMu)
+	spareLog map[backplane.Key]bool // an emptied log to hand over next; beatMu
+	scanned  int                    // claims the heartbeat went over holding f.mu (for tests)
 	// relQ holds what ReleaseLater queued and f.mu's holders have not
 	// moved to held and pending yet (see absorbLocked). It has a lock of
-	// its own, relMu, so that ReleaseLater never waits for f.mu, which
-	// the heartbeat holds for milliseconds with many thousands of claims.
-	// relMu is taken after f.mu, never before.
+	// its own, relMu, so that ReleaseLater, which a room's step worker
+	// calls, never waits for f.mu and whoever holds it. relMu is taken
+	// after f.mu, never before.
 	relMu    sync.Mutex
 	relQ     map[backplane.Key]bool
 	onLost   func(kind, id string)
@@ -140,6 +151,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 		if err := f.step(ctx); err != nil {
 			f.mu.Lock()
 			f.leaving = true // and never leave: the record is the other's
+			f.heldLog = nil  // no heartbeat reads it again
 			f.mu.Unlock()
 			close(f.left)
 			f.logger.Error("stopping", "err", err)
@@ -230,7 +242,10 @@ func (f *Fleet) step(ctx context.Context) error {
 		f.pruneLocked()
 		tell := wasAttached || !f.beaten
 		f.beaten = true // log "unreachable at start" once too
+		// The log is taken even so, that it stays small in an outage.
+		log := f.takeHeldLogLocked()
 		f.mu.Unlock()
+		f.applyHeldLog(log)
 		if tell {
 			f.logger.Warn("backplane unreachable; the others stay in view until their records expire", "err", err)
 		}
@@ -282,27 +297,22 @@ func (f *Fleet) step(ctx context.Context) error {
 	}
 	view[self.ID] = self
 	f.view, f.raw, f.expires, f.nextExp = view, raw, expires, time.Time{}
-	// The list is rebuilt every heartbeat: with many thousands of claims,
-	// a new slice each time is a large share of a busy server's garbage.
-	f.absorbLocked()
-	held := f.heldBuf[:0]
-	for k := range f.held {
-		held = append(held, k)
-	}
-	f.heldBuf = held
+	log := f.takeHeldLogLocked()
 	f.mu.Unlock()
+	f.applyHeldLog(log)
 
+	n := len(f.beat.keys)
 	switch {
 	case returned:
-		f.logger.Info("backplane reachable again; rejoined the fleet", "claims", len(held))
+		f.logger.Info("backplane reachable again; rejoined the fleet", "claims", n)
 	case lost:
-		f.logger.Warn("backplane lost this server's record; re-asserting claims", "claims", len(held))
+		f.logger.Warn("backplane lost this server's record; re-asserting claims", "claims", n)
 	}
 	// Every heartbeat renews the claims' lease, in one round trip: a claim
 	// lost to a failover is written again, and one whose release was lost
 	// runs out within a ttl.
-	if len(held) > 0 {
-		f.reassert(ctx, held)
+	if n > 0 {
+		f.reassert(ctx)
 	}
 	return nil
 }
@@ -522,15 +532,19 @@ func (f *Fleet) leave(ctx context.Context) error {
 	f.view = map[string]Node{f.cfg.NodeID: f.selfLocked()}
 	f.expires = nil
 	f.absorbLocked()
-	held := slices.Collect(maps.Keys(f.held))
-	for k := range f.pending {
-		if !f.held[k] {
+	// The maps are replaced, not gone over: the claims are listed after
+	// letting go of the lock.
+	heldNow, pending := f.held, f.pending
+	f.held = make(map[backplane.Key]bool)
+	f.pending = make(map[backplane.Key]bool)
+	f.heldLog = nil
+	f.mu.Unlock()
+	held := slices.Collect(maps.Keys(heldNow))
+	for k := range pending {
+		if !heldNow[k] {
 			held = append(held, k)
 		}
 	}
-	clear(f.held)
-	clear(f.pending)
-	f.mu.Unlock()
 
 	if len(held) > 0 {
 		if err := f.bp.Release(ctx, f.cfg.NodeID, held...); err != nil {

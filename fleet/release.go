@@ -37,7 +37,7 @@ func (f *Fleet) ReleaseLater(kind string, ids ...string) {
 func (f *Fleet) absorbLocked() {
 	f.relMu.Lock()
 	for k := range f.relQ {
-		delete(f.held, k)
+		f.dropLocked(k)
 		f.pending[k] = true
 	}
 	clear(f.relQ)
