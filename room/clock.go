@@ -2,6 +2,7 @@ package room
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 )
 
@@ -12,9 +13,22 @@ import (
 // timer wakes within tens of microseconds, and which holds neither a thread
 // nor a P while it waits.
 //
-// fineSpan is the longest wait slept that way; longer waits are slept on
-// a timer first, until about fineSpan is left.
-const fineSpan = 3 * time.Millisecond
+// A goroutine woken from Go's poller is run by whichever thread polled it,
+// often on another CPU, and a virtual machine can make such a wake-up late
+// by milliseconds. A thread asleep in nanosleep(2) wakes on its own CPU,
+// but holds its P the while: with both timekeepers asleep there before
+// nearly every slot, no P was left to notice network input, and a server
+// answered its players up to 10 ms late. So one timekeeper at a time, the
+// first to get there, sleeps the last exactSpan before a slot in
+// nanosleep(2), and the other waits on its fineTimer: the slot is cut on
+// time by either, and at most one P, for at most exactSpan, is held.
+//
+// fineSpan is the longest wait slept on the fineTimer; longer waits are
+// slept on a timer first, until about fineSpan is left.
+const (
+	fineSpan  = 3 * time.Millisecond
+	exactSpan = 250 * time.Microsecond
+)
 
 // slotClock waits for the scheduler's slots.
 type slotClock struct {
@@ -26,13 +40,21 @@ type slotClock struct {
 	// only timers are used.
 	fine   *fineTimer
 	fineOn bool
+	// exact is set while a timekeeper sleeps its last exactSpan in the
+	// kernel; nil where none may (a single P, or no thread sleep).
+	exact *atomic.Bool
 }
 
-func newSlotClock() *slotClock {
+// newSlotClock returns a clock; exact, shared by the timekeepers, lets one
+// of them at a time sleep the last stretch in the kernel (nil: none).
+func newSlotClock(exact *atomic.Bool) *slotClock {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
 	fine := newFineTimer()
-	return &slotClock{timer: t, fine: fine, fineOn: fine != nil}
+	if fine == nil || threadSleep == nil {
+		exact = nil
+	}
+	return &slotClock{timer: t, fine: fine, fineOn: fine != nil, exact: exact}
 }
 
 func (c *slotClock) stop() {
@@ -54,7 +76,19 @@ func (c *slotClock) wait(ctx context.Context, due time.Time) bool {
 		}
 		if c.fineOn && d <= fineSpan {
 			before := time.Now()
-			if !c.fine.sleep(d) || time.Now().Equal(before) {
+			ok := true
+			switch {
+			case c.exact == nil:
+				ok = c.fine.sleep(d)
+			case d <= exactSpan && c.exact.CompareAndSwap(false, true):
+				threadSleep(d)
+				c.exact.Store(false)
+			case d > exactSpan:
+				ok = c.fine.sleep(d - exactSpan) // wake for the last stretch
+			default: // the other timekeeper sleeps in the kernel
+				ok = c.fine.sleep(d)
+			}
+			if !ok || time.Now().Equal(before) {
 				c.fineOn = false
 			}
 			continue

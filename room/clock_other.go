@@ -4,6 +4,9 @@ package room
 
 import "time"
 
+// threadSleep is nil where the scheduler relies on timers alone.
+var threadSleep func(time.Duration)
+
 // fineTimer is not built where the scheduler relies on timers alone.
 type fineTimer struct{}
 

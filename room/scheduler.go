@@ -46,7 +46,10 @@ const slots = 16
 type scheduler struct {
 	period  time.Duration
 	workers int
-	epoch   time.Time // the origin of the scheduler's clock
+	// exact is set while a timekeeper sleeps the last stretch before a
+	// slot in the kernel (see slotClock).
+	exact atomic.Bool
+	epoch time.Time // the origin of the scheduler's clock
 
 	mu     sync.Mutex
 	slots  [slots][]stepper // a batch keeps the slice it was cut from: only appended to, or replaced
@@ -191,7 +194,11 @@ const ringLen = slots
 func (s *scheduler) work(ctx context.Context, w int) {
 	var clock *slotClock
 	if w < timekeepers {
-		clock = newSlotClock()
+		var exact *atomic.Bool
+		if s.workers > 1 { // a P is left for the rest of the process
+			exact = &s.exact
+		}
+		clock = newSlotClock(exact)
 		defer clock.stop()
 	}
 	var seen uint64 // the next slot this worker runs
