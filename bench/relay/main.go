@@ -12,6 +12,7 @@
 //	go run ./bench/relay
 //	go run ./bench/relay -conns 64 -size 1024 -duration 2s -rounds 5
 //	go run ./bench/relay -relay-procs 1   # the relaying process on one P, as nginx on one worker
+//	go run ./bench/relay -rooms 20000     # the relaying process also runs rooms and answers its own players (path "own")
 //
 // The client runs in this process; the relaying server a, the echo server b
 // and nginx each run in their own process, as they would in a fleet. It
@@ -58,19 +59,21 @@ func main() {
 		only     = flag.String("only", "", "measure only this path (direct, relay or nginx), for profiling")
 		procs    = flag.Int("relay-procs", 0, "GOMAXPROCS of the relaying process a (0: the Go default), to compare with nginx's one worker")
 		cpuprof  = flag.String("cpuprofile", "", "write a CPU profile of the serving process to this file (with -serve)")
+		rooms    = flag.Int("rooms", 0, "rooms the relaying process runs beside its relay, at 60 Hz; adds the path \"own\" (straight to that process) and prints the rooms' step lateness per path")
 		serveID  = flag.String("serve", "", "internal: run as server `id` (a or b) in a child process")
 		peer     = flag.String("peer", "", "internal: address of node b, for -serve a")
 	)
 	flag.Parse()
 	log.SetFlags(0)
 	if *serveID != "" {
-		if err := serveChild(*serveID, *peer, *cpuprof); err != nil {
+		if err := serveChild(*serveID, *peer, *cpuprof, *rooms); err != nil {
 			log.Fatal(err)
 		}
 		return
 	}
 	onlyPath = *only
 	relayProcs = *procs
+	roomsInA = *rooms
 	if err := run(*conns, *size, *duration, *rounds, *maxRT, *cpuprof); err != nil {
 		log.Fatal(err)
 	}
@@ -152,6 +155,11 @@ func run(conns, size int, duration time.Duration, rounds int, maxRT int64, cpupr
 		{"relay", "ws://" + aAddr + "/echo?node=b", func() []int { return []int{aPID} }},
 		{"nginx", "ws://" + ngx.Addr + "/echo", func() []int { return append(childrenOf(ngx.PID()), ngx.PID()) }},
 	}
+	if roomsInA > 0 {
+		// The relaying server's own players: how soon a server with rooms
+		// answers them.
+		paths = append(paths, path{"own", "ws://" + aAddr + "/echo", func() []int { return []int{aPID} }})
+	}
 	if onlyPath != "" {
 		paths = slices.DeleteFunc(paths, func(p path) bool { return p.name != onlyPath })
 		if len(paths) == 0 {
@@ -162,6 +170,7 @@ func run(conns, size int, duration time.Duration, rounds int, maxRT int64, cpupr
 	fmt.Printf("Echo of a %d-byte binary message; %d rounds of %v per path, interleaved; client, relay (a), echo server (b) and nginx (1 worker) in four processes; %s; %d CPUs; %s\n\n",
 		size, rounds, duration, runtime.Version(), runtime.NumCPU(), strings.TrimSpace(strings.TrimPrefix(string(version), "nginx version: ")))
 
+	ratios := onlyPath == "" // relay/nginx, with direct as the base
 	scenarios := []struct {
 		name  string
 		conns int
@@ -179,15 +188,28 @@ func run(conns, size int, duration time.Duration, rounds int, maxRT int64, cpupr
 			res[p.name] = &result{}
 		}
 		var thrRatios, addedRatios, cpuRatios []float64 // relay/nginx, one per round
+		late := make(map[string][]time.Duration)        // a's rooms' p99 step lateness, per path, one per round
 		for i := range rounds {
 			this := make(map[string]result)
 			for j := range paths {
 				// Rotate the order, so no path always runs right after
 				// another.
 				p := paths[(i+j)%len(paths)]
+				if roomsInA > 0 {
+					if _, err := lateness(aAddr); err != nil { // forget the last round's
+						return err
+					}
+				}
 				r, err := measure(p, sc.conns, size, duration, maxRT)
 				if err != nil {
 					return fmt.Errorf("%s: %w", p.name, err)
+				}
+				if roomsInA > 0 {
+					p99, err := lateness(aAddr)
+					if err != nil {
+						return err
+					}
+					late[p.name] = append(late[p.name], p99)
 				}
 				res[p.name].rts += r.rts
 				res[p.name].time += r.time
@@ -196,7 +218,7 @@ func run(conns, size int, duration time.Duration, rounds int, maxRT int64, cpupr
 				slices.Sort(r.lat)
 				this[p.name] = r
 			}
-			if len(paths) == 3 {
+			if ratios {
 				rl, ng, di := this["relay"], this["nginx"], this["direct"]
 				thrRatios = append(thrRatios, rl.rate()/ng.rate())
 				addedRatios = append(addedRatios, float64(rl.pct(50)-di.pct(50))/float64(ng.pct(50)-di.pct(50)))
@@ -214,7 +236,14 @@ func run(conns, size int, duration time.Duration, rounds int, maxRT int64, cpupr
 			}
 			fmt.Printf("| %s | %.0f | %v | %v | %v | %v |\n", p.name, r.rate(), round(r.pct(50)), round(r.pct(99)), round(added), round(r.cpuPerRT()))
 		}
-		if len(paths) < 3 {
+		if roomsInA > 0 {
+			fmt.Printf("\n%d rooms in the relaying process, p99 step lateness per round, median [min–max]:", roomsInA)
+			for _, p := range paths {
+				fmt.Printf(" %s %s;", p.name, spreadDur(late[p.name]))
+			}
+			fmt.Println()
+		}
+		if !ratios {
 			continue
 		}
 		rl, ng, di := res["relay"], res["nginx"], res["direct"]
@@ -243,6 +272,20 @@ func run(conns, size int, duration time.Duration, rounds int, maxRT int64, cpupr
 func spread(xs []float64) string {
 	slices.Sort(xs)
 	return fmt.Sprintf("%.2f× [%.2f–%.2f]", xs[len(xs)/2], xs[0], xs[len(xs)-1])
+}
+
+// spreadDur formats the median and range of ds.
+func spreadDur(ds []time.Duration) string {
+	slices.Sort(ds)
+	return fmt.Sprintf("%v [%v–%v]", round(ds[len(ds)/2]), round(ds[0]), round(ds[len(ds)-1]))
+}
+
+// lateness returns the p99 lateness of the rooms' steps in the relaying
+// process a since the last call.
+func lateness(aAddr string) (time.Duration, error) {
+	var d time.Duration
+	err := getJSON("http://"+aAddr+"/lateness", &d)
+	return d, err
 }
 
 func getJSON(url string, v any) error {
@@ -333,6 +376,9 @@ func measure(p path, conns, size int, duration time.Duration, maxRT int64) (resu
 // default.
 var relayProcs int
 
+// roomsInA is how many rooms the relaying process runs beside its relay.
+var roomsInA int
+
 // startChild runs this program as server id in a child process and returns
 // its address and a function that stops it.
 func startChild(id, peer, cpuprof string) (addr string, pid int, stop func(), err error) {
@@ -341,6 +387,9 @@ func startChild(id, peer, cpuprof string) (addr string, pid int, stop func(), er
 		return "", 0, nil, err
 	}
 	cmd := exec.Command(exe, "-serve", id, "-peer", peer, "-cpuprofile", cpuprof)
+	if id == "a" {
+		cmd.Args = append(cmd.Args, "-rooms", strconv.Itoa(roomsInA))
+	}
 	cmd.Stderr = os.Stderr
 	if id == "a" && relayProcs > 0 {
 		cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(relayProcs))
@@ -371,8 +420,9 @@ func startChild(id, peer, cpuprof string) (addr string, pid int, stop func(), er
 
 // serveChild is the child process: server id, the relay in front of an echo
 // handler (and /stats), on a loopback port that it prints, until its stdin
-// closes.
-func serveChild(id, peer, cpuprof string) error {
+// closes. With rooms, it also runs that many rooms, and /lateness answers
+// their p99 step lateness since the last time it was asked.
+func serveChild(id, peer, cpuprof string, rooms int) error {
 	if cpuprof != "" && id == "a" {
 		f, err := os.Create(cpuprof)
 		if err != nil {
@@ -392,6 +442,18 @@ func serveChild(id, peer, cpuprof string) error {
 	mux.HandleFunc("/stats", func(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(rl.Stats())
 	})
+	if rooms > 0 {
+		h, stop, err := runRooms(rooms)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		mux.HandleFunc("/lateness", func(w http.ResponseWriter, r *http.Request) {
+			p99, _ := h.Lateness(0.99)
+			h.ResetLateness()
+			_ = json.NewEncoder(w).Encode(p99)
+		})
+	}
 	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
 		c, err := websocket.Accept(w, r, nil)
 		if err != nil {
