@@ -13,6 +13,7 @@
 //	go run ./bench/relay -conns 64 -size 1024 -duration 2s -rounds 5
 //	go run ./bench/relay -relay-procs 1   # the relaying process on one P, as nginx on one worker
 //	go run ./bench/relay -rooms 20000     # the relaying process also runs rooms and answers its own players (path "own")
+//	go run ./bench/relay -rooms 20000 -players 20   # and 20 players of it send at 60 Hz throughout
 //
 // The client runs in this process; the relaying server a, the echo server b
 // and nginx each run in their own process, as they would in a fleet. It
@@ -59,6 +60,7 @@ func main() {
 		only     = flag.String("only", "", "measure only this path (direct, relay or nginx), for profiling")
 		procs    = flag.Int("relay-procs", 0, "GOMAXPROCS of the relaying process a (0: the Go default), to compare with nginx's one worker")
 		cpuprof  = flag.String("cpuprofile", "", "write a CPU profile of the serving process to this file (with -serve)")
+		players  = flag.Int("players", 0, "players connected straight to the relaying process throughout, each sending a message at 60 Hz; their p99 round trip is printed per path")
 		rooms    = flag.Int("rooms", 0, "rooms the relaying process runs beside its relay, at 60 Hz; adds the path \"own\" (straight to that process) and prints the rooms' step lateness per path")
 		serveID  = flag.String("serve", "", "internal: run as server `id` (a or b) in a child process")
 		peer     = flag.String("peer", "", "internal: address of node b, for -serve a")
@@ -74,6 +76,7 @@ func main() {
 	onlyPath = *only
 	relayProcs = *procs
 	roomsInA = *rooms
+	playersOfA = *players
 	if err := run(*conns, *size, *duration, *rounds, *maxRT, *cpuprof); err != nil {
 		log.Fatal(err)
 	}
@@ -171,6 +174,11 @@ func run(conns, size int, duration time.Duration, rounds int, maxRT int64, cpupr
 		size, rounds, duration, runtime.Version(), runtime.NumCPU(), strings.TrimSpace(strings.TrimPrefix(string(version), "nginx version: ")))
 
 	ratios := onlyPath == "" // relay/nginx, with direct as the base
+	pl, err := startPlayers("ws://"+aAddr+"/echo", playersOfA)
+	if err != nil {
+		return err
+	}
+	defer pl.stop()
 	scenarios := []struct {
 		name  string
 		conns int
@@ -189,6 +197,7 @@ func run(conns, size int, duration time.Duration, rounds int, maxRT int64, cpupr
 		}
 		var thrRatios, addedRatios, cpuRatios []float64 // relay/nginx, one per round
 		late := make(map[string][]time.Duration)        // a's rooms' p99 step lateness, per path, one per round
+		playerRT := make(map[string][]time.Duration)    // a's players' p99 round trip, per path, one per round
 		for i := range rounds {
 			this := make(map[string]result)
 			for j := range paths {
@@ -200,9 +209,14 @@ func run(conns, size int, duration time.Duration, rounds int, maxRT int64, cpupr
 						return err
 					}
 				}
+				pl.take() // forget the last round's
 				r, err := measure(p, sc.conns, size, duration, maxRT)
 				if err != nil {
 					return fmt.Errorf("%s: %w", p.name, err)
+				}
+				if rts := pl.take(); len(rts) > 0 {
+					slices.Sort(rts)
+					playerRT[p.name] = append(playerRT[p.name], rts[len(rts)*99/100])
 				}
 				if roomsInA > 0 {
 					p99, err := lateness(aAddr)
@@ -243,6 +257,13 @@ func run(conns, size int, duration time.Duration, rounds int, maxRT int64, cpupr
 			}
 			fmt.Println()
 		}
+		if playersOfA > 0 {
+			fmt.Printf("%d players of the relaying process at 60 Hz, p99 round trip per round, median [min–max]:", playersOfA)
+			for _, p := range paths {
+				fmt.Printf(" %s %s;", p.name, spreadDur(playerRT[p.name]))
+			}
+			fmt.Println()
+		}
 		if !ratios {
 			continue
 		}
@@ -276,6 +297,9 @@ func spread(xs []float64) string {
 
 // spreadDur formats the median and range of ds.
 func spreadDur(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "–"
+	}
 	slices.Sort(ds)
 	return fmt.Sprintf("%v [%v–%v]", round(ds[len(ds)/2]), round(ds[0]), round(ds[len(ds)-1]))
 }
@@ -378,6 +402,9 @@ var relayProcs int
 
 // roomsInA is how many rooms the relaying process runs beside its relay.
 var roomsInA int
+
+// playersOfA is how many players connect straight to the relaying process.
+var playersOfA int
 
 // startChild runs this program as server id in a child process and returns
 // its address and a function that stops it.

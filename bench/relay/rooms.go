@@ -3,6 +3,10 @@ package main
 import (
 	"context"
 	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/muster-gg/muster/room"
 )
@@ -40,4 +44,67 @@ func runRooms(n int) (h *room.Host[*count, int, struct{}], stop func(), err erro
 		}
 	}
 	return h, func() { cancel(); <-done }, nil
+}
+
+// players are connections straight to the relaying server, each sending a
+// 32-byte message at 60 Hz, as a game's players do, and timing its echo.
+type players struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	rts    []time.Duration // since the last take
+}
+
+// startPlayers connects n players to url; with n = 0 it returns players
+// that never measure anything.
+func startPlayers(url string, n int) (*players, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	pl := &players{cancel: cancel}
+	for range n {
+		c, _, err := websocket.Dial(ctx, url, nil)
+		if err != nil {
+			pl.stop()
+			return nil, err
+		}
+		pl.wg.Go(func() {
+			defer c.CloseNow()
+			t := time.NewTicker(time.Second / 60)
+			defer t.Stop()
+			msg := make([]byte, 32)
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+				}
+				t0 := time.Now()
+				if err := c.Write(ctx, websocket.MessageBinary, msg); err != nil {
+					return
+				}
+				if _, _, err := c.Read(ctx); err != nil {
+					return
+				}
+				rt := time.Since(t0)
+				pl.mu.Lock()
+				pl.rts = append(pl.rts, rt)
+				pl.mu.Unlock()
+			}
+		})
+	}
+	return pl, nil
+}
+
+// take returns the round trips measured since the last call.
+func (pl *players) take() []time.Duration {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	rts := pl.rts
+	pl.rts = nil
+	return rts
+}
+
+// stop disconnects the players and waits for their goroutines.
+func (pl *players) stop() {
+	pl.cancel()
+	pl.wg.Wait()
 }
