@@ -27,7 +27,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -38,6 +37,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/muster-gg/muster/internal/benchgame"
 	"github.com/muster-gg/muster/room"
 )
 
@@ -134,24 +134,8 @@ func note(s string) string {
 	return "; " + s
 }
 
-// trivial is the cheapest real game: a counter per room.
-type trivial struct{}
-
-type sim struct{ n uint64 }
-
-func (trivial) NewSim(room.Info) *sim                                 { return &sim{} }
-func (trivial) Join(*room.Room[*sim, int, struct{}], string) struct{} { return struct{}{} }
-func (trivial) Leave(*room.Room[*sim, int, struct{}], struct{})       {}
-func (trivial) Input(r *room.Room[*sim, int, struct{}], _ struct{}, in int) {
-	r.Sim().n += uint64(in)
-}
-func (trivial) FixedStep(r *room.Room[*sim, int, struct{}]) { r.Sim().n++ }
-
-func newHost() *room.Host[*sim, int, struct{}] {
-	h, err := room.New[*sim, int, struct{}](trivial{}, room.Config{
-		Rate:   rate,
-		Limits: room.Limits{Connects: 1 << 30}, // every player comes from 127.0.0.1
-	}, slog.New(slog.DiscardHandler))
+func newHost() *benchgame.Host {
+	h, err := benchgame.NewHost(rate)
 	if err != nil {
 		panic(err)
 	}
@@ -198,7 +182,7 @@ func runBaseline(k int, measure time.Duration) (time.Duration, float64) {
 			case <-ctx.Done():
 				return
 			}
-			s := &sim{}
+			s := &benchgame.Count{}
 			start := time.Now()
 			t := time.NewTicker(period)
 			defer t.Stop()
@@ -214,9 +198,9 @@ func runBaseline(k int, measure time.Duration) (time.Duration, float64) {
 					since := time.Since(start)
 					due := since / period * period
 					hist[i%shards].record(since - due)
-					missed[i%shards].Add(int64(since/period) - int64(s.n) - 1)
+					missed[i%shards].Add(int64(since/period) - int64(s.N) - 1)
 				}
-				s.n = uint64(time.Since(start) / period)
+				s.N = uint64(time.Since(start) / period)
 			}
 		})
 	}
