@@ -195,7 +195,7 @@ func (s *scheduler) work(ctx context.Context, w int) {
 	var clock *slotClock
 	if w < timekeepers {
 		var exact *atomic.Bool
-		if s.workers > 1 { // a P is left for the rest of the process
+		if runtime.GOMAXPROCS(0) > 1 { // a P is left for the rest of the process
 			exact = &s.exact
 		}
 		clock = newSlotClock(exact)
