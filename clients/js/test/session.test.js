@@ -180,14 +180,19 @@ test('backoff: doubling to the cap, each wait a random half to whole of it', asy
   let tickets = 0;
   const s = connect({ url: `ws://127.0.0.1:${port}/play`, ticket: async () => `t${++tickets}`, backoffInitial: 4, backoffMax: 32 });
   const delays = [];
-  await new Promise((resolve) => {
-    s.on('closed', (c) => {
-      assert.equal(c.reconnecting, true);
-      delays.push(c.delay);
-      if (delays.length === 6) resolve();
+  let gaveUp = 0;
+  try {
+    await new Promise((resolve) => {
+      s.on('closed', (c) => {
+        if (!c.reconnecting) gaveUp++;
+        delays.push(c.delay);
+        if (delays.length === 6) resolve();
+      });
     });
-  });
-  await s.close();
+  } finally {
+    await s.close(); // a session left open would keep the runner waiting
+  }
+  assert.equal(gaveUp, 0, 'the session stopped reconnecting');
   const caps = [4, 8, 16, 32, 32, 32];
   delays.forEach((d, i) => assert.ok(d >= caps[i] / 2 && d <= caps[i], `wait ${i} is ${d}, want ${caps[i] / 2}–${caps[i]}`));
   assert.ok(tickets >= 6, 'each attempt takes a fresh ticket');
@@ -196,10 +201,13 @@ test('backoff: doubling to the cap, each wait a random half to whole of it', asy
 test('a failing ticket function is retried with backoff', async () => {
   let calls = 0;
   const s = connect({ url: 'ws://127.0.0.1:9/play', ticket: async () => { calls++; throw new Error('sign-in down'); }, backoffInitial: 2, backoffMax: 4 });
-  const c = await next(s, 'closed');
-  assert.match(c.reason, /sign-in down/);
-  assert.equal(c.reconnecting, true);
-  await s.close();
+  try {
+    const c = await next(s, 'closed');
+    assert.match(c.reason, /sign-in down/);
+    assert.equal(c.reconnecting, true);
+  } finally {
+    await s.close();
+  }
   assert.ok(calls >= 1);
 });
 
