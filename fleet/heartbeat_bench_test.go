@@ -39,21 +39,8 @@ func (b *timedBeat) Reassert(ctx context.Context, owner string, lease time.Durat
 // the fleet's lock.
 func BenchmarkHeartbeatClaimWork(b *testing.B) {
 	bp := &timedBeat{Backplane: memory.New()}
-	f, err := New(Config{NodeID: "s0"}, bp, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	f, ids := holding(b, bp, 20000)
 	ctx := b.Context()
-	ids := make([]string, 20000)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("p%d", i)
-	}
-	if err := f.Claim(ctx, KindPlayer, ids...); err != nil {
-		b.Fatal(err)
-	}
-	if err := f.step(ctx); err != nil {
-		b.Fatal(err)
-	}
 	var work time.Duration
 	b.ResetTimer()
 	for i := range b.N {

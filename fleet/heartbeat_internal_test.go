@@ -29,21 +29,8 @@ func (f *Fleet) scannedNow() int {
 // it for milliseconds every second.
 func TestHeartbeatLockGrowsWithChangesNotClaims(t *testing.T) {
 	bp := &recordReassert{Backplane: memory.New()}
-	f, err := New(Config{NodeID: "s0"}, bp, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, ids := holding(t, bp, 20000) // its first heartbeat may list them
 	ctx := t.Context()
-	ids := make([]string, 20000)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("p%d", i)
-	}
-	if err := f.Claim(ctx, KindPlayer, ids...); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.step(ctx); err != nil { // the first heartbeat may list them
-		t.Fatal(err)
-	}
 	for round := range 3 {
 		before := f.scannedNow()
 		if err := f.Claim(ctx, KindPlayer, fmt.Sprintf("new%d", round)); err != nil {
@@ -189,4 +176,25 @@ func idsOf(set map[backplane.Key]bool) []string {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// holding returns a fleet on bp that holds n player claims, p0 to p<n-1>,
+// and has made its first heartbeat.
+func holding(tb testing.TB, bp backplane.Backplane, n int) (*Fleet, []string) {
+	tb.Helper()
+	f, err := New(Config{NodeID: "s0"}, bp, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("p%d", i)
+	}
+	if err := f.Claim(tb.Context(), KindPlayer, ids...); err != nil {
+		tb.Fatal(err)
+	}
+	if err := f.step(tb.Context()); err != nil {
+		tb.Fatal(err)
+	}
+	return f, ids
 }
