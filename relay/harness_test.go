@@ -332,6 +332,28 @@ func dial(t *testing.T, n *testNode, path string, o dialOpts) (*websocket.Conn, 
 	return c, strings.TrimPrefix(string(b), "node=")
 }
 
+// relayedVia starts nodes a, with opts, and b, and returns them with a
+// client's connection to b relayed by a.
+func relayedVia(t *testing.T, opts ...nodeOpt) (a, b *testNode, c *websocket.Conn) {
+	t.Helper()
+	dir := &dirMap{}
+	a = startNode(t, "a", dir, opts...)
+	b = startNode(t, "b", dir)
+	c, _ = dial(t, a, "/ws?node=b", dialOpts{})
+	return a, b, c
+}
+
+// servesItself checks that n serves a connection to path itself, when
+// says at what point of the test.
+func servesItself(t *testing.T, n *testNode, path, when string) {
+	t.Helper()
+	c, served := dial(t, n, path, dialOpts{})
+	c.CloseNow()
+	if served != n.id {
+		t.Errorf("%s, %s was served by %q, want %s", when, path, served, n.id)
+	}
+}
+
 // recv waits for the next value on ch.
 func recv[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()

@@ -59,20 +59,12 @@ func TestCloseEndsRelayedConnections(t *testing.T) {
 	if err := a.relay.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	// A closed relay serves everything locally.
-	c, served := dial(t, a, "/ws?node=b", dialOpts{})
-	c.CloseNow()
-	if served != "a" {
-		t.Errorf("after Close, served by %q, want a", served)
-	}
+	servesItself(t, a, "/ws?node=b", "after Close") // a closed relay serves everything locally
 }
 
 func TestShutdownWaitsForConnections(t *testing.T) {
 	t.Parallel()
-	dir := &dirMap{}
-	a := startNode(t, "a", dir)
-	startNode(t, "b", dir)
-	c, _ := dial(t, a, "/ws?node=b", dialOpts{})
+	a, _, c := relayedVia(t)
 
 	done := make(chan error, 1)
 	go func() { done <- a.relay.Shutdown(context.Background()) }()
@@ -113,10 +105,7 @@ func stillEchoes(t *testing.T, c *websocket.Conn, when string) {
 
 func TestShutdownDeadlineCloses(t *testing.T) {
 	t.Parallel()
-	dir := &dirMap{}
-	a := startNode(t, "a", dir)
-	b := startNode(t, "b", dir)
-	c, _ := dial(t, a, "/ws?node=b", dialOpts{})
+	a, b, c := relayedVia(t)
 	recv(t, b.seen, "request at b")
 
 	end := make(chan error, 1)
@@ -214,10 +203,7 @@ func TestCloseWhileAccepting(t *testing.T) {
 // connection it relays already carries on, and one for itself is served.
 func TestDrainRefusesNewRelays(t *testing.T) {
 	t.Parallel()
-	dir := &dirMap{}
-	a := startNode(t, "a", dir)
-	startNode(t, "b", dir)
-	c, _ := dial(t, a, "/ws?node=b", dialOpts{})
+	a, _, c := relayedVia(t)
 	if err := a.relay.Drain(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -236,11 +222,7 @@ func TestDrainRefusesNewRelays(t *testing.T) {
 		t.Errorf("stats %+v, want the one connection relayed before the drain", st)
 	}
 	stillEchoes(t, c, "during the drain")
-	own, served := dial(t, a, "/ws", dialOpts{})
-	own.CloseNow()
-	if served != "a" {
-		t.Errorf("a connection for a itself was served by %q", served)
-	}
+	servesItself(t, a, "/ws", "during the drain")
 }
 
 // TestCloseLosesNothingTheNodeSent: Close tells the node first and the
@@ -253,10 +235,7 @@ func TestCloseLosesNothingTheNodeSent(t *testing.T) {
 	for name, opts := range map[string][]nodeOpt{"loop": nil, "goroutines": {withoutLoop()}} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			dir := &dirMap{}
-			a := startNode(t, "a", dir, opts...)
-			b := startNode(t, "b", dir)
-			c, _ := dial(t, a, "/ws?node=b", dialOpts{})
+			a, b, c := relayedVia(t, opts...)
 			ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 			defer cancel()
 			if err := c.Write(ctx, websocket.MessageText, []byte("stream")); err != nil {

@@ -59,10 +59,7 @@ func runningLoops(rl *Relay) int {
 // and byte for byte, and the session goes on working both ways.
 func TestLoopHandsBackAFullPeer(t *testing.T) {
 	t.Parallel()
-	dir := &dirMap{}
-	a := startNode(t, "a", dir)
-	startNode(t, "b", dir)
-	c, _ := dial(t, a, "/ws?node=b", dialOpts{})
+	a, _, c := relayedVia(t)
 	s := onlySession(t, a.relay)
 	l, off := loopOf(s)
 	if l == nil {
