@@ -49,7 +49,14 @@
 // is full, a close frame, an error or Close hands that connection back to
 // a goroutine per direction, which carries on where the loop stopped. A
 // Relay runs one loop for every two Ps (GOMAXPROCS), and a loop runs only
-// while it has connections; an idle loop holds no thread.
+// while it has connections. While each wake-up finds one socket ready, as
+// with a few busy players, a loop sleeps in epoll_wait itself, as nginx's
+// worker does, so that its thread goes to sleep as soon as it has written
+// and wakes straight from the kernel; it holds a P meanwhile, so the Relay
+// raises GOMAXPROCS by one for it, and lowers it again once the loop
+// waits in Go's poller (busier traffic) or ends: the server's rooms and
+// players keep every P they had. A process with GOMAXPROCS 1 lends none,
+// and a GOMAXPROCS set by the program while one is lent is left as set.
 //
 // The node is dialled at its internal address with the path and query of
 // the client's request, put together from parts: an upgrade naming another

@@ -104,6 +104,7 @@ type nodeSettings struct {
 	probeTimeout time.Duration
 	stallTimeout time.Duration
 	noLoop       bool
+	setup        func(*Relay) // changes the relay before it serves
 }
 
 type nodeOpt func(*nodeSettings)
@@ -159,6 +160,9 @@ func newNode(t *testing.T, id string, dir *dirMap, opts ...nodeOpt) *testNode {
 		rl.stallTimeout = set.stallTimeout
 	}
 	rl.noLoop = set.noLoop
+	if set.setup != nil {
+		set.setup(rl)
+	}
 	return &testNode{id: id, relay: rl, seen: make(chan seen, 64), ends: make(chan websocket.CloseError, 64), streamed: make(chan int, 64)}
 }
 

@@ -16,16 +16,22 @@ import (
 // Once both handshakes are done, a session's frames are relayed by one
 // goroutine per Relay, the loop, which waits on an epoll instance of its
 // own, instead of by two goroutines per session, each waiting in Go's
-// poller. A goroutine waiting in Go's poller costs, for every message, a
-// wake-up through the scheduler and two epoll calls (the one that reports
-// the socket, and the scheduler's look for more work before it sleeps
-// again). The loop itself waits in Go's poller too, on its epoll instance,
-// so that an idle loop holds no thread; but one wake-up, and its three
-// epoll calls (the two above and the loop's own, which says which sockets
-// are ready), serves every socket that became readable since the last
-// one: the loop reads each and writes what it read on, as nginx's workers
-// do. With one connection there is nothing to share a wake-up with, and
-// the loop makes one epoll call per message more than a goroutine would.
+// poller: one wake-up of the loop serves every socket that became readable
+// since the last one. The loop reads each and writes what it read on, as
+// nginx's workers do.
+//
+// Where the loop waits depends on the traffic (see loop.run). While each
+// wake-up finds one socket ready, as with one busy connection, it waits in
+// epoll_pwait itself, like nginx: its thread sleeps as soon as it has
+// written, and wakes straight from the kernel. Parking a goroutine in Go's
+// poller instead costs, per message, a pass through the scheduler before
+// the thread sleeps and two more epoll calls, while the process the loop
+// has just written to waits for the CPU. Once wake-ups find several
+// sockets ready, the loop waits in Go's poller, holding no thread, where a
+// thread that looks for work before it sleeps often finds the loop's next
+// events without a sleep. A loop waits in the kernel only on a P added to
+// the process for it (see lent), so that the rooms and players of the
+// same server keep every P they had; without one it waits in Go's poller.
 //
 // The loop only relays: it reads, passes whole frames on with writes that
 // must not wait, and answers pings. Anything else hands the session back
@@ -54,17 +60,24 @@ type loops struct {
 	slots []*loop // the running loops; nil where none runs
 	next  int     // the slot the next session goes to
 	wg    sync.WaitGroup
+	// waitIn, for tests, is where every loop waits: waitAuto (the
+	// traffic decides), waitKernel or waitPoller. It is set before the
+	// first session.
+	waitIn int
 }
+
+// Where loops wait; see loops.waitIn.
+const (
+	waitAuto = iota
+	waitKernel
+	waitPoller
+)
 
 // loop is one run of the event loop.
 type loop struct {
 	ls         *loops
 	slot       int
 	epfd, wake int // the epoll instance, and an eventfd that wakes it
-	// ep is the epoll instance on Go's poller, which reports it readable
-	// when it has events: the loop waits there, holding no thread.
-	ep *os.File
-	rc syscall.RawConn
 
 	// Guarded by ls.mu.
 	reqs   []loopReq
@@ -75,6 +88,12 @@ type loop struct {
 	again  []loopTurn      // sources that had more than one turn's worth
 	spare  []loopTurn
 	events [128]syscall.EpollEvent
+	// perWake is the recent number of events per wake-up, a moving
+	// average in units of 1/perWakeOne.
+	perWake int
+	// pollerOnly is set when the loop could not have a P lent: it waits
+	// in Go's poller from then on.
+	pollerOnly bool
 }
 
 // loopReq asks the loop to take a session's two pumps, or, with none, to
@@ -177,7 +196,7 @@ func loopFD(c net.Conn) (int, bool) {
 // 32 connections in bench/relay, two loops made three times the futex
 // calls per message of one (0.046 against 0.011-0.015) and more context
 // switches.
-func loopCount() int { return (runtime.GOMAXPROCS(0) + 1) / 2 }
+func loopCount() int { return (procs() + 1) / 2 }
 
 // start starts a loop in slot; ls.mu is held.
 func (ls *loops) start(slot int) (*loop, error) {
@@ -190,14 +209,9 @@ func (ls *loops) start(slot int) (*loop, error) {
 		return nil, err
 	}
 	l := &loop{ls: ls, slot: slot, epfd: epfd, wake: -1, pumps: make(map[int32]*pump)}
-	l.ep = os.NewFile(uintptr(epfd), "relay-epoll")
-	if l.rc, err = l.ep.SyscallConn(); err != nil {
-		_ = l.ep.Close()
-		return nil, err
-	}
 	wake, _, errno := syscall.RawSyscall(syscall.SYS_EVENTFD2, 0, syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
 	if errno != 0 {
-		_ = l.ep.Close()
+		_ = syscall.Close(epfd)
 		return nil, errno
 	}
 	l.wake = int(wake)
@@ -214,7 +228,7 @@ func (ls *loops) start(slot int) (*loop, error) {
 
 // close closes the loop's epoll instance and eventfd.
 func (l *loop) close() {
-	_ = l.ep.Close()
+	_ = syscall.Close(l.epfd)
 	_ = syscall.Close(l.wake)
 }
 
@@ -236,25 +250,200 @@ func (l *loop) handBack(s *session) {
 	<-s.offLoop
 }
 
-// run is the loop's goroutine. It waits in Go's poller until the epoll
-// instance has events, and takes them without leaving the wait in
-// between: RawConn.Read clears the poller's record of readiness only
-// before its first call of the function, so an event that comes while the
-// loop is busy makes the next wait return at once, and the loop goes back
-// to waiting without polling the instance it has just emptied.
+// run is the loop's goroutine. It waits in the kernel or in Go's poller,
+// whichever the traffic favours, and switches when the traffic changes.
 func (l *loop) run() {
 	defer l.ls.wg.Done()
-	failed := false
-	err := l.rc.Read(func(uintptr) bool {
+	defer l.close()
+	for kernel := l.inKernel(true); ; kernel = !kernel {
+		var more bool
+		forced := l.ls.waitIn == waitKernel // a test's: no P is lent
+		if kernel && (forced || lendP()) {
+			more = l.waitInKernel()
+			if !forced {
+				returnP()
+			}
+		} else {
+			if kernel {
+				// No P to spare: this loop waits in Go's poller.
+				l.pollerOnly = true
+			}
+			more = l.waitInPoller()
+		}
+		if !more {
+			return
+		}
+	}
+}
+
+// Lent Ps. A loop that waits in the kernel keeps its P while it waits, in
+// the system call state, as nginx's worker keeps its thread; the runtime's
+// monitor takes such a P back only when other goroutines have waited for
+// it, which can take milliseconds. So that the rest of the process (a game
+// server's rooms and players) keeps every P it had, the loop waits in the
+// kernel only on a P added for it: GOMAXPROCS is raised by one while it
+// waits there, and lowered again when it stops. A process with one P lends
+// none, and a process lends at most one P for every two it had, as many
+// as one Relay's loops; a loop that gets none waits in Go's poller. If
+// something else sets GOMAXPROCS meanwhile, no more Ps are lent and the
+// value set is left alone.
+var lent struct {
+	mu   sync.Mutex
+	n    int // Ps lent
+	base int // GOMAXPROCS before the first was lent
+	set  int // GOMAXPROCS as last set here
+	off  bool
+}
+
+// lendP adds a P for a loop that waits in the kernel, and reports whether
+// it did.
+func lendP() bool {
+	lent.mu.Lock()
+	defer lent.mu.Unlock()
+	cur := runtime.GOMAXPROCS(0)
+	if lent.n == 0 {
+		lent.base = cur
+	} else if cur != lent.set {
+		lent.off = true
+	}
+	if lent.off || lent.base < 2 || lent.n >= (lent.base+1)/2 {
+		return false
+	}
+	lent.n++
+	lent.set = cur + 1
+	runtime.GOMAXPROCS(lent.set)
+	return true
+}
+
+// returnP takes back a P that lendP added.
+func returnP() {
+	lent.mu.Lock()
+	defer lent.mu.Unlock()
+	lent.n--
+	if cur := runtime.GOMAXPROCS(0); cur == lent.set && !lent.off {
+		lent.set = cur - 1
+		runtime.GOMAXPROCS(lent.set)
+	}
+	if lent.n == 0 {
+		lent.off = false
+	}
+}
+
+// procs is GOMAXPROCS without the Ps lent to loops.
+func procs() int {
+	lent.mu.Lock()
+	defer lent.mu.Unlock()
+	return runtime.GOMAXPROCS(0) - lent.n
+}
+
+// The loop waits in the kernel while its wake-ups find few sockets ready
+// (loop.perWake under perWakeDense), and in Go's poller once they find
+// more, until they find fewer than perWakeSparse again. The gap keeps it
+// from switching back and forth.
+const (
+	perWakeOne    = 16 // one event per wake-up, in loop.perWake's units
+	perWakeDense  = 5 * perWakeOne / 2
+	perWakeSparse = 3 * perWakeOne / 2
+)
+
+// inKernel reports whether the loop is to wait in the kernel, given
+// whether it does now.
+func (l *loop) inKernel(now bool) bool {
+	if l.pollerOnly {
+		return false
+	}
+	switch l.ls.waitIn {
+	case waitKernel:
+		return true
+	case waitPoller:
+		return false
+	}
+	if now {
+		return l.perWake < perWakeDense
+	}
+	return l.perWake < perWakeSparse
+}
+
+// turn handles the first n events of a wait (n < 0: the wait failed), and
+// reports false when the loop has ended.
+func (l *loop) turn(n int) bool {
+	if n < 0 {
+		l.end() // cannot happen with a valid epoll instance
+		return false
+	}
+	if n > 0 {
+		l.perWake += (n*perWakeOne - l.perWake) / 8
+	}
+	woke := l.dispatch(n)
+	return !(woke || len(l.pumps) == 0) || l.serve()
+}
+
+// waitInKernel waits for events in epoll_pwait itself, as nginx's workers
+// do, until the traffic is no longer sparse; it reports false when the
+// loop has ended. After its last write the loop's thread goes to sleep at
+// once, and wakes straight from the kernel's wait, where parking in Go's
+// poller would first pass through the scheduler (an epoll call to look
+// for other work, and a look at the other Ps' queues) while the process
+// it has just written to waits for the CPU. With one message per wake-up,
+// that pass costs about as much as relaying the message.
+//
+// Meanwhile the loop's P stays in the system call state, as for any
+// goroutine blocked in a system call: it is the P lent for the loop, and
+// if other goroutines need it, the runtime's monitor hands it to them.
+func (l *loop) waitInKernel() bool {
+	for {
+		var n int
+		if len(l.again) > 0 {
+			n = l.poll()
+		} else {
+			n = l.wait()
+		}
+		if !l.turn(n) {
+			return false
+		}
+		if !l.inKernel(true) {
+			return true
+		}
+	}
+}
+
+// waitInPoller waits in Go's poller until the epoll instance has events,
+// and takes them without leaving the wait in between, until the traffic
+// turns sparse; it reports false when the loop has ended. RawConn.Read
+// clears the poller's record of readiness only before its first call of
+// the function, so an event that comes while the loop is busy makes the
+// next wait return at once, and the loop goes back to waiting without
+// polling the instance it has just emptied. With many sockets, a thread
+// that parks here looks for other work before it sleeps, and often finds
+// the loop's next events then, without a sleep and a wake-up.
+//
+// The poller has the epoll instance (a duplicate of its descriptor) only
+// while the loop waits here: in the kernel's wait, every event would also
+// wake the thread that waits in Go's poller.
+func (l *loop) waitInPoller() bool {
+	f, err := dupFile(l.epfd, "relay-epoll")
+	var rc syscall.RawConn
+	if err == nil {
+		rc, err = f.SyscallConn()
+	}
+	if err != nil {
+		// No descriptor to spare: wait in the kernel instead.
+		if f != nil {
+			_ = f.Close()
+		}
+		l.perWake = 0
+		return l.turn(l.wait())
+	}
+	ended := false
+	err = rc.Read(func(uintptr) bool {
 		for {
 			n := l.poll()
-			if n < 0 {
-				failed = true
+			if !l.turn(n) {
+				ended = true
 				return true
 			}
-			woke := l.dispatch(n)
-			if (woke || len(l.pumps) == 0) && !l.serve() {
-				return true // no session left
+			if l.inKernel(false) {
+				return true
 			}
 			// A wake-up that found one socket ready, or none, waits at
 			// once; one that found several looks again first, as more
@@ -265,10 +454,36 @@ func (l *loop) run() {
 			}
 		}
 	})
-	if err != nil || failed {
-		l.end() // cannot happen with a valid epoll instance
+	_ = f.Close()
+	if err != nil && !ended {
+		l.perWake = 0
 	}
-	l.close()
+	return !ended
+}
+
+// dupFile returns an *os.File, on Go's poller, for a duplicate of fd.
+func dupFile(fd int, name string) (*os.File, error) {
+	r, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_DUPFD_CLOEXEC, 0)
+	if errno != 0 {
+		return nil, errno
+	}
+	return os.NewFile(r, name), nil
+}
+
+// wait waits in the kernel for events, and returns how many it has ready,
+// or -1 if it failed.
+func (l *loop) wait() int {
+	for {
+		n, _, errno := syscall.Syscall6(syscall.SYS_EPOLL_PWAIT, uintptr(l.epfd),
+			uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), ^uintptr(0), 0, 0)
+		switch errno {
+		case 0:
+			return int(n)
+		case syscall.EINTR:
+		default:
+			return -1
+		}
+	}
 }
 
 // dispatch reads the sockets of the first n events, then the sources that

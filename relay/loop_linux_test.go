@@ -10,12 +10,112 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
+	"runtime/metrics"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 )
+
+// withLoopWaitIn makes every loop of the node wait at where: waitKernel
+// or waitPoller.
+func withLoopWaitIn(where int) nodeOpt {
+	return func(n *nodeSettings) { n.setup = func(rl *Relay) { rl.loops.waitIn = where } }
+}
+
+// TestLoopWaitsEitherWay relays random messages with the loop waiting in
+// the kernel only and in Go's poller only: by default the traffic decides
+// where it waits, and one run of the test may not reach both.
+func TestLoopWaitsEitherWay(t *testing.T) {
+	t.Parallel()
+	for name, where := range map[string]int{"kernel": waitKernel, "poller": waitPoller} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testRelayRandomMessages(t, withLoopWaitIn(where))
+		})
+	}
+}
+
+// TestLendP: a loop that waits in the kernel does so on a P added for it,
+// at most one for every two the process had, none in a process with one,
+// and a GOMAXPROCS set by someone else meanwhile is left alone.
+func TestLendP(t *testing.T) {
+	orig := runtime.GOMAXPROCS(0)
+	t.Cleanup(func() { runtime.GOMAXPROCS(orig) })
+	want := func(n int, when string) {
+		t.Helper()
+		if got := runtime.GOMAXPROCS(0); got != n {
+			t.Fatalf("%s: GOMAXPROCS %d, want %d", when, got, n)
+		}
+	}
+
+	runtime.GOMAXPROCS(1)
+	if lendP() {
+		t.Fatal("a process with one P lent one")
+	}
+	want(1, "nothing lent")
+
+	runtime.GOMAXPROCS(4)
+	for i := range 2 {
+		if !lendP() {
+			t.Fatalf("lend %d of 2 with 4 Ps refused", i+1)
+		}
+	}
+	want(6, "two lent")
+	if got := procs(); got != 4 {
+		t.Fatalf("procs() = %d with two lent, want 4", got)
+	}
+	if lendP() {
+		t.Fatal("a third P lent with 4")
+	}
+	returnP()
+	returnP()
+	want(4, "both returned")
+
+	if !lendP() {
+		t.Fatal("lend refused after all were returned")
+	}
+	runtime.GOMAXPROCS(7) // the game's own setting
+	if lendP() {
+		t.Fatal("a P lent after GOMAXPROCS was set by someone else")
+	}
+	returnP()
+	want(7, "returned after GOMAXPROCS was set by someone else")
+	if !lendP() {
+		t.Fatal("lend refused once nothing was lent")
+	}
+	want(8, "lent on the new setting")
+	returnP()
+	want(7, "returned on the new setting")
+}
+
+// TestLoopWaitsOnALentP: with one connection the loop waits in the kernel,
+// where its goroutine keeps a P, on a P lent for it: the rest of the
+// process keeps the two it had. It gives the P back when it ends.
+func TestLoopWaitsOnALentP(t *testing.T) {
+	orig := runtime.GOMAXPROCS(2)
+	t.Cleanup(func() { runtime.GOMAXPROCS(orig) })
+	_, _, c := relayedVia(t)
+	inSyscall := func() int {
+		s := []metrics.Sample{{Name: "/sched/goroutines/not-in-go:goroutines"}}
+		metrics.Read(s)
+		return int(s[0].Value.Uint64())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	if err := c.Write(ctx, websocket.MessageText, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if _, b, err := c.Read(ctx); err != nil || string(b) != "hello" {
+		t.Fatalf("read %q, %v", b, err)
+	}
+	eventually(t, "the loop in the kernel's wait", func() bool { return inSyscall() >= 1 })
+	eventually(t, "two Ps for the rest of the process", func() bool { return runtime.GOMAXPROCS(0)-inSyscall() >= 2 })
+	c.Close(websocket.StatusNormalClosure, "")
+	eventually(t, "the P given back", func() bool { return runtime.GOMAXPROCS(0) == 2 })
+}
 
 // onlySession returns the relay's one session.
 func onlySession(t *testing.T, rl *Relay) *session {
