@@ -339,11 +339,15 @@ func procs() int {
 // The loop waits in the kernel while its wake-ups find few sockets ready
 // (loop.perWake under perWakeDense), and in Go's poller once they find
 // more, until they find fewer than perWakeSparse again. The gap keeps it
-// from switching back and forth.
+// from switching back and forth: each switch changes GOMAXPROCS, which
+// stops the world. With the proxies saturated (bench/relay's 32
+// connections) the average stays between 1.5 and 2.5, where a gap from 1.5
+// to 2.5 let a loop switch some twenty times a second; traffic that comes
+// one message at a time brings it down to 1.
 const (
 	perWakeOne    = 16 // one event per wake-up, in loop.perWake's units
 	perWakeDense  = 5 * perWakeOne / 2
-	perWakeSparse = 3 * perWakeOne / 2
+	perWakeSparse = 5 * perWakeOne / 4
 )
 
 // inKernel reports whether the loop is to wait in the kernel, given
