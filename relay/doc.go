@@ -57,6 +57,9 @@
 // waits in Go's poller (busier traffic) or ends: the server's rooms and
 // players keep every P they had. A process with GOMAXPROCS 1 lends none,
 // and a GOMAXPROCS set by the program while one is lent is left as set.
+// Like any call of runtime.GOMAXPROCS, the first one ends the runtime's
+// own updates of GOMAXPROCS when a container's CPU limit changes while
+// the process runs.
 //
 // The node is dialled at its internal address with the path and query of
 // the client's request, put together from parts: an upgrade naming another
