@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -64,6 +65,9 @@ type loops struct {
 	// traffic decides), waitKernel or waitPoller. It is set before the
 	// first session.
 	waitIn int
+	// noDup, for tests, makes every loop find no descriptor to spare
+	// when it would wait in Go's poller.
+	noDup bool
 }
 
 // Where loops wait; see loops.waitIn.
@@ -255,7 +259,7 @@ func (l *loop) handBack(s *session) {
 func (l *loop) run() {
 	defer l.ls.wg.Done()
 	defer l.close()
-	for kernel := l.inKernel(true); ; kernel = !kernel {
+	for kernel := l.inKernel(true); ; kernel = l.inKernel(kernel) {
 		var more bool
 		forced := l.ls.waitIn == waitKernel // a test's: no P is lent
 		if kernel && (forced || lendP()) {
@@ -396,13 +400,7 @@ func (l *loop) turn(n int) bool {
 // if other goroutines need it, the runtime's monitor hands it to them.
 func (l *loop) waitInKernel() bool {
 	for {
-		var n int
-		if len(l.again) > 0 {
-			n = l.poll()
-		} else {
-			n = l.wait()
-		}
-		if !l.turn(n) {
+		if !l.turn(l.wait(len(l.again) == 0)) {
 			return false
 		}
 		if !l.inKernel(true) {
@@ -426,22 +424,31 @@ func (l *loop) waitInKernel() bool {
 // wake the thread that waits in Go's poller.
 func (l *loop) waitInPoller() bool {
 	f, err := dupFile(l.epfd, "relay-epoll")
+	if l.ls.noDup && err == nil {
+		_ = f.Close()
+		f, err = nil, syscall.EMFILE
+	}
 	var rc syscall.RawConn
 	if err == nil {
 		rc, err = f.SyscallConn()
 	}
 	if err != nil {
-		// No descriptor to spare: wait in the kernel instead.
+		// No descriptor to spare: look, and if nothing is ready, sleep
+		// a little on a Go timer, which holds no P, before trying again.
 		if f != nil {
 			_ = f.Close()
 		}
 		l.perWake = 0
-		return l.turn(l.wait())
+		n := l.wait(false)
+		if n == 0 && len(l.again) == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		return l.turn(n)
 	}
 	ended := false
 	err = rc.Read(func(uintptr) bool {
 		for {
-			n := l.poll()
+			n := l.wait(false)
 			if !l.turn(n) {
 				ended = true
 				return true
@@ -474,22 +481,6 @@ func dupFile(fd int, name string) (*os.File, error) {
 	return os.NewFile(r, name), nil
 }
 
-// wait waits in the kernel for events, and returns how many it has ready,
-// or -1 if it failed.
-func (l *loop) wait() int {
-	for {
-		n, _, errno := syscall.Syscall6(syscall.SYS_EPOLL_PWAIT, uintptr(l.epfd),
-			uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), ^uintptr(0), 0, 0)
-		switch errno {
-		case 0:
-			return int(n)
-		case syscall.EINTR:
-		default:
-			return -1
-		}
-	}
-}
-
 // dispatch reads the sockets of the first n events, then the sources that
 // had more than one turn's worth before, and reports whether the eventfd
 // was among the events.
@@ -515,13 +506,22 @@ func (l *loop) dispatch(n int) (woke bool) {
 	return woke
 }
 
-// poll returns how many events the epoll instance has ready, without
-// waiting, or -1 if it failed. It does not need the scheduler's system call
-// state, as the call cannot block.
-func (l *loop) poll() int {
+// wait returns how many events the epoll instance has ready, or -1 if it
+// failed: at once, or, with block, once it has one. Only a wait that can
+// block needs the scheduler's system call state.
+func (l *loop) wait(block bool) int {
 	for {
-		n, _, errno := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(l.epfd),
-			uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), 0, 0, 0)
+		var (
+			n     uintptr
+			errno syscall.Errno
+		)
+		if block {
+			n, _, errno = syscall.Syscall6(syscall.SYS_EPOLL_PWAIT, uintptr(l.epfd),
+				uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), ^uintptr(0), 0, 0)
+		} else {
+			n, _, errno = syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(l.epfd),
+				uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), 0, 0, 0)
+		}
 		switch errno {
 		case 0:
 			return int(n)

@@ -117,6 +117,43 @@ func TestLoopWaitsOnALentP(t *testing.T) {
 	eventually(t, "the P given back", func() bool { return runtime.GOMAXPROCS(0) == 2 })
 }
 
+// TestLoopWithoutADescriptorToSpare: a loop that is to wait in Go's poller
+// but cannot duplicate its epoll instance's descriptor (the process is at
+// its limit) neither waits in the kernel on one of the process's Ps nor
+// stops relaying.
+func TestLoopWithoutADescriptorToSpare(t *testing.T) {
+	orig := runtime.GOMAXPROCS(2)
+	t.Cleanup(func() { runtime.GOMAXPROCS(orig) })
+	noDup := func(n *nodeSettings) {
+		n.setup = func(rl *Relay) { rl.loops.waitIn, rl.loops.noDup = waitPoller, true }
+	}
+	testRelayRandomMessages(t, noDup)
+
+	_, _, c := relayedVia(t, noDup)
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	if err := c.Write(ctx, websocket.MessageText, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if _, b, err := c.Read(ctx); err != nil || string(b) != "hello" {
+		t.Fatalf("read %q, %v", b, err)
+	}
+	// The connection is idle now: sample where the loop waits.
+	const samples = 100
+	s := []metrics.Sample{{Name: "/sched/goroutines/not-in-go:goroutines"}}
+	held := 0
+	for range samples {
+		time.Sleep(200 * time.Microsecond) // spreads the samples; not a wait for a condition
+		metrics.Read(s)
+		if runtime.GOMAXPROCS(0)-int(s[0].Value.Uint64()) < 2 {
+			held++
+		}
+	}
+	if held > samples/10 {
+		t.Errorf("in %d of %d samples the process had fewer than 2 Ps outside system calls: the loop waits in the kernel on one of them", held, samples)
+	}
+}
+
 // onlySession returns the relay's one session.
 func onlySession(t *testing.T, rl *Relay) *session {
 	t.Helper()
