@@ -93,11 +93,14 @@ type loop struct {
 	spare  []loopTurn
 	events [128]syscall.EpollEvent
 	// perWake is the recent number of events per wake-up, a moving
-	// average in units of 1/perWakeOne.
+	// average in units of 1/perWakeOne (see account).
 	perWake int
-	// pollerOnly is set when the loop could not have a P lent: it waits
-	// in Go's poller from then on.
-	pollerOnly bool
+	// noLendUntil is set when the loop could not have a P lent: it
+	// waits in Go's poller until then, and asks again after.
+	noLendUntil time.Time
+	// hasP is whether the loop holds a lent P. take returns it when the
+	// loop ends, before the loop's slot is free for another.
+	hasP bool
 }
 
 // loopReq asks the loop to take a session's two pumps, or, with none, to
@@ -262,15 +265,16 @@ func (l *loop) run() {
 	for kernel := l.inKernel(true); ; kernel = l.inKernel(kernel) {
 		var more bool
 		forced := l.ls.waitIn == waitKernel // a test's: no P is lent
-		if kernel && (forced || lendP()) {
-			more = l.waitInKernel()
-			if !forced {
-				returnP()
-			}
+		if kernel && !forced {
+			l.hasP = lendP()
+		}
+		if kernel && (forced || l.hasP) {
+			more = l.waitInKernel(forced)
+			l.giveBack()
 		} else {
 			if kernel {
-				// No P to spare: this loop waits in Go's poller.
-				l.pollerOnly = true
+				// No P to spare: wait in Go's poller for a while.
+				l.noLendUntil = time.Now().Add(lendRetry)
 			}
 			more = l.waitInPoller()
 		}
@@ -280,17 +284,32 @@ func (l *loop) run() {
 	}
 }
 
+// lendRetry is how long a loop that could not have a P lent waits in Go's
+// poller before it asks again.
+const lendRetry = time.Second
+
+// giveBack returns the loop's lent P, if it holds one.
+func (l *loop) giveBack() {
+	if l.hasP {
+		l.hasP = false
+		returnP()
+	}
+}
+
 // Lent Ps. A loop that waits in the kernel keeps its P while it waits, in
 // the system call state, as nginx's worker keeps its thread; the runtime's
-// monitor takes such a P back only when other goroutines have waited for
-// it, which can take milliseconds. So that the rest of the process (a game
-// server's rooms and players) keeps every P it had, the loop waits in the
-// kernel only on a P added for it: GOMAXPROCS is raised by one while it
-// waits there, and lowered again when it stops. A process with one P lends
-// none, and a process lends at most one P for every two it had, as many
-// as one Relay's loops; a loop that gets none waits in Go's poller. If
-// something else sets GOMAXPROCS meanwhile, no more Ps are lent and the
-// value set is left alone.
+// monitor takes such a P back only after a while, which can be
+// milliseconds. So that the rest of the process (a game server's rooms and
+// players) keeps every P it had, the loop waits in the kernel only on a P
+// added for it: GOMAXPROCS is raised by one while it waits there, and
+// lowered again when it stops. A process with one P lends none, and a
+// process lends at most one P for every two it had, as many as one
+// Relay's loops; a loop that gets none waits in Go's poller, and asks
+// again a second later. If something else sets GOMAXPROCS meanwhile, the
+// loops that wait in the kernel go back to Go's poller at their next
+// wake-up, no P is lent until every lent one is back, and the value set is
+// left alone. (GOMAXPROCS(0) counts the lent Ps: a program that saves it
+// while one is lent and sets it back later keeps that P.)
 var lent struct {
 	mu   sync.Mutex
 	n    int // Ps lent
@@ -313,10 +332,26 @@ func lendP() bool {
 	if lent.off || lent.base < 2 || lent.n >= (lent.base+1)/2 {
 		return false
 	}
+	if prev := runtime.GOMAXPROCS(cur + 1); prev != cur {
+		// Set by someone else since cur was read: put theirs back.
+		runtime.GOMAXPROCS(prev)
+		lent.off = true
+		return false
+	}
 	lent.n++
 	lent.set = cur + 1
-	runtime.GOMAXPROCS(lent.set)
 	return true
+}
+
+// stillLent reports whether GOMAXPROCS is still as lendP and returnP left
+// it, that is, whether a loop's lent P is still an added one.
+func stillLent() bool {
+	lent.mu.Lock()
+	defer lent.mu.Unlock()
+	if !lent.off && runtime.GOMAXPROCS(0) != lent.set {
+		lent.off = true
+	}
+	return !lent.off
 }
 
 // returnP takes back a P that lendP added.
@@ -324,9 +359,15 @@ func returnP() {
 	lent.mu.Lock()
 	defer lent.mu.Unlock()
 	lent.n--
-	if cur := runtime.GOMAXPROCS(0); cur == lent.set && !lent.off {
-		lent.set = cur - 1
-		runtime.GOMAXPROCS(lent.set)
+	if cur := runtime.GOMAXPROCS(0); cur != lent.set {
+		lent.off = true
+	} else if !lent.off {
+		if prev := runtime.GOMAXPROCS(cur - 1); prev != cur {
+			runtime.GOMAXPROCS(prev) // set by someone else meanwhile
+			lent.off = true
+		} else {
+			lent.set = cur - 1
+		}
 	}
 	if lent.n == 0 {
 		lent.off = false
@@ -347,7 +388,7 @@ func procs() int {
 // stops the world. With the proxies saturated (bench/relay's 32
 // connections) the average stays between 1.5 and 2.5, where a gap from 1.5
 // to 2.5 let a loop switch some twenty times a second; traffic that comes
-// one message at a time brings it down to 1.
+// one message at a time brings it down to 1 (see account).
 const (
 	perWakeOne    = 16 // one event per wake-up, in loop.perWake's units
 	perWakeDense  = 5 * perWakeOne / 2
@@ -357,8 +398,11 @@ const (
 // inKernel reports whether the loop is to wait in the kernel, given
 // whether it does now.
 func (l *loop) inKernel(now bool) bool {
-	if l.pollerOnly {
-		return false
+	if !l.noLendUntil.IsZero() {
+		if time.Now().Before(l.noLendUntil) {
+			return false
+		}
+		l.noLendUntil = time.Time{}
 	}
 	switch l.ls.waitIn {
 	case waitKernel:
@@ -379,11 +423,19 @@ func (l *loop) turn(n int) bool {
 		l.end() // cannot happen with a valid epoll instance
 		return false
 	}
-	if n > 0 {
-		l.perWake += (n*perWakeOne - l.perWake) / 8
-	}
+	l.account(n)
 	woke := l.dispatch(n)
 	return !(woke || len(l.pumps) == 0) || l.serve()
+}
+
+// account adds a wake-up that found n events to loop.perWake, an
+// exponential moving average with a weight of 1/8. The shift rounds down,
+// where a division would round toward zero and leave the average stuck
+// above perWakeSparse when it comes down (at 23 for one event a wake-up).
+func (l *loop) account(n int) {
+	if n > 0 {
+		l.perWake += (n*perWakeOne - l.perWake) >> 3
+	}
 }
 
 // waitInKernel waits for events in epoll_pwait itself, as nginx's workers
@@ -397,13 +449,19 @@ func (l *loop) turn(n int) bool {
 //
 // Meanwhile the loop's P stays in the system call state, as for any
 // goroutine blocked in a system call: it is the P lent for the loop, and
-// if other goroutines need it, the runtime's monitor hands it to them.
-func (l *loop) waitInKernel() bool {
+// if other goroutines need it, the runtime's monitor hands it to them. If
+// something else has set GOMAXPROCS since it was lent, the loop goes back
+// to Go's poller after the wake-up that finds it (unless forced, a test's).
+func (l *loop) waitInKernel(forced bool) bool {
 	for {
 		if !l.turn(l.wait(len(l.again) == 0)) {
 			return false
 		}
 		if !l.inKernel(true) {
+			return true
+		}
+		if !forced && !stillLent() {
+			l.noLendUntil = time.Now().Add(lendRetry)
 			return true
 		}
 	}
@@ -467,7 +525,11 @@ func (l *loop) waitInPoller() bool {
 	})
 	_ = f.Close()
 	if err != nil && !ended {
+		// Go's poller could not take the descriptor: as above.
 		l.perWake = 0
+		if len(l.again) == 0 {
+			time.Sleep(time.Millisecond)
+		}
 	}
 	return !ended
 }
@@ -566,6 +628,7 @@ func (l *loop) take() (reqs []loopReq, ended bool) {
 		return reqs, false
 	}
 	l.exited = true
+	l.giveBack() // before the slot is free, so a loop started in it can have it
 	l.ls.slots[l.slot] = nil
 	l.ls.mu.Unlock()
 	return nil, true

@@ -43,7 +43,13 @@ func TestLoopWaitsEitherWay(t *testing.T) {
 // and a GOMAXPROCS set by someone else meanwhile is left alone.
 func TestLendP(t *testing.T) {
 	orig := runtime.GOMAXPROCS(0)
-	t.Cleanup(func() { runtime.GOMAXPROCS(orig) })
+	t.Cleanup(func() {
+		// A failure must not leave Ps lent to the package's other tests.
+		lent.mu.Lock()
+		lent.n, lent.off = 0, false
+		lent.mu.Unlock()
+		runtime.GOMAXPROCS(orig)
+	})
 	want := func(n int, when string) {
 		t.Helper()
 		if got := runtime.GOMAXPROCS(0); got != n {
@@ -95,14 +101,96 @@ func TestLendP(t *testing.T) {
 // where its goroutine keeps a P, on a P lent for it: the rest of the
 // process keeps the two it had. It gives the P back when it ends.
 func TestLoopWaitsOnALentP(t *testing.T) {
-	orig := runtime.GOMAXPROCS(2)
-	t.Cleanup(func() { runtime.GOMAXPROCS(orig) })
+	withProcs(t, 2)
 	_, _, c := relayedVia(t)
-	inSyscall := func() int {
-		s := []metrics.Sample{{Name: "/sched/goroutines/not-in-go:goroutines"}}
-		metrics.Read(s)
-		return int(s[0].Value.Uint64())
+	echo(t, c)
+	eventually(t, "the loop in the kernel's wait on a lent P", func() bool {
+		return runtime.GOMAXPROCS(0) == 3 && inSyscall() == 1
+	})
+	c.Close(websocket.StatusNormalClosure, "")
+	eventually(t, "the P given back", func() bool { return runtime.GOMAXPROCS(0) == 2 })
+}
+
+// TestLoopLeavesTheKernelWhenGOMAXPROCSIsSet: when the program sets
+// GOMAXPROCS while a loop waits in the kernel on a lent P, the loop goes
+// back to Go's poller at its next wake-up, so that it does not keep one of
+// the program's Ps, and the value the program set is left alone.
+func TestLoopLeavesTheKernelWhenGOMAXPROCSIsSet(t *testing.T) {
+	withProcs(t, 2)
+	_, _, c := relayedVia(t)
+	echo(t, c)
+	eventually(t, "the loop in the kernel's wait on a lent P", func() bool {
+		return runtime.GOMAXPROCS(0) == 3 && inSyscall() == 1
+	})
+	runtime.GOMAXPROCS(2) // the program's own setting
+	echo(t, c)            // the wake-up at which the loop looks
+	if held := heldPs(100, 2); held > 10 {
+		t.Errorf("in %d of 100 samples the process had fewer than 2 Ps outside system calls: the loop waits in the kernel on one of the program's", held)
 	}
+	if got := runtime.GOMAXPROCS(0); got != 2 {
+		t.Errorf("GOMAXPROCS %d, want 2 as the program set it", got)
+	}
+}
+
+// TestLoopAsksForAPAgain: a loop that found no P to lend (the one there
+// was is held) asks again later, and waits in the kernel once it gets one.
+func TestLoopAsksForAPAgain(t *testing.T) {
+	withProcs(t, 2)
+	if !lendP() { // what another Relay's loop would hold
+		t.Fatal("no P lent with 2")
+	}
+	held := true
+	t.Cleanup(func() {
+		if held {
+			returnP()
+		}
+	})
+	_, _, c := relayedVia(t)
+	echo(t, c)
+	returnP()
+	held = false
+	eventually(t, "a P lent to the loop", func() bool {
+		echo(t, c)
+		return runtime.GOMAXPROCS(0) == 3
+	})
+}
+
+// TestAccountComesDown: one event per wake-up brings the moving average
+// under perWakeSparse from any height, so a loop goes back to the kernel's
+// wait after busy traffic; three bring it over perWakeDense.
+func TestAccountComesDown(t *testing.T) {
+	l := &loop{perWake: 20 * perWakeOne}
+	for range 200 {
+		l.account(1)
+	}
+	if l.perWake >= perWakeSparse {
+		t.Errorf("perWake %d after 200 wake-ups of one event, want under %d", l.perWake, perWakeSparse)
+	}
+	l.perWake = 0
+	for range 200 {
+		l.account(3)
+	}
+	if l.perWake < perWakeDense {
+		t.Errorf("perWake %d after 200 wake-ups of three events, want at least %d", l.perWake, perWakeDense)
+	}
+}
+
+// withProcs sets GOMAXPROCS to n for the test.
+func withProcs(t *testing.T, n int) {
+	orig := runtime.GOMAXPROCS(n)
+	t.Cleanup(func() { runtime.GOMAXPROCS(orig) })
+}
+
+// inSyscall is how many goroutines are in a system call.
+func inSyscall() int {
+	s := []metrics.Sample{{Name: "/sched/goroutines/not-in-go:goroutines"}}
+	metrics.Read(s)
+	return int(s[0].Value.Uint64())
+}
+
+// echo sends a message on c and reads the node's echo.
+func echo(t *testing.T, c *websocket.Conn) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
 	if err := c.Write(ctx, websocket.MessageText, []byte("hello")); err != nil {
@@ -111,10 +199,6 @@ func TestLoopWaitsOnALentP(t *testing.T) {
 	if _, b, err := c.Read(ctx); err != nil || string(b) != "hello" {
 		t.Fatalf("read %q, %v", b, err)
 	}
-	eventually(t, "the loop in the kernel's wait", func() bool { return inSyscall() >= 1 })
-	eventually(t, "two Ps for the rest of the process", func() bool { return runtime.GOMAXPROCS(0)-inSyscall() >= 2 })
-	c.Close(websocket.StatusNormalClosure, "")
-	eventually(t, "the P given back", func() bool { return runtime.GOMAXPROCS(0) == 2 })
 }
 
 // TestLoopWithoutADescriptorToSpare: a loop that is to wait in Go's poller
@@ -122,36 +206,31 @@ func TestLoopWaitsOnALentP(t *testing.T) {
 // its limit) neither waits in the kernel on one of the process's Ps nor
 // stops relaying.
 func TestLoopWithoutADescriptorToSpare(t *testing.T) {
-	orig := runtime.GOMAXPROCS(2)
-	t.Cleanup(func() { runtime.GOMAXPROCS(orig) })
+	withProcs(t, 2)
 	noDup := func(n *nodeSettings) {
 		n.setup = func(rl *Relay) { rl.loops.waitIn, rl.loops.noDup = waitPoller, true }
 	}
 	testRelayRandomMessages(t, noDup)
 
 	_, _, c := relayedVia(t, noDup)
-	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
-	defer cancel()
-	if err := c.Write(ctx, websocket.MessageText, []byte("hello")); err != nil {
-		t.Fatal(err)
-	}
-	if _, b, err := c.Read(ctx); err != nil || string(b) != "hello" {
-		t.Fatalf("read %q, %v", b, err)
-	}
+	echo(t, c)
 	// The connection is idle now: sample where the loop waits.
-	const samples = 100
-	s := []metrics.Sample{{Name: "/sched/goroutines/not-in-go:goroutines"}}
+	if held := heldPs(100, 2); held > 10 {
+		t.Errorf("in %d of 100 samples the process had fewer than 2 Ps outside system calls: the loop waits in the kernel on one of them", held)
+	}
+}
+
+// heldPs samples the process n times, 200 µs apart, and returns in how
+// many samples fewer than want Ps were outside system calls.
+func heldPs(n, want int) int {
 	held := 0
-	for range samples {
+	for range n {
 		time.Sleep(200 * time.Microsecond) // spreads the samples; not a wait for a condition
-		metrics.Read(s)
-		if runtime.GOMAXPROCS(0)-int(s[0].Value.Uint64()) < 2 {
+		if runtime.GOMAXPROCS(0)-inSyscall() < want {
 			held++
 		}
 	}
-	if held > samples/10 {
-		t.Errorf("in %d of %d samples the process had fewer than 2 Ps outside system calls: the loop waits in the kernel on one of them", held, samples)
-	}
+	return held
 }
 
 // onlySession returns the relay's one session.
