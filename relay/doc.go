@@ -56,8 +56,9 @@
 // raises GOMAXPROCS by one for it, and lowers it again once the loop
 // waits in Go's poller (busier traffic) or ends: the server's rooms and
 // players keep every P they had. A process with GOMAXPROCS 1 lends none.
-// A GOMAXPROCS set by the program while one is lent is left as set, and
-// the loops go back to Go's poller; note that runtime.GOMAXPROCS(0)
+// A GOMAXPROCS set by the program while one is lent is left as set: the
+// loops go back to Go's poller, and a second later may have a P lent on
+// top of the new value. Note that runtime.GOMAXPROCS(0)
 // counts a lent P, so a program that saves the value while one is lent
 // and sets it back later keeps that P.
 // Like any call of runtime.GOMAXPROCS, the first one ends the runtime's

@@ -95,9 +95,9 @@ type loop struct {
 	// perWake is the recent number of events per wake-up, a moving
 	// average in units of 1/perWakeOne (see account).
 	perWake int
-	// noLendUntil is set when the loop could not have a P lent: it
-	// waits in Go's poller until then, and asks again after.
-	noLendUntil time.Time
+	// pollerUntil is when a loop that went to Go's poller from the
+	// kernel's wait, or could not have a P lent, may go back.
+	pollerUntil time.Time
 	// hasP is whether the loop holds a lent P. take returns it when the
 	// loop ends, before the loop's slot is free for another.
 	hasP bool
@@ -262,7 +262,7 @@ func (l *loop) handBack(s *session) {
 func (l *loop) run() {
 	defer l.ls.wg.Done()
 	defer l.close()
-	for kernel := l.inKernel(true); ; kernel = l.inKernel(kernel) {
+	for kernel := l.inKernel(true); ; {
 		var more bool
 		forced := l.ls.waitIn == waitKernel // a test's: no P is lent
 		if kernel && !forced {
@@ -271,12 +271,14 @@ func (l *loop) run() {
 		if kernel && (forced || l.hasP) {
 			more = l.waitInKernel(forced)
 			l.giveBack()
+			l.pollerUntil = time.Now().Add(pollerStay)
+			kernel = false
 		} else {
-			if kernel {
-				// No P to spare: wait in Go's poller for a while.
-				l.noLendUntil = time.Now().Add(lendRetry)
+			if kernel { // no P to spare
+				l.pollerUntil = time.Now().Add(pollerStay)
 			}
 			more = l.waitInPoller()
+			kernel = l.inKernel(false)
 		}
 		if !more {
 			return
@@ -284,9 +286,11 @@ func (l *loop) run() {
 	}
 }
 
-// lendRetry is how long a loop that could not have a P lent waits in Go's
-// poller before it asks again.
-const lendRetry = time.Second
+// pollerStay is how long a loop stays in Go's poller once it has left the
+// kernel's wait, or could not have a P lent, before it may go back: each
+// switch to the kernel's wait and back is two changes of GOMAXPROCS, each
+// of which stops the world.
+const pollerStay = time.Second
 
 // giveBack returns the loop's lent P, if it holds one.
 func (l *loop) giveBack() {
@@ -307,8 +311,8 @@ func (l *loop) giveBack() {
 // Relay's loops; a loop that gets none waits in Go's poller, and asks
 // again a second later. If something else sets GOMAXPROCS meanwhile, the
 // loops that wait in the kernel go back to Go's poller at their next
-// wake-up, no P is lent until every lent one is back, and the value set is
-// left alone. (GOMAXPROCS(0) counts the lent Ps: a program that saves it
+// wake-up, no P is lent until every lent one is back (then on top of the
+// new value), and the value set is left alone. (GOMAXPROCS(0) counts the lent Ps: a program that saves it
 // while one is lent and sets it back later keeps that P.)
 var lent struct {
 	mu   sync.Mutex
@@ -383,12 +387,13 @@ func procs() int {
 
 // The loop waits in the kernel while its wake-ups find few sockets ready
 // (loop.perWake under perWakeDense), and in Go's poller once they find
-// more, until they find fewer than perWakeSparse again. The gap keeps it
-// from switching back and forth: each switch changes GOMAXPROCS, which
-// stops the world. With the proxies saturated (bench/relay's 32
-// connections) the average stays between 1.5 and 2.5, where a gap from 1.5
-// to 2.5 let a loop switch some twenty times a second; traffic that comes
-// one message at a time brings it down to 1 (see account).
+// more, until they find fewer than perWakeSparse again, and pollerStay
+// has passed. The gap and the stay keep it from switching back and forth:
+// each switch changes GOMAXPROCS, which stops the world. With the proxies
+// saturated (bench/relay's 32 connections) the average moves between 1
+// and 2.5, and without the stay a loop switched some twenty times a second
+// (counted with a print in a throwaway build); traffic that comes one
+// message at a time brings it down to 1 (see account).
 const (
 	perWakeOne    = 16 // one event per wake-up, in loop.perWake's units
 	perWakeDense  = 5 * perWakeOne / 2
@@ -398,17 +403,17 @@ const (
 // inKernel reports whether the loop is to wait in the kernel, given
 // whether it does now.
 func (l *loop) inKernel(now bool) bool {
-	if !l.noLendUntil.IsZero() {
-		if time.Now().Before(l.noLendUntil) {
-			return false
-		}
-		l.noLendUntil = time.Time{}
-	}
 	switch l.ls.waitIn {
 	case waitKernel:
 		return true
 	case waitPoller:
 		return false
+	}
+	if !now && !l.pollerUntil.IsZero() {
+		if time.Now().Before(l.pollerUntil) {
+			return false
+		}
+		l.pollerUntil = time.Time{}
 	}
 	if now {
 		return l.perWake < perWakeDense
@@ -461,7 +466,6 @@ func (l *loop) waitInKernel(forced bool) bool {
 			return true
 		}
 		if !forced && !stillLent() {
-			l.noLendUntil = time.Now().Add(lendRetry)
 			return true
 		}
 	}

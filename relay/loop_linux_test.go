@@ -175,6 +175,24 @@ func TestAccountComesDown(t *testing.T) {
 	}
 }
 
+// TestPollerStay: a loop that has left the kernel's wait stays in Go's
+// poller for pollerStay, however sparse the traffic, so that it does not
+// switch (two GOMAXPROCS changes, each stopping the world) at every lull.
+func TestPollerStay(t *testing.T) {
+	l := &loop{ls: &loops{}}
+	l.pollerUntil = time.Now().Add(time.Hour)
+	if l.inKernel(false) {
+		t.Error("a loop went back to the kernel's wait before its stay in Go's poller ended")
+	}
+	if !l.inKernel(true) {
+		t.Error("the stay sent a loop with sparse traffic out of the kernel's wait")
+	}
+	l.pollerUntil = time.Now().Add(-time.Nanosecond)
+	if !l.inKernel(false) {
+		t.Error("a loop with sparse traffic stayed in Go's poller after its stay ended")
+	}
+}
+
 // withProcs sets GOMAXPROCS to n for the test.
 func withProcs(t *testing.T, n int) {
 	orig := runtime.GOMAXPROCS(n)
