@@ -312,14 +312,14 @@ func (l *loop) giveBack() {
 // again a second later. If something else sets GOMAXPROCS meanwhile, the
 // loops that wait in the kernel go back to Go's poller at their next
 // wake-up, no P is lent until every lent one is back (then on top of the
-// new value), and the value set is left alone. (GOMAXPROCS(0) counts the lent Ps: a program that saves it
-// while one is lent and sets it back later keeps that P.)
+// new value), and the value set is left alone. (GOMAXPROCS(0) counts the
+// lent Ps: a program that saves it while one is lent and sets it back
+// later keeps that P.)
 var lent struct {
-	mu   sync.Mutex
-	n    int // Ps lent
-	base int // GOMAXPROCS before the first was lent
-	set  int // GOMAXPROCS as last set here
-	off  bool
+	mu  sync.Mutex
+	n   int // Ps lent
+	set int // GOMAXPROCS as last set here
+	off bool
 }
 
 // lendP adds a P for a loop that waits in the kernel, and reports whether
@@ -328,12 +328,11 @@ func lendP() bool {
 	lent.mu.Lock()
 	defer lent.mu.Unlock()
 	cur := runtime.GOMAXPROCS(0)
-	if lent.n == 0 {
-		lent.base = cur
-	} else if cur != lent.set {
+	if lent.n > 0 && cur != lent.set {
 		lent.off = true
 	}
-	if lent.off || lent.base < 2 || lent.n >= (lent.base+1)/2 {
+	base := cur - lent.n // the process's own Ps (cur is lent.set while lending)
+	if lent.off || base < 2 || lent.n >= (base+1)/2 {
 		return false
 	}
 	if prev := runtime.GOMAXPROCS(cur + 1); prev != cur {
@@ -485,55 +484,47 @@ func (l *loop) waitInKernel(forced bool) bool {
 // while the loop waits here: in the kernel's wait, every event would also
 // wake the thread that waits in Go's poller.
 func (l *loop) waitInPoller() bool {
+	ended := false
 	f, err := dupFile(l.epfd, "relay-epoll")
 	if l.ls.noDup && err == nil {
 		_ = f.Close()
-		f, err = nil, syscall.EMFILE
+		err = syscall.EMFILE
 	}
-	var rc syscall.RawConn
 	if err == nil {
-		rc, err = f.SyscallConn()
-	}
-	if err != nil {
-		// No descriptor to spare: look, and if nothing is ready, sleep
-		// a little on a Go timer, which holds no P, before trying again.
-		if f != nil {
-			_ = f.Close()
+		var rc syscall.RawConn
+		if rc, err = f.SyscallConn(); err == nil {
+			err = rc.Read(func(uintptr) bool {
+				for {
+					n := l.wait(false)
+					if !l.turn(n) {
+						ended = true
+						return true
+					}
+					if l.inKernel(false) {
+						return true
+					}
+					// A wake-up that found one socket ready, or none,
+					// waits at once; one that found several looks again
+					// first, as more have likely become ready meanwhile,
+					// and a look costs less than a wait and a wake-up.
+					if n < 2 && len(l.again) == 0 {
+						return false
+					}
+				}
+			})
 		}
+		_ = f.Close()
+	}
+	if err != nil && !ended {
+		// Go's poller cannot have the epoll instance (no descriptor to
+		// spare, or it refused it): look, and if nothing is ready, sleep
+		// a little on a Go timer, which holds no P, before trying again.
 		l.perWake = 0
 		n := l.wait(false)
 		if n == 0 && len(l.again) == 0 {
 			time.Sleep(time.Millisecond)
 		}
 		return l.turn(n)
-	}
-	ended := false
-	err = rc.Read(func(uintptr) bool {
-		for {
-			n := l.wait(false)
-			if !l.turn(n) {
-				ended = true
-				return true
-			}
-			if l.inKernel(false) {
-				return true
-			}
-			// A wake-up that found one socket ready, or none, waits at
-			// once; one that found several looks again first, as more
-			// have likely become ready meanwhile, and a look costs less
-			// than a wait and a wake-up.
-			if n < 2 && len(l.again) == 0 {
-				return false
-			}
-		}
-	})
-	_ = f.Close()
-	if err != nil && !ended {
-		// Go's poller could not take the descriptor: as above.
-		l.perWake = 0
-		if len(l.again) == 0 {
-			time.Sleep(time.Millisecond)
-		}
 	}
 	return !ended
 }

@@ -101,12 +101,7 @@ func TestLendP(t *testing.T) {
 // where its goroutine keeps a P, on a P lent for it: the rest of the
 // process keeps the two it had. It gives the P back when it ends.
 func TestLoopWaitsOnALentP(t *testing.T) {
-	withProcs(t, 2)
-	_, _, c := relayedVia(t)
-	echo(t, c)
-	eventually(t, "the loop in the kernel's wait on a lent P", func() bool {
-		return runtime.GOMAXPROCS(0) == 3 && inSyscall() == 1
-	})
+	c := relayedOnALentP(t)
 	c.Close(websocket.StatusNormalClosure, "")
 	eventually(t, "the P given back", func() bool { return runtime.GOMAXPROCS(0) == 2 })
 }
@@ -116,12 +111,7 @@ func TestLoopWaitsOnALentP(t *testing.T) {
 // back to Go's poller at its next wake-up, so that it does not keep one of
 // the program's Ps, and the value the program set is left alone.
 func TestLoopLeavesTheKernelWhenGOMAXPROCSIsSet(t *testing.T) {
-	withProcs(t, 2)
-	_, _, c := relayedVia(t)
-	echo(t, c)
-	eventually(t, "the loop in the kernel's wait on a lent P", func() bool {
-		return runtime.GOMAXPROCS(0) == 3 && inSyscall() == 1
-	})
+	c := relayedOnALentP(t)
 	runtime.GOMAXPROCS(2) // the program's own setting
 	echo(t, c)            // the wake-up at which the loop looks
 	if held := heldPs(100, 2); held > 10 {
@@ -191,6 +181,20 @@ func TestPollerStay(t *testing.T) {
 	if !l.inKernel(false) {
 		t.Error("a loop with sparse traffic stayed in Go's poller after its stay ended")
 	}
+}
+
+// relayedOnALentP sets GOMAXPROCS to 2 for the test and returns a client's
+// relayed connection once its loop waits in the kernel on a lent P: 3 Ps,
+// one goroutine in a system call.
+func relayedOnALentP(t *testing.T) *websocket.Conn {
+	t.Helper()
+	withProcs(t, 2)
+	_, _, c := relayedVia(t)
+	echo(t, c)
+	eventually(t, "the loop in the kernel's wait on a lent P", func() bool {
+		return runtime.GOMAXPROCS(0) == 3 && inSyscall() == 1
+	})
+	return c
 }
 
 // withProcs sets GOMAXPROCS to n for the test.
