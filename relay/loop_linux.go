@@ -389,10 +389,11 @@ func procs() int {
 // more, until they find fewer than perWakeSparse again, and pollerStay
 // has passed. The gap and the stay keep it from switching back and forth:
 // each switch changes GOMAXPROCS, which stops the world. With the proxies
-// saturated (bench/relay's 32 connections) the average moves between 1
-// and 2.5, and without the stay a loop switched some twenty times a second
-// (counted with a print in a throwaway build); traffic that comes one
-// message at a time brings it down to 1 (see account).
+// saturated (bench/relay's 32 connections) the average crosses the gap
+// back and forth: without the stay a loop switched 160 times in a
+// four-round run (counted with a print in a throwaway build), with it 19.
+// Traffic that comes one message at a time brings it down to 1 (see
+// account).
 const (
 	perWakeOne    = 16 // one event per wake-up, in loop.perWake's units
 	perWakeDense  = 5 * perWakeOne / 2
