@@ -6,11 +6,14 @@
 // The three paths are measured in short interleaved rounds, in a rotating
 // order, so that a machine that gets slower or faster during the run affects
 // all three alike; besides the pooled figures it prints the median of the
-// per-round ratios, which a burst of load on a shared machine moves least.
-// Every round is bounded in time and in count.
+// per-round ratios, which a burst of load on a shared machine moves least,
+// and their geometric mean with a 95% confidence interval, which says
+// whether the run can tell the relay from nginx at all. Every round is
+// bounded in time and in count.
 //
 //	go run ./bench/relay
 //	go run ./bench/relay -conns 64 -size 1024 -duration 2s -rounds 5
+//	go run ./bench/relay -rounds 40 -v   # a narrower interval, and every round's figures
 //	go run ./bench/relay -relay-procs 1   # the relaying process on one P, as nginx on one worker
 //	go run ./bench/relay -rooms 20000     # the relaying process also runs rooms and answers its own players (path "own")
 //	go run ./bench/relay -rooms 20000 -players 20   # and 20 players of it send at 60 Hz throughout
@@ -30,6 +33,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -58,6 +62,7 @@ func main() {
 		rounds   = flag.Int("rounds", 10, "measured rounds per path and scenario")
 		maxRT    = flag.Int64("max", 2_000_000, "most round trips in one round")
 		only     = flag.String("only", "", "measure only this path (direct, relay or nginx), for profiling")
+		verbose  = flag.Bool("v", false, "print every round's figures, to pool them over runs")
 		procs    = flag.Int("relay-procs", 0, "GOMAXPROCS of the relaying process a (0: the Go default), to compare with nginx's one worker")
 		cpuprof  = flag.String("cpuprofile", "", "write a CPU profile of the serving process to this file (with -serve)")
 		players  = flag.Int("players", 0, "players connected straight to the relaying process throughout, each sending a message at 60 Hz; their p99 round trip is printed per path")
@@ -74,6 +79,7 @@ func main() {
 		return
 	}
 	onlyPath = *only
+	verboseRounds = *verbose
 	relayProcs = *procs
 	roomsInA = *rooms
 	playersOfA = *players
@@ -118,6 +124,9 @@ func (r result) pct(p int) time.Duration {
 
 // onlyPath, when set, restricts the run to one path.
 var onlyPath string
+
+// verboseRounds prints every round's figures.
+var verboseRounds bool
 
 func run(conns, size int, duration time.Duration, rounds int, maxRT int64, cpuprof string) error {
 	nginxBin, err := exec.LookPath("nginx")
@@ -225,6 +234,9 @@ func run(conns, size int, duration time.Duration, rounds int, maxRT int64, cpupr
 					}
 					late[p.name] = append(late[p.name], p99)
 				}
+				if verboseRounds {
+					fmt.Printf("round %d, %d connections, %s: %.0f round trips/s, proxy CPU per round trip %v\n", i, sc.conns, p.name, r.rate(), r.cpuPerRT())
+				}
 				res[p.name].rts += r.rts
 				res[p.name].time += r.time
 				res[p.name].lat = append(res[p.name].lat, r.lat...)
@@ -276,8 +288,10 @@ func run(conns, size int, duration time.Duration, rounds int, maxRT int64, cpupr
 			float64(rl.pct(99))/float64(ng.pct(99)),
 			float64(addedRelay)/float64(addedNginx),
 			rl.rate()/di.rate())
-		fmt.Printf("relay/nginx, median of %d rounds [min–max]: throughput %s, added p50 %s, proxy CPU per round trip %s\n\n",
+		fmt.Printf("relay/nginx, median of %d rounds [min–max]: throughput %s, added p50 %s, proxy CPU per round trip %s\n",
 			rounds, spread(thrRatios), spread(addedRatios), spread(cpuRatios))
+		fmt.Printf("relay/nginx, geometric mean of the rounds' ratios (95%% interval): throughput %s, proxy CPU per round trip %s\n\n",
+			interval(thrRatios), interval(cpuRatios))
 	}
 	var st relay.Stats
 	if err := getJSON("http://"+aAddr+"/stats", &st); err != nil {
@@ -287,6 +301,52 @@ func run(conns, size int, duration time.Duration, rounds int, maxRT int64, cpupr
 		return fmt.Errorf("relay did not relay: %+v", st)
 	}
 	return nil
+}
+
+// interval formats the geometric mean of xs, ratios above zero, and a 95%
+// confidence interval for it, from Student's t on their logarithms: a ratio
+// of 0.5 is as far from 1 as one of 2. The rounds differ with the state of
+// the machine, which moves both paths of a round alike, so the interval
+// says how far the run's figure can be trusted.
+func interval(xs []float64) string {
+	var logs []float64
+	for _, x := range xs {
+		if x > 0 && !math.IsInf(x, 0) {
+			logs = append(logs, math.Log(x))
+		}
+	}
+	n := len(logs)
+	if n < 2 {
+		return "–"
+	}
+	var sum, ss float64
+	for _, l := range logs {
+		sum += l
+	}
+	m := sum / float64(n)
+	for _, l := range logs {
+		ss += (l - m) * (l - m)
+	}
+	h := t975(n-1) * math.Sqrt(ss/float64(n-1)/float64(n))
+	return fmt.Sprintf("%.3f× (%.3f–%.3f)", math.Exp(m), math.Exp(m-h), math.Exp(m+h))
+}
+
+// t975 is the 97.5th percentile of Student's t distribution with df degrees
+// of freedom, from a table; between its rows it takes the smaller df's, a
+// wider interval.
+func t975(df int) float64 {
+	table := [...]struct {
+		df int
+		t  float64
+	}{{1, 12.706}, {2, 4.303}, {3, 3.182}, {4, 2.776}, {5, 2.571}, {6, 2.447}, {7, 2.365}, {8, 2.306},
+		{9, 2.262}, {10, 2.228}, {12, 2.179}, {15, 2.131}, {20, 2.086}, {30, 2.042}, {60, 2.000}, {120, 1.980}}
+	t := table[0].t
+	for _, r := range table {
+		if r.df <= df {
+			t = r.t
+		}
+	}
+	return t
 }
 
 // spread formats the median and range of xs.
