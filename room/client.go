@@ -82,6 +82,16 @@ func (c *Client) setRoom(id string) {
 	c.mu.Unlock()
 }
 
+// leftRoom clears the client's room if it is id: a leave applied late
+// must not clear a seat taken since in another room.
+func (c *Client) leftRoom(id string) {
+	c.mu.Lock()
+	if c.room == id {
+		c.room = ""
+	}
+	c.mu.Unlock()
+}
+
 // Send queues p for the client. A client too slow to keep up with its
 // queue is disconnected (StatusTooSlow).
 func (c *Client) Send(p Packet) error {

@@ -41,7 +41,8 @@ const ReasonPanic = "panic"
 const ReasonStopped = "server-stopped"
 
 // ReasonAbandoned is the end reason of a room whose players were all away
-// for the AwayTimeout.
+// for the AwayTimeout, or all left (each sent "leave", or was unseated or
+// refused its seat).
 const ReasonAbandoned = "abandoned"
 
 // ReasonDrained is the end reason of a room closed at the drain timeout.
@@ -642,8 +643,10 @@ func (h *Host[Sim, Input, Player]) Seat(ctx context.Context, roomID, id string) 
 	return nil
 }
 
-// Unseat removes player id from its room for good (the game's Leave runs
-// before the next step).
+// Unseat removes player id from its room for good: the game's Leave runs
+// before the next step, and then the player, if connected, is told
+// (room_end, reason "left"). A room whose last seated player is removed
+// ends (ReasonAbandoned). A player's "leave" packet calls it.
 func (h *Host[Sim, Input, Player]) Unseat(id string) {
 	h.mu.Lock()
 	r := h.seated[id]
@@ -654,26 +657,15 @@ func (h *Host[Sim, Input, Player]) Unseat(id string) {
 }
 
 // ReasonLeft is the room_end reason sent to a player removed from its room
-// because another server now holds its claim.
+// for good: it sent "leave", Unseat was called, or another server now
+// holds its claim.
 const ReasonLeft = "left"
 
 // claimLost removes player id, whose claim another server took over, from
-// its room as if it had left, and tells its connection here. It does not
-// block: it runs on the fleet's goroutine, and in hellos.
-func (h *Host[Sim, Input, Player]) claimLost(id string) {
-	h.mu.Lock()
-	r := h.seated[id]
-	c := h.clients[id]
-	h.mu.Unlock()
-	if r == nil {
-		return
-	}
-	r.push(event[Input]{kind: evLeave, id: id})
-	if c != nil && c.Room() == r.info.ID {
-		c.setRoom("")
-		c.Send(endPacket{Type: "room_end", Room: r.info.ID, Reason: ReasonLeft})
-	}
-}
+// its room as if it had left; its connection here is told when the leave
+// is applied, before the room's next step. It does not block: it runs on
+// the fleet's goroutine, and in hellos.
+func (h *Host[Sim, Input, Player]) claimLost(id string) { h.Unseat(id) }
 
 // RoomOf returns the id of the room player id is seated in, or "".
 func (h *Host[Sim, Input, Player]) RoomOf(id string) string {
@@ -726,7 +718,7 @@ func (h *Host[Sim, Input, Player]) unseat(id, roomID string) {
 	h.mu.Unlock()
 	h.kickReleases()
 	if c != nil {
-		c.setRoom("")
+		c.leftRoom(roomID)
 	}
 }
 

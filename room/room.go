@@ -299,12 +299,17 @@ func (r *Room[Sim, Input, Player]) apply(events []event[Input]) {
 			if s.joined {
 				h.game.Leave(r, s.player)
 			}
-			r.mu.Lock()
-			delete(r.seats, e.id)
-			r.seatsChanged()
-			r.mu.Unlock()
+			c, empty := r.dropSeat(e.id)
 			h.unseat(e.id, r.info.ID)
+			if c != nil {
+				// After the seat is gone, so that nothing the room
+				// sends reaches the player after this.
+				c.Send(endPacket{Type: "room_end", Room: r.info.ID, Reason: ReasonLeft})
+			}
 			h.roomChanged(r, false, nil)
+			if empty {
+				r.End(ReasonAbandoned)
+			}
 		case evInput:
 			if s.joined {
 				h.game.Input(r, s.player, e.input)
@@ -317,13 +322,28 @@ func (r *Room[Sim, Input, Player]) apply(events []event[Input]) {
 // refuse unseats player id, whom the game's Admit refused, and tells it.
 func (r *Room[Sim, Input, Player]) refuse(id string, err error) {
 	h := r.host
-	r.mu.Lock()
-	delete(r.seats, id)
-	r.seatsChanged()
-	r.mu.Unlock()
+	_, empty := r.dropSeat(id)
 	h.unseat(id, r.info.ID)
 	h.Send(id, refusedPacket{Type: "join_refused", Room: r.info.ID, Reason: truncate(err.Error(), 200)})
 	h.roomChanged(r, false, nil)
+	if empty {
+		r.End(ReasonAbandoned)
+	}
+}
+
+// dropSeat removes player id's seat, and returns the connection the seat
+// had (nil while the player is away) and whether no seat is left: a room
+// whose last player left, or was refused, has no one to wait for, and
+// ends (ReasonAbandoned) after the pass.
+func (r *Room[Sim, Input, Player]) dropSeat(id string) (c *Client, empty bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s := r.seats[id]; s != nil {
+		c = s.client
+	}
+	delete(r.seats, id)
+	r.seatsChanged()
+	return c, len(r.seats) == 0
 }
 
 // finish ends the room: the game's RoomEnded runs, seats are released

@@ -72,13 +72,11 @@ func (Duel) Join(r *room.Room[*Match, Input, *Fighter], id string) *Fighter {
 	return f
 }
 
-// Leave implements room.Game: a match whose players all left ends.
+// Leave implements room.Game: the fighter leaves the arena. A match whose
+// players all left is ended by the host (room.ReasonAbandoned).
 func (Duel) Leave(r *room.Room[*Match, Input, *Fighter], f *Fighter) {
 	m := r.Sim()
 	m.players = slices.DeleteFunc(m.players, func(p *Fighter) bool { return p == f })
-	if len(m.players) == 0 {
-		r.End("abandoned")
-	}
 }
 
 // Input implements room.Game.

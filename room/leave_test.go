@@ -1,0 +1,72 @@
+package room
+
+import (
+	"net/http/httptest"
+	"slices"
+	"testing"
+
+	"github.com/coder/websocket"
+)
+
+// A player who sends leave is told its room ended for it (room_end,
+// reason "left"), as the protocol promises, and hears nothing more of the
+// room; a room whose last seated player left ends (ReasonAbandoned),
+// rather than running empty until the server stops.
+func TestLeaveEndsTheRoomForThePlayerAndTheLastLeaveEndsIt(t *testing.T) {
+	g := &ender{counter: newCounter(), ended: make(chan struct{}, 10)}
+	h, err := New[*csim, int, *cplayer](g, Config{}, quietLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runHost(t, h)
+	srv := httptest.NewServer(h.Handler())
+	t.Cleanup(srv.Close)
+	if _, err := h.OpenRoom(t.Context(), Info{ID: "r", Players: []string{"p1", "p2"}}); err != nil {
+		t.Fatal(err)
+	}
+	conns := map[string]*websocket.Conn{}
+	for _, id := range []string{"p1", "p2"} {
+		tk, err := h.Tickets().Issue(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := dial(t, wsURL(srv.URL, "ticket="+tk))
+		send(t, c, `{"type":"hello","data":{"mode":"rejoin"}}`)
+		if m := readUntil(t, c, "welcome"); m["room"] != "r" {
+			t.Fatalf("welcome %v, want the room r", m)
+		}
+		conns[id] = c
+	}
+
+	send(t, conns["p1"], `{"type":"leave"}`)
+	if m := readUntil(t, conns["p1"], "room_end"); m["room"] != "r" || m["reason"] != ReasonLeft {
+		t.Fatalf("room_end %v, want room r, reason %q", m, ReasonLeft)
+	}
+	if h.RoomOf("p1") != "" || h.RoomOf("p2") != "r" {
+		t.Fatalf("after p1's leave: p1 in %q, p2 in %q", h.RoomOf("p1"), h.RoomOf("p2"))
+	}
+	if _, ok := h.Room("r"); !ok {
+		t.Fatal("the room ended while p2 was still seated")
+	}
+
+	send(t, conns["p2"], `{"type":"leave"}`)
+	if m := readUntil(t, conns["p2"], "room_end"); m["room"] != "r" || m["reason"] != ReasonLeft {
+		t.Fatalf("room_end %v, want room r, reason %q", m, ReasonLeft)
+	}
+	<-g.ended
+	if got, want := g.seen(), []string{"r " + ReasonAbandoned + " "}; !slices.Equal(got, want) {
+		t.Fatalf("ends %q, want %q", got, want)
+	}
+	waitUntil(t, "the room is still open after its last player left", func() bool {
+		_, ok := h.Room("r")
+		return !ok
+	})
+	// Neither is told of the room again: the next thing each reads is the
+	// close its own unknown packet earns.
+	for id, c := range conns {
+		send(t, c, `{"type":"nothing"}`)
+		if m, err := read(t, c); websocket.CloseStatus(err) != StatusUnknownType {
+			t.Fatalf("%s: after its room_end: %v %v, want the close %d", id, m, err, StatusUnknownType)
+		}
+	}
+}
