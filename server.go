@@ -10,9 +10,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
-	"strconv"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -242,7 +240,7 @@ func (s *Server) Run(ctx context.Context) error {
 	l := s.l
 	if l == nil {
 		var err error
-		if l, err = s.listen(); err != nil {
+		if l, err = s.cfg.Listen(ctx); err != nil {
 			return err
 		}
 	}
@@ -302,15 +300,6 @@ func (s *Server) Run(ctx context.Context) error {
 	err := g.Wait()
 	s.logger.Info("stopped")
 	return err
-}
-
-func (s *Server) listen() (net.Listener, error) {
-	h := s.cfg.Server.HTTP
-	l, err := net.Listen("tcp", net.JoinHostPort(h.Host, strconv.Itoa(h.Port)))
-	if errors.Is(err, syscall.EADDRINUSE) {
-		return nil, fmt.Errorf("muster: port %d is in use: set another with muster.server.http.port / %s", h.Port, config.EnvName("muster.server.http.port"))
-	}
-	return l, err
 }
 
 func (s *Server) closeBackplane() {

@@ -46,6 +46,18 @@ func TestBusyPortNamesVariable(t *testing.T) {
 	}
 }
 
+// A host that does not resolve fails Run with a line naming the key and
+// variable that set it; it used to be the resolver's error alone.
+func TestUnresolvableHostNamesVariable(t *testing.T) {
+	cfg := config.Default()
+	cfg.Server.HTTP.Host = "-5" // a name the resolver refuses without asking DNS
+	cfg.Server.HTTP.Port = 1
+	err := muster.Serve(t.Context(), Counter{}, cfg, quiet)
+	if err == nil || !strings.Contains(err.Error(), "MUSTER__SERVER__HTTP__HOST") || !strings.Contains(err.Error(), "muster.server.http.host") {
+		t.Fatalf("Serve on host -5: %v, want an error naming muster.server.http.host and MUSTER__SERVER__HTTP__HOST", err)
+	}
+}
+
 func TestRunTwice(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -18,14 +18,19 @@ func (c Config) Addr() string {
 
 // Listen listens on Addr. A port already in use, or one the process may
 // not bind, is an *Error that names muster.server.http.port and
-// MUSTER__SERVER__HTTP__PORT, so that the one line at start-up says what
-// to change.
+// MUSTER__SERVER__HTTP__PORT, and a host that does not resolve or is not
+// this machine's one that names muster.server.http.host and its variable,
+// so that the one line at start-up says what to change.
 func (c Config) Listen(ctx context.Context) (net.Listener, error) {
 	var lc net.ListenConfig
 	l, err := lc.Listen(ctx, "tcp", c.Addr())
+	var dnsErr *net.DNSError
 	switch {
 	case err == nil:
 		return l, nil
+	case errors.As(err, &dnsErr):
+		return nil, &Error{Key: "muster.server.http.host", Err: ErrInvalid,
+			Problem: fmt.Sprintf("%s does not resolve to an address (%s); set a host name or IP address of this machine", quote(c.Server.HTTP.Host), dnsErr.Err)}
 	case errors.Is(err, syscall.EADDRINUSE):
 		return nil, &Error{Key: "muster.server.http.port", Err: ErrInvalid,
 			Problem: fmt.Sprintf("port %d is in use on %s (another server running?); choose another port", c.Server.HTTP.Port, hostOrAll(c.Server.HTTP.Host))}

@@ -41,6 +41,23 @@ func TestListenBusyPort(t *testing.T) {
 	}
 }
 
+// TestListenUnresolvableHost: a host name that does not resolve is one
+// line that names the key and its variable, not the resolver's error alone.
+func TestListenUnresolvableHost(t *testing.T) {
+	t.Parallel()
+	c := config.Default()
+	c.Server.HTTP.Host, c.Server.HTTP.Port = "-5", 1 // refused by the resolver without a DNS query
+	l, err := c.Listen(context.Background())
+	if err == nil {
+		l.Close()
+		t.Fatal("listened on host -5")
+	}
+	want := `config: muster.server.http.host / MUSTER__SERVER__HTTP__HOST: "-5" does not resolve to an address (no such host); set a host name or IP address of this machine`
+	if err.Error() != want || !errors.Is(err, config.ErrInvalid) {
+		t.Errorf("error\n got %v\nwant %s", err, want)
+	}
+}
+
 func TestURL(t *testing.T) {
 	t.Parallel()
 	for addr, want := range map[string]string{
