@@ -113,14 +113,16 @@ func (c *Client) sendFrame(frame []byte) {
 }
 
 // Close closes the connection with code and reason after the frames
-// already queued are written. Only the first call counts.
+// already queued are written. Only the first call counts. A reason that is
+// not valid UTF-8, or longer than a close frame carries (123 bytes), is
+// mended and cut at a rune.
 func (c *Client) Close(code websocket.StatusCode, reason string) {
 	c.mu.Lock()
 	if c.closeCode != 0 {
 		c.mu.Unlock()
 		return
 	}
-	c.closeCode, c.closeReason = code, reason
+	c.closeCode, c.closeReason = code, closeReason(reason)
 	close(c.done)
 	c.mu.Unlock()
 	if code == StatusTooSlow {
