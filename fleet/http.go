@@ -82,13 +82,18 @@ func (f *Fleet) Handler() http.Handler {
 // token, or it was made on this machine. The latter is decided on the TCP
 // peer (relay.PeerAddr), never on an address a header named, and a request
 // that a proxy forwarded for someone (X-Forwarded-For, X-Real-IP,
-// Forwarded) is not taken to be local even when the proxy is.
+// Forwarded, or the header of muster.server.http.real-ip-header, which
+// relay.Forwarded reports) is not taken to be local even when the proxy
+// is.
 func (f *Fleet) drainAllowed(r *http.Request) bool {
 	if tok := f.cfg.DrainToken; tok != "" {
 		if got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok &&
 			subtle.ConstantTimeCompare([]byte(got), []byte(tok)) == 1 {
 			return true
 		}
+	}
+	if relay.Forwarded(r) {
+		return false
 	}
 	for _, h := range []string{"X-Forwarded-For", "X-Real-Ip", "Forwarded"} {
 		if _, ok := r.Header[h]; ok {

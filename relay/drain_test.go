@@ -35,6 +35,8 @@ func TestDrainNotOnForwardedLoopback(t *testing.T) {
 			http.Header{"X-Forwarded-For": {"127.0.0.1"}}, ""},
 		{"client names loopback without a proxy", "203.0.113.9:4000",
 			http.Header{"X-Real-Ip": {"127.0.0.1"}, "X-Forwarded-For": {"127.0.0.1"}}, ""},
+		{"local proxy names the client in the configured header only", "127.0.0.1:4000",
+			http.Header{"True-Client-Ip": {"203.0.113.9"}}, "True-Client-IP"},
 	}
 	synctest.Test(t, func(t *testing.T) {
 		c := fleettest.Start(t, 0, nil)

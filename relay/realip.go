@@ -58,6 +58,15 @@ func PeerAddr(r *http.Request) string {
 	return r.RemoteAddr
 }
 
+// Forwarded reports whether r's RemoteAddr is no longer its TCP peer's:
+// RealIP, RealIPHeader or Middleware replaced it with an address that a
+// proxy or another server named. A right kept for the machine itself
+// (a loopback-only endpoint) is not for such a request, whatever its peer.
+func Forwarded(r *http.Request) bool {
+	_, ok := r.Context().Value(peerKey{}).(string)
+	return ok
+}
+
 // withPeer returns a shallow copy of r, about to have its RemoteAddr
 // replaced, that remembers the TCP peer for PeerAddr.
 func withPeer(r *http.Request) *http.Request {
