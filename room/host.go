@@ -608,7 +608,9 @@ func (h *Host[Sim, Input, Player]) OpenRoom(ctx context.Context, info Info) (*Ro
 	return r, nil
 }
 
-// Seat adds player id to a running room (a late joiner).
+// Seat adds player id to a running room (a late joiner). It fails with
+// ErrClosed once the room has ended or is ending (End was called, or its
+// last player left).
 func (h *Host[Sim, Input, Player]) Seat(ctx context.Context, roomID, id string) error {
 	h.mu.Lock()
 	r := h.rooms[roomID]
@@ -622,7 +624,9 @@ func (h *Host[Sim, Input, Player]) Seat(ctx context.Context, roomID, id string) 
 	}
 	c := h.clients[id]
 	r.mu.Lock()
-	if r.ended {
+	if r.ended || r.endAsked != "" {
+		// Ended, or ending after the pass under way (the game's End, or
+		// the last player left): a seat now would be dropped with it.
 		r.mu.Unlock()
 		h.mu.Unlock()
 		return fmt.Errorf("seat %s: room %s: %w", id, roomID, ErrClosed)

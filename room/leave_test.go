@@ -1,8 +1,11 @@
 package room
 
 import (
+	"context"
+	"errors"
 	"net/http/httptest"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/coder/websocket"
@@ -68,5 +71,45 @@ func TestLeaveEndsTheRoomForThePlayerAndTheLastLeaveEndsIt(t *testing.T) {
 		if m, err := read(t, c); websocket.CloseStatus(err) != StatusUnknownType {
 			t.Fatalf("%s: after its room_end: %v %v, want the close %d", id, m, err, StatusUnknownType)
 		}
+	}
+}
+
+// A late joiner is not seated in a room that is ending: Seat refuses a
+// room whose end was asked (its last player left, or the game called
+// End) as it refuses one that has ended, instead of seating a player the
+// end of the pass then drops without its Join.
+func TestSeatRefusesARoomThatIsEnding(t *testing.T) {
+	g := &ender{counter: newCounter(), ended: make(chan struct{}, 10)}
+	h, err := New[*csim, int, *cplayer](g, Config{}, quietLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seated := make(chan error, 1)
+	var once sync.Once
+	g.onStep = func(r *Room[*csim, int, *cplayer]) {
+		if r.ID() != "r" || len(r.Players()) > 0 {
+			return
+		}
+		// p1's leave has just been applied, in this pass.
+		once.Do(func() {
+			done := make(chan error)
+			go func() { done <- h.Seat(context.Background(), "r", "p2") }()
+			seated <- <-done
+		})
+	}
+	runHost(t, h)
+	if _, err := h.OpenRoom(t.Context(), Info{ID: "r", Players: []string{"p1"}}); err != nil {
+		t.Fatal(err)
+	}
+	h.Unseat("p1")
+	if err := <-seated; !errors.Is(err, ErrClosed) {
+		t.Fatalf("Seat in a room whose last player left: %v, want ErrClosed", err)
+	}
+	<-g.ended
+	if got, want := g.seen(), []string{"r " + ReasonAbandoned + " "}; !slices.Equal(got, want) {
+		t.Fatalf("ends %q, want %q", got, want)
+	}
+	if id := h.RoomOf("p2"); id != "" {
+		t.Fatalf("p2 is in %q", id)
 	}
 }
