@@ -28,7 +28,9 @@ func (c Config) Listen(ctx context.Context) (net.Listener, error) {
 	switch {
 	case err == nil:
 		return l, nil
-	case errors.As(err, &dnsErr):
+	case errors.As(err, &dnsErr) && dnsErr.IsNotFound && ctx.Err() == nil:
+		// Only a name that does not exist: a resolver that timed out,
+		// failed or was canceled says nothing of the setting.
 		return nil, &Error{Key: "muster.server.http.host", Err: ErrInvalid,
 			Problem: fmt.Sprintf("%s does not resolve to an address (%s); set a host name or IP address of this machine", quote(c.Server.HTTP.Host), dnsErr.Err)}
 	case errors.Is(err, syscall.EADDRINUSE):

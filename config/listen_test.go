@@ -58,6 +58,24 @@ func TestListenUnresolvableHost(t *testing.T) {
 	}
 }
 
+// TestListenCanceled: a resolver that gave up because the context ended
+// is not a bad host: the error is the context's, not a config error.
+func TestListenCanceled(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	c := config.Default()
+	c.Server.HTTP.Host, c.Server.HTTP.Port = "localhost", 1
+	l, err := c.Listen(ctx)
+	if err == nil {
+		l.Close()
+		t.Skip("the resolver answered despite the ended context")
+	}
+	if errors.Is(err, config.ErrInvalid) {
+		t.Fatalf("Listen with an ended context: %v, a config error", err)
+	}
+}
+
 func TestURL(t *testing.T) {
 	t.Parallel()
 	for addr, want := range map[string]string{
