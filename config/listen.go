@@ -18,9 +18,9 @@ func (c Config) Addr() string {
 
 // Listen listens on Addr. A port already in use, or one the process may
 // not bind, is an *Error that names muster.server.http.port and
-// MUSTER__SERVER__HTTP__PORT, and a host that does not resolve or is not
-// this machine's one that names muster.server.http.host and its variable,
-// so that the one line at start-up says what to change.
+// MUSTER__SERVER__HTTP__PORT; a host name that does not exist, or an
+// address not of this machine, is one that names muster.server.http.host
+// and its variable: the one line at start-up says what to change.
 func (c Config) Listen(ctx context.Context) (net.Listener, error) {
 	var lc net.ListenConfig
 	l, err := lc.Listen(ctx, "tcp", c.Addr())
