@@ -7,10 +7,12 @@
 package testbin
 
 import (
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -36,13 +38,43 @@ func Need(tb testing.TB, name string) string {
 	return ""
 }
 
-// FreePort returns a TCP port on host that was free a moment ago.
+// FreePort returns a TCP port on host that was free a moment ago, for a
+// program a test starts. It is taken at random below the kernel's range of
+// ephemeral ports (ip_local_port_range), where no outgoing connection and
+// no listener on port 0 can take it before the program binds it: with a
+// port from port 0, a busy machine running test packages side by side
+// sometimes gave it to another connection first.
 func FreePort(tb testing.TB, host string) int {
 	tb.Helper()
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		tb.Fatalf("free port on %s: %v", host, err)
+	lo := ephemeralLow()
+	span := min(lo-1024, 12000)
+	for range 100 {
+		port := lo - 1 - rand.IntN(span)
+		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+		if err == nil {
+			l.Close()
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	tb.Fatalf("free port on %s: none of 100 tried below %d", host, lo)
+	return 0
+}
+
+// ephemeralLow returns the lowest port of the kernel's ephemeral range,
+// or Linux's default where it cannot be read.
+func ephemeralLow() int {
+	const linuxDefault = 32768
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return linuxDefault
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return linuxDefault
+	}
+	n, err := strconv.Atoi(f[0])
+	if err != nil || n <= 2048 {
+		return linuxDefault
+	}
+	return n
 }
