@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/muster-gg/muster/internal/testbin"
 )
 
 // The README's "A minimal game" is this program, as it stands.
@@ -46,7 +47,7 @@ func TestMinimalGamePlays(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	port := freePort(t)
+	port := testbin.FreePort(t, "127.0.0.1")
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute) // a bound for a stuck run, not a measure
 	defer cancel()
 	cmd := exec.Command(bin)
@@ -108,15 +109,6 @@ func TestMinimalGamePlays(t *testing.T) {
 		}
 		c.Close(websocket.StatusNormalClosure, "")
 	}
-}
-
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // connect gets a guest ticket, connects and says hello.
