@@ -426,11 +426,11 @@ func (h *Host[Sim, Input, Player]) readLoop(ctx context.Context, c *Client) {
 		default:
 			mh := h.routes[typ]
 			if mh == nil {
-				c.Close(StatusUnknownType, truncate("unknown packet type "+typ, 120))
+				c.Close(StatusUnknownType, "unknown packet type "+typ)
 				return
 			}
 			if err := h.handle(ctx, mh, c, typ, body); err != nil {
-				c.Close(StatusBadPacket, truncate(err.Error(), 120))
+				c.Close(StatusBadPacket, err.Error())
 				return
 			}
 		}
@@ -582,7 +582,8 @@ const maxCloseReason = 123
 // closeReason makes reason fit a close frame: valid UTF-8, which RFC 6455
 // requires of it (a browser, or the relay, fails a connection whose close
 // reason is not, and the player loses the code), and at most
-// maxCloseReason bytes.
+// maxCloseReason bytes. It cuts first, so that a long reason (a packet
+// type up to the read limit) is not mended whole.
 func closeReason(reason string) string {
-	return truncate(strings.ToValidUTF8(reason, "\uFFFD"), maxCloseReason)
+	return truncate(strings.ToValidUTF8(truncate(reason, maxCloseReason), "\uFFFD"), maxCloseReason)
 }

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -61,8 +62,8 @@ func FreePort(tb testing.TB, host string) int {
 }
 
 // ephemeralLow returns the lowest port of the kernel's ephemeral range,
-// or Linux's default where it cannot be read.
-func ephemeralLow() int {
+// or Linux's default where it cannot be read. It reads it once.
+var ephemeralLow = sync.OnceValue(func() int {
 	const linuxDefault = 32768
 	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
 	if err != nil {
@@ -77,4 +78,4 @@ func ephemeralLow() int {
 		return linuxDefault
 	}
 	return n
-}
+})
