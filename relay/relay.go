@@ -369,16 +369,22 @@ func (rl *Relay) dial(r *http.Request, target, addr string, client netip.AddrPor
 		return upstream{}, err
 	}
 	_ = conn.SetDeadline(time.Time{})
+	// Each field is one line: two lines mean the two values joined by a
+	// comma (RFC 9110, section 5.3), which is no accept key and no one
+	// subprotocol.
+	accepts, protos := resp.Header.Values("Sec-WebSocket-Accept"), resp.Header.Values("Sec-WebSocket-Protocol")
 	proto := resp.Header.Get("Sec-WebSocket-Protocol")
 	switch {
 	case resp.StatusCode != http.StatusSwitchingProtocols:
 		return upstream{}, fmt.Errorf("relay: the node answered the upgrade with %s", resp.Status)
 	case !headerHasToken(resp.Header, "Upgrade", "websocket") || !headerHasToken(resp.Header, "Connection", "upgrade"):
 		return upstream{}, errors.New("relay: the node's handshake response is not an upgrade")
-	case resp.Header.Get("Sec-WebSocket-Accept") != acceptKey(key):
+	case len(accepts) != 1 || accepts[0] != acceptKey(key):
 		return upstream{}, errors.New("relay: the node's Sec-WebSocket-Accept is wrong")
 	case len(resp.Header.Values("Sec-WebSocket-Extensions")) > 0:
 		return upstream{}, errors.New("relay: the node chose an extension that was not offered")
+	case len(protos) > 1:
+		return upstream{}, fmt.Errorf("relay: the node chose subprotocols %q, not one", protos)
 	case proto != "" && !slices.Contains(offered, proto):
 		return upstream{}, fmt.Errorf("relay: the node chose subprotocol %q, which was not offered", proto)
 	}
