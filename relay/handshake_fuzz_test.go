@@ -3,12 +3,14 @@ package relay
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -70,7 +72,7 @@ func pipeNode(t *testing.T, node func(net.Conn)) (dialNet func(context.Context, 
 	}
 	wait = func() *countingConn {
 		t.Helper()
-		recv(t, done, "the node's end")
+		recv(t, done, "exit of the node's goroutine")
 		return last
 	}
 	return dialNet, wait
@@ -226,4 +228,94 @@ func FuzzUpstreamHandshake(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestUpstreamHandshakeTimeout: a node that does not finish its handshake
+// response, whether it never answers, stops halfway or sends it a byte at a
+// time, is given up at DialTimeout, and its connection closed.
+func TestUpstreamHandshakeTimeout(t *testing.T) {
+	t.Parallel()
+	const timeout = 200 * time.Millisecond
+	status := "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+	cases := []struct {
+		name string
+		node func(c net.Conn)
+	}{
+		{"never reads the request", func(net.Conn) {}},
+		{"never answers", func(c net.Conn) { readUpgrade(c) }},
+		{"stops halfway", func(c net.Conn) {
+			readUpgrade(c)
+			_, _ = io.WriteString(c, status)
+		}},
+		{"a byte at a time", func(c net.Conn) {
+			readUpgrade(c)
+			tick := time.NewTicker(5 * time.Millisecond)
+			defer tick.Stop()
+			for b := []byte(status + strings.Repeat("X-Slow: 1\r\n", maxHandshake)); ; b = b[1:] {
+				if _, err := c.Write(b[:1]); err != nil {
+					return
+				}
+				<-tick.C
+			}
+		}},
+	}
+	for _, tc := range cases {
+		for _, transport := range []string{"pipe", "tcp"} {
+			t.Run(tc.name+" over "+transport, func(t *testing.T) {
+				t.Parallel()
+				rl, err := New(Config{NodeID: "a", Secret: testSecret, DialTimeout: timeout}, nil, slog.New(slog.DiscardHandler))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { rl.Close() })
+				// The node, once done, waits for the relay to give up
+				// and then reads until the relay closes the connection.
+				gaveUp := make(chan struct{})
+				node := func(c net.Conn) {
+					tc.node(c)
+					<-gaveUp
+					_, _ = io.Copy(io.Discard, c)
+				}
+				var wait func()
+				if transport == "pipe" {
+					dialNet, waitPipe := pipeNode(t, node)
+					rl.dialNet = dialNet
+					wait = func() { waitPipe() }
+				} else {
+					done := make(chan struct{})
+					addr := acceptAll(t, func(c net.Conn) {
+						defer close(done)
+						node(c)
+					})
+					rl.dialNet = func(ctx context.Context, network, _ string) (net.Conn, error) {
+						return rl.dialer.DialContext(ctx, network, addr)
+					}
+					wait = func() { recv(t, done, "exit of the node's goroutine") }
+				}
+
+				start := time.Now()
+				ended := make(chan error, 1)
+				go func() {
+					up, err := rl.dial(clientUpgrade(), "b", "10.77.0.1:7000", netip.MustParseAddrPort("198.51.100.1:5"))
+					if err == nil {
+						up.conn.Close()
+					}
+					ended <- err
+				}()
+				err = recv(t, ended, "return from dial")
+				took := time.Since(start)
+				close(gaveUp)
+				if err == nil {
+					t.Fatal("the handshake succeeded")
+				}
+				if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, os.ErrDeadlineExceeded) {
+					t.Errorf("error %v, want the dial timeout", err)
+				}
+				if took < timeout {
+					t.Errorf("gave up after %v, before the timeout of %v", took, timeout)
+				}
+				wait() // the node reads the close
+			})
+		}
+	}
 }
