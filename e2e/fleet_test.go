@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -35,6 +37,7 @@ func TestFleet(t *testing.T) {
 		{"drain", testDrain},
 		{"kill", testKill},
 		{"metrics", testMetrics},
+		{"operator", testOperatorOnly},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			c.Ensure(t)
@@ -493,5 +496,60 @@ func testMetrics(t *testing.T, c *cluster) {
 	}
 	if code != 200 || !strings.Contains(string(body), "\nmuster_server_load ") {
 		t.Errorf("/metrics: %d, no muster_server_load:\n%.500s", code, body)
+	}
+}
+
+// The probes, the drain, /metrics and the dashboard are for operators, on
+// each server's own address: through nginx, the fleet's public address,
+// every one of them is refused, while the game's own paths are served.
+func testOperatorOnly(t *testing.T, c *cluster) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	base, err := url.Parse(c.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// fetch sends path as written, not cleaned: nginx must refuse a path
+	// that only its normalisation turns into an operator's.
+	fetch := func(method, path string) int {
+		u := *base
+		if u.Path, err = url.PathUnescape(path); err != nil {
+			t.Fatal(err)
+		}
+		u.RawPath = path
+		req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Client.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, p := range []struct{ method, path string }{
+		{http.MethodGet, "/metrics"},
+		{http.MethodGet, "/muster/dashboard"},
+		{http.MethodGet, "/muster/dashboard/nodes"},
+		{http.MethodGet, "/muster/server/ready"},
+		{http.MethodGet, "/muster/server/live"},
+		{http.MethodGet, "/muster/server/capacity"},
+		{http.MethodPost, "/muster/server/drain"},
+		{http.MethodGet, "/MUSTER/dashboard"},
+		{http.MethodGet, "/metrics/"},
+		{http.MethodGet, "//metrics"},
+		{http.MethodGet, "/./metrics"},
+		{http.MethodGet, "/muster/../metrics"},
+		{http.MethodGet, "/%6Detrics"},
+		{http.MethodGet, "/%6Duster/dashboard"},
+		{http.MethodGet, "/x/..//muster/server/ready"},
+	} {
+		if code := fetch(p.method, p.path); code != http.StatusForbidden && code != http.StatusNotFound {
+			t.Errorf("%s %s through nginx: %d, want 403 or 404", p.method, p.path, code)
+		}
+	}
+	if code := fetch(http.MethodGet, "/"); code != http.StatusOK {
+		t.Errorf("GET / through nginx: %d, want the game's page", code)
 	}
 }
