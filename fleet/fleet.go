@@ -49,7 +49,7 @@ type Fleet struct {
 	instance    string               // this process's mark in its record
 	signKey     []byte               // derived from cfg.Key; nil: unsigned
 	rejected    int64                // records dropped for their signature
-	rejectedIDs map[string][]byte    // the last record dropped, by id
+	rejectedIDs map[string][]byte    // the last record dropped, by id, of those in the store at the last heartbeat
 	running     bool                 // Run was called
 	ended       bool                 // Run has returned or is returning
 	held        map[backplane.Key]bool
@@ -263,21 +263,34 @@ func (f *Fleet) step(ctx context.Context) error {
 	view := make(map[string]Node, len(nodes))
 	raw := make(map[string][]byte, len(nodes))
 	var expires map[string]time.Time
+	var rejectedIDs map[string][]byte
 	for _, bn := range nodes {
 		// Most records are as they were at the last heartbeat: decoding
 		// them again would cost each server K decodes a heartbeat.
 		n, ok := f.view[bn.ID]
 		if !ok || !bytes.Equal(f.raw[bn.ID], bn.Data) {
-			rec, signed := verify(f.signKey, bn.Data)
+			// A record dropped at the last heartbeat and unchanged since
+			// is dropped again without hashing it again.
+			last, seen := f.rejectedIDs[bn.ID]
+			same := seen && bytes.Equal(last, bn.Data)
+			var rec []byte
+			signed := false
+			if !same {
+				rec, signed = verify(f.signKey, bn.Data)
+			}
 			if !signed {
-				if f.rejectedIDs[bn.ID] == nil || !bytes.Equal(f.rejectedIDs[bn.ID], bn.Data) {
+				if !same {
 					f.rejected++ // once per record, not per heartbeat
-					if f.rejectedIDs == nil {
-						f.rejectedIDs = make(map[string][]byte)
-					}
-					f.rejectedIDs[bn.ID] = bn.Data
-					f.logger.Warn("dropped a fleet record not signed with this fleet's key", "node", bn.ID)
 				}
+				if !seen {
+					// Once while this id's records keep failing: a server
+					// with another key changes its record every heartbeat.
+					f.logger.Warn("dropped the records of a server not signed with this server's key; every server of a fleet needs the same muster.security.key (MUSTER__SECURITY__KEY)", "node", bn.ID)
+				}
+				if rejectedIDs == nil {
+					rejectedIDs = make(map[string][]byte)
+				}
+				rejectedIDs[bn.ID] = bn.Data
 				continue
 			}
 			if n, ok = decodeNode(bn.ID, rec); !ok {
@@ -297,6 +310,7 @@ func (f *Fleet) step(ctx context.Context) error {
 	}
 	view[self.ID] = self
 	f.view, f.raw, f.expires, f.nextExp = view, raw, expires, time.Time{}
+	f.rejectedIDs = rejectedIDs // ids gone from the store are forgotten
 	log := f.takeHeldLogLocked()
 	f.mu.Unlock()
 	f.applyHeldLog(log)

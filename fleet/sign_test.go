@@ -1,6 +1,8 @@
 package fleet_test
 
 import (
+	"context"
+	"log/slog"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -43,6 +45,54 @@ func TestUnsignedRecordsDropped(t *testing.T) {
 		}
 		if n := s0.RejectedRecords(); n != 3 {
 			t.Errorf("RejectedRecords = %d, want 3 (each record once)", n)
+		}
+	})
+}
+
+// A server with another key changes its record every heartbeat; it is
+// logged once, naming the setting to fix, and once more only if it comes
+// back after its records left the store.
+func TestOtherKeyLoggedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := fleettest.Start(t, 0, nil)
+		bp, err := c.Store.Cluster("default")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var logs fleettest.Logs
+		f, err := fleet.New(fleet.Config{NodeID: "s0", Heartbeat: hb, Key: []byte("the fleet's security key")}, bp, slog.New(&logs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- f.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+
+		const msg = "dropped the records of a server not signed with this server's key"
+		otherKey := fleet.Config{NodeID: "other", Heartbeat: hb, InternalAddress: "127.0.0.1:9999", Key: []byte("some other key, 16+")}
+		other := c.Add(otherKey)
+		for i := range 5 {
+			other.SetStat("queue:duel", int64(i+1))
+			time.Sleep(hb)
+			synctest.Wait()
+		}
+		if n := logs.Count(msg); n != 1 {
+			t.Errorf("logged %d times over 5 heartbeats of changed records, want once", n)
+		}
+		if n := f.RejectedRecords(); n < 2 {
+			// How many of the 5 records a heartbeat read depends on the
+			// heartbeats' jitter.
+			t.Errorf("RejectedRecords = %d, want each record read counted, not only the first", n)
+		}
+		other.Stop() // it leaves: its record is gone at once
+		time.Sleep(2 * hb)
+		synctest.Wait()
+		c.Add(otherKey)
+		time.Sleep(2 * hb)
+		synctest.Wait()
+		if n := logs.Count(msg); n != 2 {
+			t.Errorf("logged %d times, want once more for the server that came back", n)
 		}
 	})
 }
