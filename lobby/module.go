@@ -15,6 +15,7 @@ import (
 	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/modkit"
+	"github.com/muster-gg/muster/internal/uid"
 	"github.com/muster-gg/muster/room"
 )
 
@@ -39,6 +40,7 @@ type Module struct {
 	ips      map[string]string // player → address of its last join, for the code lockout
 	local    room.Counter      // counts wrong codes without a fleet
 	nextRoom uint64
+	roomTag  string // this module's mark in its room ids (uid.Tag)
 }
 
 type lobby struct {
@@ -94,6 +96,7 @@ func New(cfg Config) (*Module, error) {
 		retrying: make(map[string]bool),
 		ips:      make(map[string]string),
 		local:    memory.New(),
+		roomTag:  uid.Tag(),
 	}, nil
 }
 
@@ -555,7 +558,9 @@ func (m *Module) start(ctx context.Context, id string) {
 		}
 	}
 	m.nextRoom++
-	rid := fmt.Sprintf("lobby-%s-%d", l.code, m.nextRoom)
+	// Codes come back once their lobbies end, so the tag keeps a room's
+	// id unique across the fleet and over restarts, as the host's are.
+	rid := fmt.Sprintf("lobby-%s-%d-%s", l.code, m.nextRoom, m.roomTag)
 	l.room, m.rooms[rid] = rid, l
 	info := room.Info{ID: rid, Kind: m.cfg.RoomKind, Players: ids, Data: Match{Code: l.code, Host: l.host, Members: ids}}
 	m.mu.Unlock()

@@ -119,7 +119,10 @@ type Redirect struct {
 
 // Info describes a room when it is opened.
 type Info struct {
-	// ID is the room's id, unique on the server.
+	// ID is the room's id. One the host makes (when Open is given none) is
+	// unique across the fleet and over restarts, so it can key a saved
+	// result; one a game or module gives is kept as given, and must be
+	// unique among the rooms open on the server.
 	ID string
 	// Kind says who opened it, e.g. a playlist name or "lobby".
 	Kind string

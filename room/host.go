@@ -16,6 +16,7 @@ import (
 
 	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/internal/uid"
 )
 
 // The largest Config.Workers, Config.SendQueue, Config.MaxCatchUp and
@@ -250,6 +251,7 @@ type Host[Sim, Input, Player any] struct {
 	roomEnd chan struct{}                        // signalled when a room ends
 	started chan struct{}                        // closed when Run begins
 	nextID  uint64
+	idTag   string // this host's mark in the room ids it makes (uid.Tag)
 
 	// The room ends that players away at the time did not hear of, told
 	// when they come back (awayend.go).
@@ -296,6 +298,7 @@ func New[Sim, Input, Player any](game Game[Sim, Input, Player], cfg Config, logg
 		roomEnd: make(chan struct{}, 1),
 		started: make(chan struct{}),
 		relKick: make(chan struct{}, 1),
+		idTag:   uid.Tag(),
 	}
 	h.before, _ = game.(BeforeStepper[Sim, Input, Player])
 	h.after, _ = game.(AfterStepper[Sim, Input, Player])
@@ -552,7 +555,9 @@ func (h *Host[Sim, Input, Player]) ResetLateness() { h.sched.resetLateness() }
 // before the room's first step). Players connected to this host are
 // attached to their seats; the others take them when they arrive. With a
 // fleet bound, every seated player is claimed. It fails while the server
-// drains, and for a player already seated.
+// drains, for a player already seated, and for an info.ID already open
+// here. An empty info.ID is given one unique across the fleet and over
+// restarts (r<n>-<random>).
 func (h *Host[Sim, Input, Player]) OpenRoom(ctx context.Context, info Info) (*Room[Sim, Input, Player], error) {
 	if h.server != nil && h.server.Draining() {
 		return nil, ErrDraining
@@ -570,7 +575,7 @@ func (h *Host[Sim, Input, Player]) OpenRoom(ctx context.Context, info Info) (*Ro
 	}
 	h.nextID++
 	if info.ID == "" {
-		info.ID = fmt.Sprintf("r%d", h.nextID)
+		info.ID = fmt.Sprintf("r%d-%s", h.nextID, h.idTag)
 	} else if h.rooms[info.ID] != nil {
 		h.mu.Unlock()
 		return nil, fmt.Errorf("open room: id %q is taken", info.ID)

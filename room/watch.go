@@ -8,7 +8,7 @@ import (
 
 // RoomState is what a RoomWatcher is told of a room.
 type RoomState struct {
-	// ID is the room's id, unique on the server.
+	// ID is the room's id (see Info.ID).
 	ID string
 	// Kind says who opened it (Info.Kind).
 	Kind string
