@@ -51,9 +51,14 @@ func (f *Fleet) countsShared() bool {
 
 // localCounters is the in-memory fallback of Increment.
 type localCounters struct {
-	mu sync.Mutex
-	m  map[string]localCounter
+	mu      sync.Mutex
+	m       map[string]localCounter
+	sweepAt int // sweep expired counters when m grows to this size
+	sweeps  int // sweeps made, for tests
 }
+
+// minSweep is the size below which the counters are never swept.
+const minSweep = 4096
 
 type localCounter struct {
 	n       int64
@@ -67,12 +72,17 @@ func (c *localCounters) increment(key string, ttl time.Duration, by int64, now t
 	if c.m == nil {
 		c.m = make(map[string]localCounter)
 	}
-	if len(c.m) > 4096 { // bound memory without a goroutine
+	// Memory is bounded without a goroutine: a sweep drops the expired
+	// counters once m has doubled since the last one, so that it costs
+	// each increment O(1) however many counters are live.
+	if len(c.m) >= max(c.sweepAt, minSweep) {
 		for k, e := range c.m {
 			if !now.Before(e.expires) {
 				delete(c.m, k)
 			}
 		}
+		c.sweepAt = 2 * len(c.m)
+		c.sweeps++
 	}
 	e, ok := c.m[key]
 	if !ok || !now.Before(e.expires) {

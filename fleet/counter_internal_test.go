@@ -1,0 +1,57 @@
+package fleet
+
+import (
+	"strconv"
+	"testing"
+	"time"
+)
+
+// The in-memory fallback of Increment sweeps expired counters only when it
+// has doubled since its last sweep: with many live counters (connection
+// attempts from many addresses while Redis is away) a count must not walk
+// them all every time, under the one mutex every connection waits for.
+func TestLocalCountersSweepRarely(t *testing.T) {
+	var c localCounters
+	now := time.Unix(1_000_000, 0)
+	const live = 20_000
+	for i := range live {
+		c.increment("lockout:"+strconv.Itoa(i), time.Minute, 1, now)
+	}
+	before := c.sweeps
+	for i := range live {
+		if n := c.increment("lockout:"+strconv.Itoa(i), time.Minute, 1, now); n != 2 {
+			t.Fatalf("counter %d = %d, want 2", i, n)
+		}
+	}
+	if n := c.sweeps - before; n > 1 {
+		t.Errorf("%d sweeps over %d live counters in %d increments of them, want at most one", n, live, live)
+	}
+	// Expired counters still go: a minute later the next sweep leaves only
+	// the new one.
+	later := now.Add(time.Minute)
+	for i := range 2 * live {
+		c.increment("new:"+strconv.Itoa(i), time.Minute, 1, later)
+	}
+	if len(c.m) > 2*live+1 {
+		t.Errorf("%d counters kept, want the %d expired ones swept", len(c.m), live)
+	}
+	if n := c.increment("lockout:1", time.Minute, 1, later); n != 1 {
+		t.Errorf("an expired counter counts on from %d, want a fresh start at 1", n-1)
+	}
+}
+
+// BenchmarkLocalIncrement counts with 20,000 live counters in memory.
+func BenchmarkLocalIncrement(b *testing.B) {
+	var c localCounters
+	now := time.Unix(1_000_000, 0)
+	const live = 20_000
+	keys := make([]string, live)
+	for i := range keys {
+		keys[i] = "lockout:" + strconv.Itoa(i)
+		c.increment(keys[i], time.Hour, 1, now)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		c.increment(keys[i%live], time.Hour, 1, now)
+	}
+}
