@@ -3,6 +3,8 @@ package room
 import (
 	"context"
 	"time"
+
+	"github.com/muster-gg/muster/internal/addrkey"
 )
 
 // Where rate limits and lockouts count.
@@ -12,7 +14,10 @@ const (
 )
 
 // Limits are the connection rate limits and failure lockouts, per client
-// IP address.
+// IP address. An IPv4 address (or an IPv4-mapped IPv6 address) counts
+// whole; an IPv6 address counts by its /64 prefix, the smallest network a
+// customer is given, so that one stranger's 2^64 addresses are one
+// address here.
 type Limits struct {
 	// Store is where the counts are kept: "memory" (each server counts on
 	// its own) or "backplane" (once for the fleet, falling back to memory
@@ -92,18 +97,20 @@ type limiter struct {
 }
 
 // allowConnect counts a connection attempt from ip and reports whether it
-// may go on: not locked out and within the rate.
+// may go on: not locked out and within the rate. It counts ip by its
+// addrkey.
 func (l *limiter) allowConnect(ctx context.Context, ip string) bool {
-	if n, err := l.counter.Increment(ctx, "lockout:"+ip, l.cfg.Lockout, 0); err == nil && n >= int64(l.cfg.Failures) {
+	key := addrkey.Of(ip)
+	if n, err := l.counter.Increment(ctx, "lockout:"+key, l.cfg.Lockout, 0); err == nil && n >= int64(l.cfg.Failures) {
 		return false
 	}
-	n, err := l.counter.Increment(ctx, "connect:"+ip, l.cfg.Window, 1)
+	n, err := l.counter.Increment(ctx, "connect:"+key, l.cfg.Window, 1)
 	return err != nil || n <= int64(l.cfg.Connects) // a counter that fails does not lock players out
 }
 
-// failed counts a failed hello from ip towards its lockout.
+// failed counts a failed hello from ip towards the lockout of its addrkey.
 func (l *limiter) failed(ctx context.Context, ip string) {
-	l.counter.Increment(ctx, "lockout:"+ip, l.cfg.Lockout, 1)
+	l.counter.Increment(ctx, "lockout:"+addrkey.Of(ip), l.cfg.Lockout, 1)
 }
 
 // bucket is a connection's token bucket for its messages. Only the

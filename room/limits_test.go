@@ -1,0 +1,117 @@
+package room
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// addrHeader names the client address a test server makes the request
+// come from, as a trusted proxy's X-Forwarded-For would.
+const addrHeader = "X-Test-Remote-Addr"
+
+// startHostAt is startHost behind a front that sets r.RemoteAddr from
+// addrHeader, so that a test on loopback connects from any address.
+func startHostAt(t *testing.T, cfg Config) (*Host[*csim, int, *cplayer], *httptest.Server) {
+	t.Helper()
+	h, err := New[*csim, int, *cplayer](newCounter(), cfg, quietLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runHost(t, h)
+	play := h.Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a := r.Header.Get(addrHeader); a != "" {
+			r.RemoteAddr = a
+		}
+		play.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return h, srv
+}
+
+// dialFrom dials url as the client at addr (host:port) and returns the
+// connection, or nil and the HTTP status of a refused upgrade.
+func dialFrom(t *testing.T, url, addr string) (*websocket.Conn, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{addrHeader: {addr}}})
+	if err != nil {
+		if resp == nil {
+			t.Fatalf("dial %s from %s: %v", url, addr, err)
+		}
+		return nil, resp.StatusCode
+	}
+	t.Cleanup(func() { c.CloseNow() })
+	return c, http.StatusSwitchingProtocols
+}
+
+// connectStatus is the status the host answers a plain GET from addr
+// with: 429 when the address is over its limits, else the refused
+// upgrade's.
+func connectStatus(h *Host[*csim, int, *cplayer], addr string) int {
+	rec := httptest.NewRecorder()
+	r := httptest.NewRequest(http.MethodGet, "/play", nil)
+	r.RemoteAddr = addr
+	h.Handler().ServeHTTP(rec, r)
+	return rec.Code
+}
+
+// The connect rate counts an IPv6 client by its /64: a stranger with a
+// /64 does not start the limit afresh at each of its 2^64 addresses. An
+// IPv4-mapped address is its IPv4 address.
+func TestConnectRateCountsIPv6By64(t *testing.T) {
+	h, err := New[*csim, int, *cplayer](newCounter(), Config{Limits: Limits{Connects: 2}}, quietLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runHost(t, h)
+	for _, addr := range []string{"[2001:db8:1:2::1]:4000", "[2001:db8:1:2::2]:4000"} {
+		if code := connectStatus(h, addr); code == http.StatusTooManyRequests {
+			t.Fatalf("connect from %s: 429 within the rate", addr)
+		}
+	}
+	if code := connectStatus(h, "[2001:db8:1:2:ffff::3]:4000"); code != http.StatusTooManyRequests {
+		t.Fatalf("third connect from 2001:db8:1:2::/64 answered %d, want 429", code)
+	}
+	if code := connectStatus(h, "[2001:db8:1:3::1]:4000"); code == http.StatusTooManyRequests {
+		t.Fatal("connect from the next /64: 429, want its own count")
+	}
+	for _, addr := range []string{"[::ffff:192.0.2.1]:4000", "192.0.2.1:4001"} {
+		if code := connectStatus(h, addr); code == http.StatusTooManyRequests {
+			t.Fatalf("connect from %s: 429 within the rate", addr)
+		}
+	}
+	if code := connectStatus(h, "192.0.2.1:4002"); code != http.StatusTooManyRequests {
+		t.Fatalf("third connect from 192.0.2.1, once IPv4-mapped: %d, want 429", code)
+	}
+	if code := connectStatus(h, "192.0.2.2:4000"); code == http.StatusTooManyRequests {
+		t.Fatal("connect from the next IPv4 address: 429, want its own count")
+	}
+}
+
+// Bad tickets lock out an IPv6 client's whole /64.
+func TestBadTicketLockoutCountsIPv6By64(t *testing.T) {
+	_, srv := startHostAt(t, Config{Limits: Limits{Failures: 2}})
+	for _, addr := range []string{"[2001:db8:1:2::1]:4000", "[2001:db8:1:2::2]:4000"} {
+		c, code := dialFrom(t, wsURL(srv.URL, "ticket=forged"), addr)
+		if c == nil {
+			t.Fatalf("connect from %s refused with %d before any failure counted", addr, code)
+		}
+		send(t, c, `{"type":"hello","data":{"mode":"new"}}`)
+		if code := closeCode(t, c); code != StatusBadTicket {
+			t.Fatalf("forged ticket closed with %d, want %d", code, StatusBadTicket)
+		}
+	}
+	if c, code := dialFrom(t, wsURL(srv.URL, "ticket=forged"), "[2001:db8:1:2::3]:4000"); c != nil || code != http.StatusTooManyRequests {
+		t.Fatalf("connect from 2001:db8:1:2::3 after 2 bad tickets from its /64: %d, want 429", code)
+	}
+	if c, _ := dialFrom(t, wsURL(srv.URL, "ticket=forged"), "[2001:db8:1:3::1]:4000"); c == nil {
+		t.Fatal("connect from the next /64 refused: its lockout is its own")
+	}
+}
