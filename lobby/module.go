@@ -122,14 +122,7 @@ func (m *Module) HandleMessage(ctx context.Context, c *room.Client, typ string, 
 		if err := m.kit.Codec.Unmarshal(body, &req); err != nil {
 			return fmt.Errorf("lobby.join: %w", err)
 		}
-		if m.locked(ctx, c.IP()) {
-			m.fail(c.ID(), ErrLocked)
-			return nil
-		}
-		m.mu.Lock()
-		m.ips[c.ID()] = c.IP()
-		m.mu.Unlock()
-		m.join(ctx, c.ID(), req.Code, c.CooldownFrom())
+		m.joinFrom(ctx, c.ID(), c.IP(), req.Code, c.CooldownFrom())
 	case MsgLeave:
 		m.leave(ctx, c.ID())
 	case MsgStart:
@@ -288,6 +281,19 @@ func (m *Module) counter() room.Counter {
 		return f
 	}
 	return m.local
+}
+
+// joinFrom is player id's join of the lobby code raw, asked from address
+// ip, unless the address is locked out for wrong codes.
+func (m *Module) joinFrom(ctx context.Context, id, ip, raw string, arrived time.Time) {
+	if m.locked(ctx, ip) {
+		m.fail(id, ErrLocked)
+		return
+	}
+	m.mu.Lock()
+	m.ips[id] = ip
+	m.mu.Unlock()
+	m.join(ctx, id, raw, arrived)
 }
 
 // locked reports whether address ip tried Config.CodeFailures wrong
