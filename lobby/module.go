@@ -37,7 +37,6 @@ type Module struct {
 	reserved map[string]bool   // codes being claimed
 	waits    map[string]*wait  // moves waiting for the cooldown
 	retrying map[string]bool   // waits taken out of waits by a step, being tried again
-	ips      map[string]string // player → address of its last join, for the code lockout
 	local    room.Counter      // counts wrong codes without a fleet
 	nextRoom uint64
 	roomTag  string // this module's mark in its room ids (uid.Tag)
@@ -94,7 +93,6 @@ func New(cfg Config) (*Module, error) {
 		reserved: make(map[string]bool),
 		waits:    make(map[string]*wait),
 		retrying: make(map[string]bool),
-		ips:      make(map[string]string),
 		local:    memory.New(),
 		roomTag:  uid.Tag(),
 	}, nil
@@ -151,7 +149,6 @@ func (m *Module) Disconnected(c *room.Client) {
 func (m *Module) disconnected(id string) {
 	m.mu.Lock()
 	delete(m.waits, id)
-	delete(m.ips, id)
 	l := m.players[id]
 	if l == nil {
 		m.mu.Unlock()
@@ -269,9 +266,6 @@ func (m *Module) Lobbies() int {
 }
 
 func (m *Module) fail(id string, err error) {
-	if errors.Is(err, ErrNoLobby) || errors.Is(err, ErrBadCode) {
-		m.codeFailed(id)
-	}
 	m.kit.Env.Send(id, ErrorPacket{Type: TypeError, Error: err.Error()})
 }
 
@@ -285,40 +279,47 @@ func (m *Module) counter() room.Counter {
 
 // joinFrom is player id's join of the lobby code raw, asked from address
 // ip, unless the address is locked out for wrong codes.
+//
+// The join counts towards the address's lockout before the code is
+// looked at, and is given back when the code was not wrong: however many
+// joins one address has in flight at once, on however many servers, it
+// tries at most Config.CodeFailures wrong codes per window. A counter
+// that fails locks nobody out.
 func (m *Module) joinFrom(ctx context.Context, id, ip, raw string, arrived time.Time) {
-	if m.locked(ctx, ip) {
+	if ip == "" {
+		m.join(ctx, id, raw, arrived)
+		return
+	}
+	key := "lobby-code-fail:" + ip
+	n, err := m.counter().Increment(ctx, key, m.cfg.CodeLockout, 1)
+	if err != nil {
+		m.kit.Logger.Debug("count a lobby join", "err", err)
+		m.join(ctx, id, raw, arrived)
+		return
+	}
+	if n > int64(m.cfg.CodeFailures) {
+		m.giveBack(ctx, key)
 		m.fail(id, ErrLocked)
 		return
 	}
-	m.mu.Lock()
-	m.ips[id] = ip
-	m.mu.Unlock()
-	m.join(ctx, id, raw, arrived)
+	if !m.join(ctx, id, raw, arrived) {
+		m.giveBack(ctx, key)
+	}
 }
 
-// locked reports whether address ip tried Config.CodeFailures wrong
-// codes within the lockout window. A counter that fails locks nobody out.
-func (m *Module) locked(ctx context.Context, ip string) bool {
-	if ip == "" {
-		return false
-	}
-	n, err := m.counter().Increment(ctx, "lobby-code-fail:"+ip, m.cfg.CodeLockout, 0)
-	return err == nil && n >= int64(m.cfg.CodeFailures)
-}
-
-// codeFailed counts a wrong code tried by player id towards the lockout
-// of the address it joined from.
-func (m *Module) codeFailed(id string) {
-	m.mu.Lock()
-	ip := m.ips[id]
-	m.mu.Unlock()
-	if ip == "" {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+// giveBack takes back a join counted under key that tried no wrong code.
+func (m *Module) giveBack(ctx context.Context, key string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	if _, err := m.counter().Increment(ctx, "lobby-code-fail:"+ip, m.cfg.CodeLockout, 1); err != nil {
-		m.kit.Logger.Debug("count a wrong lobby code", "err", err)
+	n, err := m.counter().Increment(ctx, key, m.cfg.CodeLockout, -1)
+	if err == nil && n < 0 {
+		// The count's window ended while the join was in flight (or the
+		// fleet began counting here): there was nothing to give back,
+		// and a count below zero would be a free wrong code.
+		_, err = m.counter().Increment(ctx, key, m.cfg.CodeLockout, 1)
+	}
+	if err != nil {
+		m.kit.Logger.Debug("give back a lobby join", "err", err)
 	}
 }
 
@@ -421,46 +422,47 @@ func (m *Module) release(_ context.Context, code string) {
 
 // join adds player id to the lobby of code: here if it is here, or on the
 // server that holds the code, where the player is sent with a handoff.
-func (m *Module) join(ctx context.Context, id, raw string, arrived time.Time) {
+// It reports whether the code was wrong: malformed, or naming no lobby.
+func (m *Module) join(ctx context.Context, id, raw string, arrived time.Time) (wrong bool) {
 	code, ok := NormalizeCode(raw)
 	if !ok {
 		m.fail(id, ErrBadCode)
-		return
+		return true
 	}
 	m.mu.Lock()
 	if cur := m.players[id]; cur != nil {
 		m.mu.Unlock()
 		if cur.code != code {
 			m.fail(id, ErrInLobby)
-			return
+			return false
 		}
 		m.broadcast(cur)
-		return
+		return false
 	}
 	if l := m.lobbies[code]; l != nil {
 		err := m.addLocked(l, id, arrived)
 		m.mu.Unlock()
 		if err != nil {
 			m.fail(id, err)
-			return
+			return false
 		}
 		m.broadcast(l)
-		return
+		return false
 	}
 	m.mu.Unlock()
 
 	f := m.kit.Env.Fleet()
 	if f == nil {
 		m.fail(id, ErrNoLobby)
-		return
+		return true
 	}
-	m.locateAndMove(ctx, &wait{id: id, arrived: arrived, code: code})
+	return m.locateAndMove(ctx, &wait{id: id, arrived: arrived, code: code})
 }
 
 // locateAndMove sends player w.id to the server holding lobby w.code. A
 // lobby on a draining server is on its way elsewhere: the join waits and
-// locates it again.
-func (m *Module) locateAndMove(ctx context.Context, w *wait) {
+// locates it again. It reports whether the fleet holds no such lobby.
+func (m *Module) locateAndMove(ctx context.Context, w *wait) (wrong bool) {
 	f := m.kit.Env.Fleet()
 	n, err := f.Locate(ctx, fleet.KindLobby, w.code)
 	switch {
@@ -472,24 +474,25 @@ func (m *Module) locateAndMove(ctx context.Context, w *wait) {
 			m.waits[w.id] = w
 		}
 		m.mu.Unlock()
-		return
+		return false
 	case errors.Is(err, fleet.ErrNotFound), err == nil && n.ID == f.ID():
 		m.fail(w.id, ErrNoLobby)
-		return
+		return true
 	case err != nil:
 		m.kit.Logger.Warn("locate lobby", "player_id", w.id, "code", w.code, "err", err)
 		m.fail(w.id, ErrUnavailable)
-		return
+		return false
 	case n.State == fleet.StateDraining || n.State == fleet.StateLeaving:
 		m.mu.Lock()
 		if m.players[w.id] == nil {
 			m.waits[w.id] = w
 		}
 		m.mu.Unlock()
-		return
+		return false
 	}
 	w.to = n
 	m.moveWait(ctx, w)
+	return false
 }
 
 // moveWait tries a join or creation move; within the cooldown it waits
