@@ -51,7 +51,8 @@ type Room struct {
 	Limits RoomLimits `yaml:"limits"`
 }
 
-// RoomLimits is muster.room.limits (room.Limits).
+// RoomLimits is muster.room.limits (room.Limits): limits per client
+// address, where an IPv6 client counts by its /64.
 type RoomLimits struct {
 	// Store is where the counts are kept: "memory" (each server counts on
 	// its own) or "backplane" (once for the fleet). Default "memory".
@@ -132,9 +133,9 @@ type Lobby struct {
 	// ArrivalTimeout is how long a lobby moved by a drain keeps the place
 	// of a member who has not arrived yet, at most 1h. Default 30s.
 	ArrivalTimeout Duration `yaml:"arrival-timeout"`
-	// CodeFailures is how many wrong codes one client address may try in
-	// CodeLockout before its joins are refused, on every server of the
-	// fleet. Default 20.
+	// CodeFailures is how many wrong codes one client address (an IPv6
+	// client: its /64) may try in CodeLockout before its joins are
+	// refused, on every server of the fleet. Default 20.
 	CodeFailures int `yaml:"code-failures"`
 	// CodeLockout is the window of CodeFailures, at most 24h. Default 600s.
 	CodeLockout Duration `yaml:"code-lockout"`

@@ -29,13 +29,14 @@ type Config struct {
 
 	// CodeFailures is how many wrong lobby codes (malformed, or naming no
 	// lobby) one client address may try in CodeLockout before its joins
-	// are refused with ErrLocked until the window ends. Counted once for
-	// the whole fleet through its counter (in memory without a fleet), so
-	// codes cannot be guessed by spreading tries over servers. A join
-	// counts from before its code is looked at until it is known not to
-	// be wrong, so joins sent at once on many connections get no more
-	// tries: while an address's last try is in flight, its other joins
-	// are refused too. Default 20.
+	// are refused with ErrLocked until the window ends; an IPv6 client
+	// counts by its /64, as in room.Limits. Counted once for the whole
+	// fleet through its counter (in memory without a fleet), so codes
+	// cannot be guessed by spreading tries over servers. A join counts
+	// from before its code is looked at until it is known not to be
+	// wrong, so joins sent at once on many connections get no more tries:
+	// while an address's last try is in flight, its other joins are
+	// refused too. Default 20.
 	CodeFailures int `yaml:"code-failures"`
 
 	// CodeLockout is the window of CodeFailures. Default 10m.

@@ -103,3 +103,34 @@ func TestConcurrentWrongCodesBoundedByCodeFailures(t *testing.T) {
 		t.Fatalf("join after %d wrong codes: %v, want %q", wrong, got, ErrLocked)
 	}
 }
+
+// Wrong codes count an IPv6 client by its /64, and an IPv4-mapped address
+// as its IPv4 address: a stranger with a /64 does not start the lockout
+// afresh at each of its 2^64 addresses.
+func TestWrongCodesCountIPv6By64(t *testing.T) {
+	m, err := New(Config{CodeFailures: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &errorsEnv{errs: map[string][]string{}}
+	m.kit.Env, m.kit.Logger = env, quiet
+	for i, c := range []struct {
+		ip   string
+		want error
+	}{
+		{"2001:db8:1:2::1", ErrNoLobby},
+		{"2001:db8:1:2:ffff::2", ErrNoLobby},
+		{"2001:db8:1:2::3", ErrLocked},
+		{"2001:db8:1:3::1", ErrNoLobby}, // the next /64 counts on its own
+		{"::ffff:192.0.2.1", ErrNoLobby},
+		{"192.0.2.1", ErrNoLobby},
+		{"192.0.2.1", ErrLocked},
+		{"192.0.2.2", ErrNoLobby},
+	} {
+		id := fmt.Sprintf("p%d", i)
+		m.joinFrom(t.Context(), id, c.ip, "ZZZZZ", time.Now())
+		if got := env.errs[id]; len(got) != 1 || got[0] != c.want.Error() {
+			t.Fatalf("wrong code #%d, from %s: %v, want %q", i+1, c.ip, got, c.want)
+		}
+	}
+}

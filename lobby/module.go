@@ -14,6 +14,7 @@ import (
 
 	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/internal/addrkey"
 	"github.com/muster-gg/muster/internal/modkit"
 	"github.com/muster-gg/muster/internal/uid"
 	"github.com/muster-gg/muster/room"
@@ -278,7 +279,8 @@ func (m *Module) counter() room.Counter {
 }
 
 // joinFrom is player id's join of the lobby code raw, asked from address
-// ip, unless the address is locked out for wrong codes.
+// ip, unless the address is locked out for wrong codes. The address counts
+// by its addrkey, as room's limits count it: an IPv6 client by its /64.
 //
 // The join counts towards the address's lockout before the code is
 // looked at, and is given back when the code was not wrong: however many
@@ -290,7 +292,7 @@ func (m *Module) joinFrom(ctx context.Context, id, ip, raw string, arrived time.
 		m.join(ctx, id, raw, arrived)
 		return
 	}
-	key := "lobby-code-fail:" + ip
+	key := "lobby-code-fail:" + addrkey.Of(ip)
 	n, err := m.counter().Increment(ctx, key, m.cfg.CodeLockout, 1)
 	if err != nil {
 		m.kit.Logger.Debug("count a lobby join", "err", err)
