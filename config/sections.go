@@ -62,6 +62,10 @@ type RoomLimits struct {
 	Connects int `yaml:"connects"`
 	// Window is the rate limit's window, at most 24h. Default 60s.
 	Window Duration `yaml:"window"`
+	// Open is how many connections an address may hold open at once on
+	// this server; one more is refused with 429, as over Connects. 0
+	// means no cap. Default 64.
+	Open int `yaml:"open"`
 	// Failures is how many failed hellos lock an address out. Default 20.
 	Failures int `yaml:"failures"`
 	// Lockout is how long a locked-out address is refused, at most 24h.
@@ -149,7 +153,7 @@ func defaultRoom() Room {
 		TicketTTL: Duration(30 * time.Second), MoveCooldown: Duration(3 * time.Second),
 		AwayTimeout: Duration(time.Minute), DrainGrace: Duration(2 * time.Second),
 		Limits: RoomLimits{
-			Store: room.StoreMemory, Connects: 120, Window: Duration(time.Minute),
+			Store: room.StoreMemory, Connects: 120, Window: Duration(time.Minute), Open: room.DefaultOpen,
 			Failures: 20, Lockout: Duration(5 * time.Minute),
 			Messages: 120, Burst: 240,
 		},
@@ -189,12 +193,22 @@ func (c Config) RoomConfig() room.Config {
 			Store:    r.Limits.Store,
 			Connects: r.Limits.Connects,
 			Window:   time.Duration(r.Limits.Window),
+			Open:     openCap(r.Limits.Open),
 			Failures: r.Limits.Failures,
 			Lockout:  time.Duration(r.Limits.Lockout),
 			Messages: r.Limits.Messages,
 			Burst:    r.Limits.Burst,
 		},
 	}
+}
+
+// openCap is room.Limits.Open for muster.room.limits.open n: n, or
+// math.MaxInt (no cap) for 0.
+func openCap(n int) int {
+	if n == 0 {
+		return math.MaxInt
+	}
+	return n
 }
 
 // MatchmakingConfig returns the matchmaking module's configuration and the
@@ -305,6 +319,7 @@ func (c Config) validateSections() error {
 		}(),
 		atLeast("room.limits.connects", l.Connects, 1),
 		positiveUpTo("room.limits.window", l.Window, day),
+		atLeast("room.limits.open", l.Open, 0),
 		atLeast("room.limits.failures", l.Failures, 1),
 		positiveUpTo("room.limits.lockout", l.Lockout, day),
 		atLeast("room.limits.messages", l.Messages, 1),

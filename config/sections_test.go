@@ -55,7 +55,7 @@ func TestSections(t *testing.T) {
 		Rate: 30, Workers: 2, MaxCatchUp: 4, ReadLimit: 4096, SendQueue: 32,
 		PingInterval: 10 * time.Second, HelloTimeout: 10 * time.Second, Secret: "0123456789abcdef",
 		TicketTTL: time.Minute, MoveCooldown: 1500 * time.Millisecond, AwayTimeout: time.Minute, DrainGrace: 2 * time.Second,
-		Limits: room.Limits{Store: room.StoreBackplane, Connects: 60, Window: def.Limits.Window, Failures: 20, Lockout: 10 * time.Minute, Messages: 120, Burst: 240},
+		Limits: room.Limits{Store: room.StoreBackplane, Connects: 60, Window: def.Limits.Window, Open: 64, Failures: 20, Lockout: 10 * time.Minute, Messages: 120, Burst: 240},
 	}
 	if got := c.RoomConfig(); !reflect.DeepEqual(got, wantRoom) {
 		t.Errorf("RoomConfig =\n%+v\nwant\n%+v", got, wantRoom)
@@ -96,6 +96,8 @@ func TestBadSections(t *testing.T) {
 	}{
 		{name: "rate", file: "muster:\n  room:\n    rate: 0\n",
 			want: "config: muster.room.rate / MUSTER__ROOM__RATE: want steps per second, 1-1000, got 0 (line 3)", err: config.ErrInvalid},
+		{name: "open", file: "muster:\n  room:\n    limits:\n      open: -1\n",
+			want: "config: muster.room.limits.open / MUSTER__ROOM__LIMITS__OPEN: want at least 0, got -1 (line 4)", err: config.ErrInvalid},
 		{name: "store", environ: []string{"MUSTER__ROOM__LIMITS__STORE=redis"},
 			want: `config: muster.room.limits.store / MUSTER__ROOM__LIMITS__STORE: want memory or backplane, got "redis" (from the environment)`, err: config.ErrInvalid},
 		{name: "move cooldown", file: "muster:\n  room:\n    move-cooldown: -1\n",
@@ -258,6 +260,9 @@ func TestRoomAgreesWithHost(t *testing.T) {
 		{"MUSTER__ROOM__LIMITS__STORE=backplane"},
 		{"MUSTER__ROOM__LIMITS__STORE=Memory"},
 		{"MUSTER__ROOM__LIMITS__CONNECTS=-1"},
+		{"MUSTER__ROOM__LIMITS__OPEN=-1"},
+		{"MUSTER__ROOM__LIMITS__OPEN=0"},
+		{"MUSTER__ROOM__LIMITS__OPEN=1"},
 		{"MUSTER__ROOM__LIMITS__LOCKOUT=-1"},
 	} {
 		c := config.Default()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -403,7 +404,7 @@ func startFailoverServer(t *testing.T, addr, id string, logger *slog.Logger) *fa
 	s := &failoverServer{name: id, seats: map[string]string{}}
 	var err error
 	s.host, err = room.New[*stateSim, int, string](stateGame{}, room.Config{
-		Secret: "failover", Rate: failoverRate, Limits: room.Limits{Connects: 1 << 20},
+		Secret: "failover", Rate: failoverRate, Limits: room.Limits{Connects: 1 << 20, Open: math.MaxInt},
 	}, logger.With("node_id", id))
 	if err != nil {
 		t.Fatal(err)

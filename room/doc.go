@@ -31,7 +31,10 @@
 // redeemed once across the fleet (NewTickets mints them in a sign-in
 // service). Bad input closes only that connection, with a close code that
 // says why; a connection sending more than Limits.Messages is closed with
-// 4005.
+// 4005. Limits also bound, per client address (an IPv6 client by its
+// /64), how fast connections are opened, how many are held open at once,
+// and how many bad tickets are tried; a connection over them is answered
+// 429.
 //
 // # Step workers do no I/O
 //

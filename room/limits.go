@@ -2,6 +2,8 @@ package room
 
 import (
 	"context"
+	"math"
+	"sync"
 	"time"
 
 	"github.com/muster-gg/muster/internal/addrkey"
@@ -31,6 +33,15 @@ type Limits struct {
 	// Window is the rate limit's window, at most 24h. Default 1m.
 	Window time.Duration `yaml:"window"`
 
+	// Open is how many connections an address may hold open at once on
+	// this server (Connects bounds how fast it opens them, not how many
+	// it keeps); one more is refused as a connect over the rate is, with
+	// 429. math.MaxInt caps nothing (muster.room.limits.open: 0). Default
+	// 64: room for a household or a school behind one NAT, far from the
+	// thousands of connections, each with its goroutines and send queue,
+	// that one stranger could hold otherwise.
+	Open int `yaml:"open"`
+
 	// Failures is how many failed hellos (bad tickets) lock an address out.
 	// Default 20.
 	Failures int `yaml:"failures"`
@@ -59,6 +70,9 @@ func (l Limits) withDefaults() (Limits, error) {
 	if l.Window == 0 {
 		l.Window = time.Minute
 	}
+	if l.Open == 0 {
+		l.Open = DefaultOpen
+	}
 	if l.Failures == 0 {
 		l.Failures = 20
 	}
@@ -76,6 +90,8 @@ func (l Limits) withDefaults() (Limits, error) {
 		return l, configError("limits.store", "%q is neither memory nor backplane", l.Store)
 	case l.Connects < 0:
 		return l, configError("limits.connects", "%d is negative", l.Connects)
+	case l.Open < 0:
+		return l, configError("limits.open", "%d is negative", l.Open)
 	case l.Failures < 0:
 		return l, configError("limits.failures", "%d is negative", l.Failures)
 	case l.Window < 0 || l.Window > 24*time.Hour:
@@ -90,10 +106,57 @@ func (l Limits) withDefaults() (Limits, error) {
 	return l, nil
 }
 
-// limiter applies Limits with a Counter.
+// DefaultOpen is Limits.Open's default.
+const DefaultOpen = 64
+
+// limiter applies Limits with a Counter, and Limits.Open with counts of
+// its own.
 type limiter struct {
 	cfg     Limits
 	counter Counter
+
+	mu   sync.Mutex
+	open map[string]int // addrkey → connections open on this server
+}
+
+// hold counts a connection from ip as open until release(ip), and reports
+// whether it may be: false, holding nothing, when the addrkey of ip holds
+// Limits.Open connections already.
+func (l *limiter) hold(ip string) bool {
+	if l.cfg.Open == math.MaxInt {
+		return true
+	}
+	key := addrkey.Of(ip)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.open[key] >= l.cfg.Open {
+		return false
+	}
+	if l.open == nil {
+		l.open = make(map[string]int)
+	}
+	l.open[key]++
+	return true
+}
+
+// release lets go of a connection from ip that hold counted.
+func (l *limiter) release(ip string) {
+	if l.cfg.Open == math.MaxInt {
+		return
+	}
+	key := addrkey.Of(ip)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.open[key]--; l.open[key] <= 0 {
+		delete(l.open, key)
+	}
+}
+
+// held returns how many connections the addrkey of ip holds open.
+func (l *limiter) held(ip string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.open[addrkey.Of(ip)]
 }
 
 // allowConnect counts a connection attempt from ip and reports whether it

@@ -2,6 +2,8 @@ package room
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -113,5 +115,56 @@ func TestBadTicketLockoutCountsIPv6By64(t *testing.T) {
 	}
 	if c, _ := dialFrom(t, wsURL(srv.URL, "ticket=forged"), "[2001:db8:1:3::1]:4000"); c == nil {
 		t.Fatal("connect from the next /64 refused: its lockout is its own")
+	}
+}
+
+// One address holds at most Limits.Open connections open at once on a
+// server, an IPv6 client by its /64: one more is refused with 429, as a
+// connect over the rate is. Once one of them ends, whether after its
+// hello or before, the address may open another.
+func TestOpenConnectionsCappedPerAddress(t *testing.T) {
+	h, srv := startHostAt(t, Config{Limits: Limits{Open: 2}})
+	connect := func(id, addr string) (*websocket.Conn, int) {
+		t.Helper()
+		tk, _ := h.Tickets().Issue(id)
+		c, code := dialFrom(t, wsURL(srv.URL, "ticket="+tk), addr)
+		if c != nil {
+			send(t, c, `{"type":"hello","data":{"mode":"new"}}`)
+			readUntil(t, c, "welcome")
+		}
+		return c, code
+	}
+	a1, _ := connect("a1", "[2001:db8:1:2::1]:4000")
+	if c, code := connect("a2", "[2001:db8:1:2::2]:4000"); c == nil {
+		t.Fatalf("second connection from 2001:db8:1:2::/64 refused with %d under a cap of 2", code)
+	}
+	if c, code := connect("a3", "[2001:db8:1:2::3]:4000"); c != nil || code != http.StatusTooManyRequests {
+		t.Fatalf("third connection from 2001:db8:1:2::/64 held open at once: %d, want 429", code)
+	}
+	if c, code := connect("b1", "[2001:db8:1:3::1]:4000"); c == nil {
+		t.Fatalf("connection from the next /64 refused with %d: its cap is its own", code)
+	}
+	a1.Close(websocket.StatusNormalClosure, "")
+	waitFor(t, "the closed connection is let go", func() bool { return h.limits.held("2001:db8:1:2::9") == 1 })
+	if c, code := connect("a3", "[2001:db8:1:2::3]:4000"); c == nil {
+		t.Fatalf("connection from 2001:db8:1:2::/64 after one of its two closed refused with %d", code)
+	}
+	// A connection that ends at its hello is let go too.
+	bad, _ := dialFrom(t, wsURL(srv.URL, "ticket=forged"), "[2001:db8:1:3::2]:4000")
+	send(t, bad, `{"type":"hello","data":{"mode":"new"}}`)
+	if code := closeCode(t, bad); code != StatusBadTicket {
+		t.Fatalf("forged ticket closed with %d, want %d", code, StatusBadTicket)
+	}
+	waitFor(t, "the refused hello is let go", func() bool { return h.limits.held("2001:db8:1:3::") == 1 })
+}
+
+// Limits.Open math.MaxInt caps nothing.
+func TestOpenConnectionsUncapped(t *testing.T) {
+	h, srv := startHostAt(t, Config{Limits: Limits{Open: math.MaxInt}})
+	for i := range 3 {
+		tk, _ := h.Tickets().Issue(fmt.Sprint("p", i))
+		if c, code := dialFrom(t, wsURL(srv.URL, "ticket="+tk), "192.0.2.1:4000"); c == nil {
+			t.Fatalf("connection %d from one address refused with %d without a cap", i+1, code)
+		}
 	}
 }

@@ -55,6 +55,16 @@ func (h *Host[Sim, Input, Player]) serve(w http.ResponseWriter, r *http.Request)
 	if err != nil {
 		ip = r.RemoteAddr
 	}
+	// The cap on open connections first: it costs no counter call.
+	if !h.limits.hold(ip) {
+		http.Error(w, "too many connections", http.StatusTooManyRequests)
+		return
+	}
+	defer func() {
+		if !detached {
+			h.limits.release(ip)
+		}
+	}()
 	if !h.limits.allowConnect(r.Context(), ip) {
 		http.Error(w, "too many connections", http.StatusTooManyRequests)
 		return
@@ -120,6 +130,7 @@ func (h *Host[Sim, Input, Player]) serve(w http.ResponseWriter, r *http.Request)
 	detached = true
 	go func() {
 		defer h.conns.Done()
+		defer h.limits.release(ip)
 		defer end()
 		defer h.disconnected(c)
 		if !h.arrive(ctx, c) {

@@ -120,6 +120,7 @@ func TestConfigErrorsAreErrConfig(t *testing.T) {
 		"limits.store":    {Limits: Limits{Store: "disk"}},
 		"limits.lockout":  {Limits: Limits{Lockout: -1}},
 		"limits.connects": {Limits: Limits{Connects: -1}},
+		"limits.open":     {Limits: Limits{Open: -1}},
 	}
 	for key, cfg := range cases {
 		t.Run(key, func(t *testing.T) {

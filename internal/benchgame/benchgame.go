@@ -4,6 +4,7 @@ package benchgame
 
 import (
 	"log/slog"
+	"math"
 
 	"github.com/muster-gg/muster/room"
 )
@@ -41,6 +42,6 @@ func (Counter) FixedStep(r *Room) { r.Sim().N++ }
 func NewHost(rate int) (*Host, error) {
 	return room.New[*Count, int, struct{}](Counter{}, room.Config{
 		Rate:   rate,
-		Limits: room.Limits{Connects: 1 << 30},
+		Limits: room.Limits{Connects: 1 << 30, Open: math.MaxInt},
 	}, slog.New(slog.DiscardHandler))
 }

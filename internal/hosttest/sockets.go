@@ -3,6 +3,7 @@ package hosttest
 import (
 	"context"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -81,7 +82,7 @@ func StartServers(tb testing.TB, o Sockets) []*Server {
 	var out []*Server
 	logger := slog.New(slog.NewTextHandler(tbWriter{tb}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	for i, s := range c.Servers {
-		h, err := room.New[*Sim, int, string](&Game{MatchLen: o.MatchLen}, room.Config{Secret: "shared", MoveCooldown: o.Cooldown, Limits: room.Limits{Connects: 1 << 20}}, logger.With("node_id", s.ID()))
+		h, err := room.New[*Sim, int, string](&Game{MatchLen: o.MatchLen}, room.Config{Secret: "shared", MoveCooldown: o.Cooldown, Limits: room.Limits{Connects: 1 << 20, Open: math.MaxInt}}, logger.With("node_id", s.ID()))
 		if err != nil {
 			tb.Fatal(err)
 		}
