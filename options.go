@@ -1,6 +1,7 @@
 package muster
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
@@ -35,6 +36,7 @@ type options struct {
 	codec        room.Codec
 	checkers     []room.TicketChecker
 	watchers     []room.RoomWatcher
+	ratings      func(ctx context.Context, player, playlist string) (float64, error)
 }
 
 // WithModules adds room modules: the game's own, or matchmaking and
@@ -49,6 +51,16 @@ func WithModules(m ...room.Module) Option {
 // {"type":"queue","data":{"playlist":name}}.
 func WithPlaylists(pl ...matchmaking.Playlist) Option {
 	return func(o *options) { o.playlists = append(o.playlists, pl...) }
+}
+
+// WithRatings has the game rate its players for the playlists with a
+// rating rule, from its own records: ratings(ctx, player, playlist) is
+// asked when a player queues, and the rating a client sends is then
+// ignored, so that no player picks its opponents by claiming another's
+// rating. A player it fails for is refused with queue.error. It runs on
+// the player's connection; keep it quick (see matchmaking.Config.Ratings).
+func WithRatings(ratings func(ctx context.Context, player, playlist string) (float64, error)) Option {
+	return func(o *options) { o.ratings = ratings }
 }
 
 // WithLobbies adds a lobby module configured by muster.lobby (see package

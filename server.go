@@ -135,13 +135,19 @@ func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.
 	s.host = h
 	modules := o.modules
 	mmCfg, playlists := cfg.MatchmakingConfig()
+	mmCfg.Ratings = o.ratings
 	for _, pl := range o.playlists {
 		if i := slices.IndexFunc(playlists, func(c matchmaking.Playlist) bool { return c.Name == pl.Name }); i >= 0 {
 			s.closeBackplane()
 			return nil, fmt.Errorf("%w: playlist %q is both item %d of muster.matchmaking.playlists (MUSTER__MATCHMAKING__PLAYLISTS__%d__NAME) and given to WithPlaylists; declare it in one place", config.ErrInvalid, pl.Name, i, i)
 		}
 	}
-	if playlists = append(playlists, o.playlists...); len(playlists) > 0 {
+	playlists = append(playlists, o.playlists...)
+	if o.ratings != nil && len(playlists) == 0 {
+		s.closeBackplane()
+		return nil, fmt.Errorf("%w: WithRatings is given, but there is no playlist to rate for: declare one in muster.matchmaking.playlists (MUSTER__MATCHMAKING__PLAYLISTS__0__NAME) or with WithPlaylists", config.ErrInvalid)
+	}
+	if len(playlists) > 0 {
 		mm, err := matchmaking.New(mmCfg, playlists...)
 		if err != nil {
 			s.closeBackplane()

@@ -383,6 +383,26 @@ func TestPlaylistInConfigAndOption(t *testing.T) {
 	}
 }
 
+// TestRatingsNeedARatedPlaylist: WithRatings with no playlist, or with no
+// playlist that looks at ratings, would never be asked: it is refused.
+func TestRatingsNeedARatedPlaylist(t *testing.T) {
+	t.Parallel()
+	ratings := muster.WithRatings(func(context.Context, string, string) (float64, error) { return 1000, nil })
+	cfg, err := config.Load("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := muster.New(Counter{}, cfg, quiet, ratings); !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "muster.matchmaking.playlists") {
+		t.Errorf("no playlist: %v, want a config error naming muster.matchmaking.playlists", err)
+	}
+	if _, err := muster.New(Counter{}, cfg, quiet, ratings, muster.WithPlaylists(matchmaking.Playlist{Name: "race"})); !errors.Is(err, matchmaking.ErrConfig) {
+		t.Errorf("no rated playlist: %v, want a matchmaking.ErrConfig", err)
+	}
+	if _, err := muster.New(Counter{}, cfg, quiet, ratings, muster.WithPlaylists(matchmaking.Playlist{Name: "race", Rating: matchmaking.RatingRule{Window: 100}})); err != nil {
+		t.Fatalf("a rated playlist: %v", err)
+	}
+}
+
 // TestTicketRoutesChecked: a ticket route that is not a path, or a nil
 // sign-in function, is refused by New instead of panicking in the router
 // or at the first sign-in.

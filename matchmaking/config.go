@@ -1,6 +1,7 @@
 package matchmaking
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strings"
@@ -23,6 +24,16 @@ type Config struct {
 	// registry view that lags the sender's by up to two heartbeats, so
 	// that nobody is bounced straight back. Default two fleet heartbeats.
 	Hold time.Duration `yaml:"hold"`
+
+	// Ratings, when set, gives the rating of a player who queues for a
+	// playlist with a RatingRule, from the game's own records (a database,
+	// a profile service): the rating a client sends is then ignored, so no
+	// player picks its opponents by claiming another's rating. A player it
+	// fails for, or gives a rating that is not finite, is refused with
+	// queue.error (ErrRating), and the error is logged. It runs on the
+	// player's connection, outside the module's locks, with a context that
+	// ends with the connection; keep it quick or bound it.
+	Ratings func(ctx context.Context, player, playlist string) (float64, error) `yaml:"-"`
 }
 
 func (c Config) withDefaults() (Config, error) {

@@ -40,7 +40,8 @@ type setup struct {
 	playlists []matchmaking.Playlist
 	tick      time.Duration // matchmaking.Config.Tick
 	matchLen  uint64
-	cooldown  time.Duration // room.Config.MoveCooldown; default the const
+	cooldown  time.Duration                                                       // room.Config.MoveCooldown; default the const
+	ratings   func(ctx context.Context, player, playlist string) (float64, error) // matchmaking.Config.Ratings
 }
 
 // cooldown is the hosts' move cooldown unless setup sets another.
@@ -55,7 +56,7 @@ func startServers(tb testing.TB, o setup) []*server {
 	}
 	out := make([]*server, o.servers)
 	servers := hosttest.StartServers(tb, hosttest.Sockets{Servers: o.servers, MatchLen: o.matchLen, Cooldown: o.cooldown, Modules: func(i int) []room.Module {
-		mm, err := matchmaking.New(matchmaking.Config{Tick: o.tick}, o.playlists...)
+		mm, err := matchmaking.New(matchmaking.Config{Tick: o.tick, Ratings: o.ratings}, o.playlists...)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -129,6 +130,46 @@ func TestSocketQueueAcrossRedirect(t *testing.T) {
 	c.Send(matchmaking.MsgUnqueue, nil)
 	if l := c.Next(matchmaking.TypeLeft); l["playlist"] != "duel" || g.mm.Waiting("duel") != 0 {
 		t.Fatalf("unqueue: %v, %d waiting", l, g.mm.Waiting("duel"))
+	}
+}
+
+// With Config.Ratings the game rates its players: the rating a client
+// sends is ignored, so a player cannot claim another's rating to be
+// matched with it, and one the game cannot rate is refused.
+func TestSocketRatingsFromTheGame(t *testing.T) {
+	ratings := map[string]float64{"alice": 1000, "bob": 1020, "mallory": 5000}
+	servers := startServers(t, setup{
+		servers:   1,
+		playlists: []matchmaking.Playlist{{Name: "ranked", Rating: matchmaking.RatingRule{Window: 50}}},
+		ratings: func(_ context.Context, player, playlist string) (float64, error) {
+			r, ok := ratings[player]
+			if !ok || playlist != "ranked" {
+				return 0, fmt.Errorf("no rating for %s in %s", player, playlist)
+			}
+			return r, nil
+		},
+	})
+	s := servers[0]
+	connect := func(id string) *hosttest.Player { return hosttest.Connect(t, s.URL, s.URL, s.Host.Tickets(), id) }
+	m := connect("mallory")
+	m.Send(matchmaking.MsgQueue, map[string]any{"playlist": "ranked", "rating": 1000})
+	m.Next(matchmaking.TypeWaiting)
+	a := connect("alice")
+	a.Send(matchmaking.MsgQueue, map[string]any{"playlist": "ranked", "rating": 5000})
+	a.Next(matchmaking.TypeWaiting)
+	b := connect("bob")
+	b.Send(matchmaking.MsgQueue, map[string]any{"playlist": "ranked"})
+	ra, rb := a.Next("room"), b.Next("room")
+	if ra["room"] != rb["room"] {
+		t.Fatalf("alice in %v, bob in %v; want the two rated 1000 and 1020 together", ra, rb)
+	}
+	if rm := s.Host.RoomOf("mallory"); rm != "" || s.mm.Waiting("ranked") != 1 {
+		t.Fatalf("mallory in room %q, %d waiting; want mallory (rated 5000) still waiting alone", rm, s.mm.Waiting("ranked"))
+	}
+	n := connect("nobody")
+	n.Send(matchmaking.MsgQueue, map[string]any{"playlist": "ranked", "rating": 1000})
+	if e := n.Next(matchmaking.TypeError); e["error"] != matchmaking.ErrRating.Error() {
+		t.Fatalf("a player the game cannot rate: %v, want %q", e, matchmaking.ErrRating)
 	}
 }
 

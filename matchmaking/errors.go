@@ -19,6 +19,10 @@ var (
 	// after it was matched or while it is being moved.
 	ErrMatched = errors.New("matchmaking: player already matched")
 
+	// ErrRating refuses a queue request when Config.Ratings fails for
+	// the player.
+	ErrRating = errors.New("matchmaking: no rating for the player")
+
 	// ErrNotAttached is returned by Run for a module not added to a host
 	// with room.Host.Use.
 	ErrNotAttached = errors.New("matchmaking: module not attached to a host")

@@ -1,6 +1,7 @@
 package matchmaking
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -347,6 +348,10 @@ func TestNewConfigErrors(t *testing.T) {
 		"twice":          func() error { _, err := New(Config{}, Playlist{Name: "a"}, Playlist{Name: "a"}); return err },
 		"bad name":       func() error { _, err := New(Config{}, Playlist{Name: "a b"}); return err },
 		"negative teams": func() error { _, err := New(Config{}, Playlist{Name: "a", Teams: -1}); return err },
+		"ratings with no rated playlist": func() error {
+			_, err := New(Config{Ratings: func(context.Context, string, string) (float64, error) { return 0, nil }}, Playlist{Name: "a"})
+			return err
+		},
 	} {
 		if err := try(); !errors.Is(err, ErrConfig) {
 			t.Errorf("%s: %v, want an ErrConfig", name, err)

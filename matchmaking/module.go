@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -65,6 +66,9 @@ func New(cfg Config, playlists ...Playlist) (*Module, error) {
 		m.order = append(m.order, q)
 		m.playlists = append(m.playlists, pl)
 	}
+	if cfg.Ratings != nil && !slices.ContainsFunc(m.playlists, func(pl Playlist) bool { return pl.Rating.enabled() }) {
+		return nil, fmt.Errorf("%w: Config.Ratings is set, but no playlist has a rating rule to use its ratings (Playlist.Rating; rating: in muster.matchmaking.playlists)", ErrConfig)
+	}
 	return m, nil
 }
 
@@ -92,7 +96,20 @@ func (m *Module) HandleMessage(ctx context.Context, c *room.Client, typ string, 
 		if err := m.kit.Codec.Unmarshal(body, &req); err != nil {
 			return fmt.Errorf("queue: %w", err)
 		}
-		m.enqueue(c.ID(), req.Playlist, req.Rating, c.CooldownFrom(), time.Now())
+		rating := req.Rating
+		if q := m.queues[req.Playlist]; q != nil && q.pl.Rating.enabled() && m.cfg.Ratings != nil {
+			r, err := m.cfg.Ratings(ctx, c.ID(), req.Playlist)
+			if err == nil && (math.IsNaN(r) || math.IsInf(r, 0)) {
+				err = fmt.Errorf("rating %v is not finite", r)
+			}
+			if err != nil {
+				m.kit.Logger.Warn("Ratings failed; the player is not queued", "player_id", c.ID(), "playlist", req.Playlist, "err", err)
+				m.kit.Env.Send(c.ID(), ErrorPacket{Type: TypeError, Error: ErrRating.Error()})
+				return nil
+			}
+			rating = &r
+		}
+		m.enqueue(c.ID(), req.Playlist, rating, c.CooldownFrom(), time.Now())
 	case MsgUnqueue:
 		m.unqueue(c.ID())
 	}
