@@ -281,3 +281,47 @@ func FuzzPlacerRegions(f *testing.F) {
 		}
 	})
 }
+
+// FuzzNodeJoinAnswer joins through a home whose answer is fuzzed: no
+// panic, never the node key in the error, and a credential only with a
+// server key, a server id and a node id that are well formed, for the key
+// file keeps them and every later request carries them.
+func FuzzNodeJoinAnswer(f *testing.F) {
+	home := newFakeHome(f)
+	nodeKey := newKey(kindNode)
+	n, err := NewNode(NodeConfig{
+		HomeURL: home.URL, NodeKey: nodeKey, KeyFile: filepath.Join(f.TempDir(), "key"),
+		Timeout: 10 * time.Second, HTTPClient: home.Client(),
+		Hardware: func() Hardware { return Hardware{Hostname: "syd-1"} },
+	}, quiet())
+	if err != nil {
+		f.Fatal(err)
+	}
+	sk := newKey(kindServer)
+	for _, s := range []string{
+		`{"node_id":"au-sydney","server_id":"au-sydney-0a1b2c3d","server_key":"` + sk + `","announce_every_seconds":60}`,
+		`{"node_id":"","server_id":"au-sydney-0a1b2c3d","server_key":"` + sk + `"}`,
+		`{"server_id":"au-sydney-0a1b2c3d","server_key":"` + sk + `"}`,
+		`{"node_id":"au\n[ERROR] forged","server_id":"au-sydney-0a1b2c3d","server_key":"` + sk + `"}`,
+		`{"node_id":"../../etc","server_id":"au-sydney-0a1b2c3d","server_key":"` + sk + `"}`,
+		`{"node_id":"au-sydney","server_id":"AU SYDNEY","server_key":"` + sk + `"}`,
+		`{"node_id":"au-sydney","server_id":"au-sydney-0a1b2c3d","server_key":"` + newKey(kindNode) + `"}`,
+		`{"node_id":"au-sydney","server_id":"au-sydney-0a1b2c3d","server_key":"` + sk + `x"}`,
+		`{"error":"no","code":"too_many_servers"}`, `{}`, `null`, `[]`,
+	} {
+		f.Add(uint16(1), []byte(s))
+		f.Add(uint16(409-200), []byte(s))
+	}
+	f.Fuzz(func(t *testing.T, st uint16, body []byte) {
+		status := fuzzStatus(st)
+		home.answer(fakeAnswer{status: status, contentType: "application/json", body: body})
+		cred, err := n.join(context.Background())
+		if err != nil {
+			checkNoKey(t, err, nodeKey, status)
+			return
+		}
+		if !validKeyFormat(cred.ServerKey, kindServer) || !validID(cred.ServerID) || !validID(cred.NodeID) {
+			t.Fatalf("%d %q: joined as %+v", status, body, cred)
+		}
+	})
+}

@@ -208,7 +208,8 @@ func (n *Node) join(ctx context.Context) (*serverCredential, error) {
 	if err := n.postJSON(ctx, PathJoin, n.cfg.NodeKey, req, &res); err != nil {
 		return nil, err
 	}
-	if !validKeyFormat(res.ServerKey, kindServer) || !validID(res.ServerID) {
+	// The key file keeps the ids and every later request carries them.
+	if !validKeyFormat(res.ServerKey, kindServer) || !validID(res.ServerID) || !validID(res.NodeID) {
 		return nil, fmt.Errorf("join: home answered without a valid server key")
 	}
 	return &serverCredential{NodeID: res.NodeID, ServerID: res.ServerID, ServerKey: res.ServerKey}, nil
