@@ -325,3 +325,72 @@ func FuzzNodeJoinAnswer(f *testing.F) {
 		}
 	})
 }
+
+// TestHomeAnswersBounded: whatever home answers, a request of the node
+// ends within the node's Timeout, and only a whole answer is taken.
+func TestHomeAnswersBounded(t *testing.T) {
+	t.Parallel()
+	const timeout = time.Second
+	tests := []struct {
+		name string
+		// serve answers; it must return once done is closed.
+		serve func(w http.ResponseWriter, r *http.Request, done <-chan struct{})
+		ok    bool // the answer is a whole {"stored":true}
+	}{
+		{"early hints, then the answer", func(w http.ResponseWriter, r *http.Request, done <-chan struct{}) {
+			w.Header().Set("Link", "</x>; rel=preload")
+			w.WriteHeader(http.StatusEarlyHints)
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"stored":true}`)
+		}, true},
+		{"stalls halfway", func(w http.ResponseWriter, r *http.Request, done <-chan struct{}) {
+			_, _ = io.WriteString(w, `{"stored":`)
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+			case <-done:
+			}
+		}, false},
+		// After 101 the body is the connection itself, which the
+		// request's context does not end.
+		{"switching protocols", func(w http.ResponseWriter, r *http.Request, done <-chan struct{}) {
+			w.Header().Set("Connection", "Upgrade")
+			w.Header().Set("Upgrade", "muster")
+			w.WriteHeader(http.StatusSwitchingProtocols)
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+			case <-done:
+			}
+		}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			done := make(chan struct{})
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { tt.serve(w, r, done) }))
+			t.Cleanup(srv.Close)
+			t.Cleanup(func() { close(done) })
+			n, err := NewNode(NodeConfig{HomeURL: srv.URL, KeyFile: filepath.Join(t.TempDir(), "key"), Timeout: timeout, HTTPClient: srv.Client()}, quiet())
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := newKey(kindServer)
+			var res roomResponse
+			errc := make(chan error, 1)
+			go func() { errc <- n.postJSON(context.Background(), PathRooms, key, report("r1", 1, "a"), &res) }()
+			select {
+			case err = <-errc:
+			case <-time.After(timeout + 5*time.Second):
+				t.Fatalf("no end 5s past the node's Timeout (%v)", timeout)
+			}
+			checkNoKey(t, err, key, 0)
+			switch {
+			case tt.ok && (err != nil || !res.Stored):
+				t.Fatalf("got %+v, %v; want stored", res, err)
+			case !tt.ok && err == nil:
+				t.Fatalf("took %+v from an answer that is not whole", res)
+			}
+		})
+	}
+}

@@ -451,8 +451,15 @@ func doJSON(c *http.Client, req *http.Request, out any) error {
 		return err
 	}
 	defer resp.Body.Close()
+	// The read ends with req's context even when the body does not heed
+	// it: after 101 Switching Protocols the body is the connection itself.
+	stop := context.AfterFunc(req.Context(), func() { resp.Body.Close() })
+	defer stop()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
+		if cerr := req.Context().Err(); cerr != nil {
+			err = cerr
+		}
 		return fmt.Errorf("read answer: %w", err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
