@@ -334,16 +334,16 @@ func TestHomeAnswersBounded(t *testing.T) {
 	tests := []struct {
 		name string
 		// serve answers; it must return once done is closed.
-		serve func(w http.ResponseWriter, r *http.Request, done <-chan struct{})
+		serve func(t *testing.T, w http.ResponseWriter, r *http.Request, done <-chan struct{})
 		ok    bool // the answer is a whole {"stored":true}
 	}{
-		{"early hints, then the answer", func(w http.ResponseWriter, r *http.Request, done <-chan struct{}) {
+		{"early hints, then the answer", func(t *testing.T, w http.ResponseWriter, r *http.Request, done <-chan struct{}) {
 			w.Header().Set("Link", "</x>; rel=preload")
 			w.WriteHeader(http.StatusEarlyHints)
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, `{"stored":true}`)
 		}, true},
-		{"stalls halfway", func(w http.ResponseWriter, r *http.Request, done <-chan struct{}) {
+		{"stalls halfway", func(t *testing.T, w http.ResponseWriter, r *http.Request, done <-chan struct{}) {
 			_, _ = io.WriteString(w, `{"stored":`)
 			w.(http.Flusher).Flush()
 			select {
@@ -351,9 +351,30 @@ func TestHomeAnswersBounded(t *testing.T) {
 			case <-done:
 			}
 		}, false},
+		{"over 1 MiB", func(t *testing.T, w http.ResponseWriter, r *http.Request, done <-chan struct{}) {
+			_, _ = io.WriteString(w, `{"stored":true}`+strings.Repeat(" ", 1<<20))
+		}, false},
+		{"never ends", func(t *testing.T, w http.ResponseWriter, r *http.Request, done <-chan struct{}) {
+			_, _ = io.WriteString(w, `{"stored":true}`)
+			pad := []byte(strings.Repeat(" ", 64<<10))
+			for written := 0; ; written += len(pad) {
+				if written > 64<<20 {
+					t.Errorf("the node read %d bytes of an endless answer", written)
+					return
+				}
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if _, err := w.Write(pad); err != nil {
+					return
+				}
+			}
+		}, false},
 		// After 101 the body is the connection itself, which the
 		// request's context does not end.
-		{"switching protocols", func(w http.ResponseWriter, r *http.Request, done <-chan struct{}) {
+		{"switching protocols", func(t *testing.T, w http.ResponseWriter, r *http.Request, done <-chan struct{}) {
 			w.Header().Set("Connection", "Upgrade")
 			w.Header().Set("Upgrade", "muster")
 			w.WriteHeader(http.StatusSwitchingProtocols)
@@ -368,7 +389,7 @@ func TestHomeAnswersBounded(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			done := make(chan struct{})
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { tt.serve(w, r, done) }))
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { tt.serve(t, w, r, done) }))
 			t.Cleanup(srv.Close)
 			t.Cleanup(func() { close(done) })
 			n, err := NewNode(NodeConfig{HomeURL: srv.URL, KeyFile: filepath.Join(t.TempDir(), "key"), Timeout: timeout, HTTPClient: srv.Client()}, quiet())

@@ -444,7 +444,11 @@ func (n *Node) call(ctx context.Context, path, key, contentType string, body io.
 	return doJSON(n.cfg.HTTPClient, req, out)
 }
 
-// doJSON sends req and decodes a JSON answer of at most 1 MiB.
+// maxAnswer bounds the answers of home that doJSON reads.
+const maxAnswer = 1 << 20
+
+// doJSON sends req and decodes a JSON answer of at most maxAnswer bytes;
+// a longer one is an error, read no further.
 func doJSON(c *http.Client, req *http.Request, out any) error {
 	resp, err := c.Do(req)
 	if err != nil {
@@ -455,7 +459,7 @@ func doJSON(c *http.Client, req *http.Request, out any) error {
 	// it: after 101 Switching Protocols the body is the connection itself.
 	stop := context.AfterFunc(req.Context(), func() { resp.Body.Close() })
 	defer stop()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
 	if err != nil {
 		if cerr := req.Context().Err(); cerr != nil {
 			err = cerr
@@ -469,6 +473,9 @@ func doJSON(c *http.Client, req *http.Request, out any) error {
 			he.Code, he.Message = eb.Code, eb.Error
 		}
 		return he
+	}
+	if len(data) > maxAnswer {
+		return fmt.Errorf("read answer: over %d bytes", maxAnswer)
 	}
 	if out == nil {
 		return nil
