@@ -1,6 +1,7 @@
 package federation
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -237,7 +238,8 @@ type NodeConfig struct {
 	// SelfTestTimeout bounds the bandwidth self-test upload. Default 2m.
 	SelfTestTimeout time.Duration `yaml:"self-test-timeout"`
 
-	// HTTPClient makes the requests to home. Default a new http.Client.
+	// HTTPClient makes the requests to home. Default a new http.Client
+	// that follows no redirect.
 	HTTPClient *http.Client `yaml:"-"`
 
 	// Hardware reports this machine. Default ReadHardware.
@@ -253,7 +255,7 @@ func (c NodeConfig) withDefaults() (NodeConfig, error) {
 	setDur(&c.Timeout, DefaultNodeTimeout)
 	setDur(&c.SelfTestTimeout, DefaultSelfTestTimeout)
 	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{}
+		c.HTTPClient = newHomeClient()
 	}
 	if c.Hardware == nil {
 		c.Hardware = ReadHardware
@@ -333,7 +335,8 @@ type PlacerConfig struct {
 	// Timeout bounds one poll. Default 10s.
 	Timeout time.Duration `yaml:"timeout"`
 
-	// HTTPClient polls home. Default a new http.Client.
+	// HTTPClient polls home. Default a new http.Client that follows no
+	// redirect.
 	HTTPClient *http.Client `yaml:"-"`
 
 	// Now is the clock. Default time.Now.
@@ -354,7 +357,7 @@ func (c PlacerConfig) withDefaults() (PlacerConfig, error) {
 		c.LookupQueue = DefaultLookupQueue
 	}
 	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{}
+		c.HTTPClient = newHomeClient()
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -381,18 +384,34 @@ func (c PlacerConfig) withDefaults() (PlacerConfig, error) {
 	return c, nil
 }
 
+// checkBaseURL checks home's base URL: http or https, a host, and no
+// user, query or fragment, which the paths of home's API would be written
+// after.
 func checkBaseURL(s string) error {
 	if s == "" {
 		return fmt.Errorf("is required")
 	}
 	u, err := url.Parse(s)
 	if err != nil {
-		return err
+		return errors.New("is not a URL")
 	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%q is not an http(s) URL", s)
+	switch {
+	case (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "":
+		return fmt.Errorf("%s is not an http(s) URL", u.Redacted())
+	case u.User != nil:
+		return fmt.Errorf("%s: credentials do not belong in the URL; home's keys are sent as headers", u.Redacted())
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return fmt.Errorf("%s: want a base URL without a query or fragment", u.Redacted())
 	}
 	return nil
+}
+
+// newHomeClient returns the default client of requests to home. It follows
+// no redirect: home's API answers in place, and a redirect would carry a
+// key to another port or from https to plain http on the same host, which
+// Go's client keeps the Authorization header for.
+func newHomeClient() *http.Client {
+	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
 func setDur(d *time.Duration, def time.Duration) {

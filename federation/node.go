@@ -13,10 +13,10 @@ import (
 	"maps"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,7 +33,7 @@ import (
 type Node struct {
 	cfg  NodeConfig
 	log  *slog.Logger
-	base string
+	base *url.URL // home, checked by checkBaseURL
 
 	running atomic.Bool
 	seq     atomic.Uint64 // last sequence number handed out
@@ -64,10 +64,14 @@ func NewNode(cfg NodeConfig, logger *slog.Logger) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	base, err := url.Parse(cfg.HomeURL)
+	if err != nil {
+		return nil, err // checked by withDefaults
+	}
 	n := &Node{
 		cfg:     cfg,
 		log:     componentLogger(logger),
-		base:    strings.TrimRight(cfg.HomeURL, "/"),
+		base:    base,
 		pending: make(map[string]pendingReport),
 	}
 	// Sequence numbers start from the wall clock, so that a restarted agent
@@ -434,7 +438,7 @@ func (n *Node) postJSON(ctx context.Context, path, key string, body, out any) er
 // call POSTs body to home and decodes the JSON answer into out; an error
 // answer becomes a *HomeError.
 func (n *Node) call(ctx context.Context, path, key, contentType string, body io.Reader, size int64, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.base+path, body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.base.JoinPath(path).String(), body)
 	if err != nil {
 		return err
 	}

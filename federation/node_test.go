@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -200,12 +201,16 @@ func TestNodeConfig(t *testing.T) {
 	}{
 		{"no home", NodeConfig{KeyFile: "k"}},
 		{"home not http", NodeConfig{HomeURL: "ftp://x", KeyFile: "k"}},
+		{"home with a query", NodeConfig{HomeURL: "https://x/?a=b", KeyFile: "k"}},
+		{"home with a bare ?", NodeConfig{HomeURL: "https://x/?", KeyFile: "k"}},
+		{"home with a fragment", NodeConfig{HomeURL: "https://x/#a", KeyFile: "k"}},
+		{"home with a password", NodeConfig{HomeURL: "https://u:hunter2@x/", KeyFile: "k"}},
 		{"no key file", NodeConfig{HomeURL: "http://x"}},
 		{"server key as node key", NodeConfig{HomeURL: "http://x", KeyFile: "k", NodeKey: newKey(kindServer)}},
 		{"bad service", NodeConfig{HomeURL: "http://x", KeyFile: "k", Services: map[string]string{"a b": "x"}}},
 	}
 	for _, tt := range tests {
-		if _, err := NewNode(tt.cfg, nil); !errors.Is(err, ErrInvalidConfig) {
+		if _, err := NewNode(tt.cfg, nil); !errors.Is(err, ErrInvalidConfig) || strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("%s: %v", tt.name, err)
 		}
 	}
@@ -287,4 +292,40 @@ func TestNodeRoomReports(t *testing.T) {
 			t.Fatalf("%d reports still pending", pending)
 		}
 	})
+}
+
+// The paths of home's API go under its base URL's path, and a redirect of
+// home is not followed: Go's client would carry the key to another port
+// of the same host, or from https to plain http.
+func TestNodeCallsHomeUnderItsPathAndFollowsNoRedirect(t *testing.T) {
+	t.Parallel()
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		w.Write([]byte(`{"stored":true}`))
+	}))
+	t.Cleanup(other.Close)
+	var paths sync.Map
+	home := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		paths.Store(r.URL.Path, true)
+		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(home.Close)
+	n, err := NewNode(NodeConfig{HomeURL: home.URL + "/muster/", KeyFile: filepath.Join(t.TempDir(), "key")}, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := newKey(kindServer)
+	var res roomResponse
+	err = n.postJSON(t.Context(), PathRooms, key, report("r1", 1, "a"), &res)
+	var he *HomeError
+	if !errors.As(err, &he) || he.Status != http.StatusTemporaryRedirect {
+		t.Errorf("a redirect of home: %v, want a HomeError with status 307", err)
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Errorf("the redirect was followed %d times", n)
+	}
+	if _, ok := paths.Load("/muster" + PathRooms); !ok {
+		t.Errorf("home was not asked for /muster%s", PathRooms)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -63,7 +64,7 @@ type RoomInfo struct {
 type Placer struct {
 	cfg     PlacerConfig
 	log     *slog.Logger
-	base    string
+	base    *url.URL // home, checked by checkBaseURL
 	lookups chan lookup
 	running atomic.Bool
 
@@ -87,10 +88,14 @@ func NewPlacer(cfg PlacerConfig, logger *slog.Logger) (*Placer, error) {
 	if err != nil {
 		return nil, err
 	}
+	base, err := url.Parse(cfg.HomeURL)
+	if err != nil {
+		return nil, err // checked by withDefaults
+	}
 	return &Placer{
 		cfg:       cfg,
 		log:       componentLogger(logger),
-		base:      strings.TrimRight(cfg.HomeURL, "/"),
+		base:      base,
 		lookups:   make(chan lookup, cfg.LookupQueue),
 		countries: make(map[string]countryEntry),
 	}, nil
@@ -155,7 +160,7 @@ func (p *Placer) step(ctx context.Context, now time.Time) {
 func (p *Placer) fetch(ctx context.Context) (RegionList, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.base+PathRegions, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.base.JoinPath(PathRegions).String(), nil)
 	if err != nil {
 		return RegionList{}, err
 	}
