@@ -248,3 +248,51 @@ func TestUnparsableRemoteAddrServedLocally(t *testing.T) {
 		t.Errorf("b verified %d relayed requests, want 0", st.Verified)
 	}
 }
+
+// TestRejectedCountsOnlySignatures: a relay header a client made up
+// without a signature is stripped and not counted as a rejected
+// signature (an alert on forged signatures fired on any Muster-Relay-Foo);
+// a signature that does not verify still is.
+func TestRejectedCountsOnlySignatures(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_800_000_000, 0)
+	rl, err := New(Config{NodeID: "b", Secret: testSecret}, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rl.now = func() time.Time { return now }
+	var got seen
+	h := rl.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = see(r) }))
+	send := func(header http.Header) {
+		t.Helper()
+		req := httptest.NewRequest(http.MethodGet, "http://game.internal:8000/ws", nil)
+		req.RemoteAddr = "127.0.0.2:41000"
+		for k, v := range header {
+			req.Header[k] = v
+		}
+		got = seen{}
+		h.ServeHTTP(httptest.NewRecorder(), req)
+		if len(got.RelayHeaders) != 0 || got.Relayed {
+			t.Fatalf("handler saw relay headers %q, relayed %v", got.RelayHeaders, got.Relayed)
+		}
+	}
+	for _, header := range []http.Header{
+		{"Muster-Relay-Foo": {"1"}},
+		{"muster-relay-debug": {"x"}},
+		{headerClient: {"198.51.100.1:1"}, headerNode: {"b"}},
+	} {
+		send(header)
+	}
+	if st := rl.Stats(); st.Rejected != 0 {
+		t.Errorf("headers without a signature counted %d rejected signatures, want 0", st.Rejected)
+	}
+	s := sign(deriveKey("another secret, long enough"), netip.MustParseAddrPort("203.0.113.7:5555"), "https", "play.example.com", "b", "/ws", now)
+	forged := http.Header{}
+	s.setHeaders(forged)
+	send(forged)
+	send(http.Header{headerSignature: {"AAAA"}})
+	send(http.Header{"muster-relay-signature": {"AAAA"}, "Muster-Relay-Foo": {"1"}})
+	if st := rl.Stats(); st.Rejected != 3 {
+		t.Errorf("three forged signatures counted %d rejected, want 3", st.Rejected)
+	}
+}

@@ -52,7 +52,10 @@ type Stats struct {
 	// relayed from clients to target nodes and back.
 	BytesToNode, BytesToClient uint64
 	// Verified counts incoming requests whose relay signature was valid;
-	// Rejected counts those that carried relay headers that were not.
+	// Rejected counts those that carried a relay signature (a
+	// Muster-Relay-Signature header) that was not: forged, stale, replayed
+	// or made for another node. Other relay headers without a signature
+	// are stripped and not counted.
 	Verified, Rejected uint64
 }
 
@@ -174,6 +177,7 @@ func (rl *Relay) admit(r *http.Request) (_ *http.Request, marked bool) {
 	}
 	r2 := withPeer(r)
 	r2.Header = r.Header.Clone()
+	signed := hasSignatureHeader(r2.Header)
 	s, complete := takeHeaders(r2.Header)
 	if rl.key == nil {
 		return r2, false
@@ -193,8 +197,13 @@ func (rl *Relay) admit(r *http.Request) (_ *http.Request, marked bool) {
 		}
 	}
 	if err != nil {
-		rl.rejected.Add(1)
-		rl.log.Debug("relay headers ignored", "remote_addr", r.RemoteAddr, "err", err)
+		// Only a signature that does not verify is a rejected one: other
+		// relay headers without one (Muster-Relay-Foo) are a client's or a
+		// proxy's, stripped like the rest, and no sign of a forgery.
+		if signed {
+			rl.rejected.Add(1)
+		}
+		rl.log.Debug("relay headers ignored", "remote_addr", r.RemoteAddr, "signed", signed, "err", err)
 		return r2, authentic
 	}
 	rl.verified.Add(1)
@@ -202,6 +211,18 @@ func (rl *Relay) admit(r *http.Request) (_ *http.Request, marked bool) {
 	r2.RemoteAddr = id.client.String()
 	r2.Host = id.host
 	return r2, true
+}
+
+// hasSignatureHeader reports whether h has a relay signature header, in
+// any letter case: what a server of the fleet, or someone forging one,
+// sends.
+func hasSignatureHeader(h http.Header) bool {
+	for name := range h {
+		if strings.EqualFold(name, headerSignature) {
+			return true
+		}
+	}
+	return false
 }
 
 func hasRelayHeader(h http.Header) bool {
