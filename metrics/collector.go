@@ -70,7 +70,7 @@ type Collector struct {
 
 	rooms, connected, seated, redirects, handoffs, limited, lateness, passes *prometheus.Desc
 
-	relayActive, relayTotal, relayFallbacks, relayBytes, relaySignatures *prometheus.Desc
+	relayActive, relayTotal, relayFallbacks, relayRefusals, relayBytes, relaySignatures *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -118,6 +118,9 @@ var reasons = []string{room.ReasonRejoin, room.ReasonQueue, room.ReasonLobby, ro
 //   - muster_relay_connections_active, muster_relay_connections_total and
 //     muster_relay_fallbacks_total: relayed connections open and relayed so
 //     far, and relay attempts served locally instead.
+//   - muster_relay_refusals_total: relay attempts the target server
+//     refused with a 4xx answer to the client (a foreign Origin, an
+//     address over its limit), which was passed on to the client.
 //   - muster_relay_bytes_total{direction}: message bytes relayed
 //     "to_node" and "to_client".
 //   - muster_relay_signatures_total{result}: incoming relayed requests
@@ -152,6 +155,7 @@ func NewCollector(src Sources) *Collector {
 		relayActive:     d("muster_relay_connections_active", "WebSocket connections being relayed to another server.", nil, nil),
 		relayTotal:      d("muster_relay_connections_total", "WebSocket connections relayed to another server.", nil, nil),
 		relayFallbacks:  d("muster_relay_fallbacks_total", "Relay attempts served locally because the target could not be reached.", nil, nil),
+		relayRefusals:   d("muster_relay_refusals_total", "Relay attempts the target refused with a 4xx answer to the client, passed on to it.", nil, nil),
 		relayBytes:      d("muster_relay_bytes_total", "Message bytes relayed, by direction.", []string{"direction"}, nil),
 		relaySignatures: d("muster_relay_signatures_total", "Incoming relayed requests, by signature check result.", []string{"result"}, nil),
 	}
@@ -176,7 +180,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		}
 	}
 	if c.src.Relay != nil {
-		for _, d := range []*prometheus.Desc{c.relayActive, c.relayTotal, c.relayFallbacks, c.relayBytes, c.relaySignatures} {
+		for _, d := range []*prometheus.Desc{c.relayActive, c.relayTotal, c.relayFallbacks, c.relayRefusals, c.relayBytes, c.relaySignatures} {
 			ch <- d
 		}
 	}
@@ -247,6 +251,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.relayActive, float64(st.Active))
 		counter(c.relayTotal, float64(st.Relayed))
 		counter(c.relayFallbacks, float64(st.Fallbacks))
+		counter(c.relayRefusals, float64(st.Refused))
 		counter(c.relayBytes, float64(st.BytesToNode), "to_node")
 		counter(c.relayBytes, float64(st.BytesToClient), "to_client")
 		counter(c.relaySignatures, float64(st.Verified), "verified")

@@ -59,7 +59,7 @@ func TestCollector(t *testing.T) {
 		},
 		passes: 1000,
 	}
-	rl := fakeRelay{Active: 2, Relayed: 10, Fallbacks: 1, BytesToNode: 300, BytesToClient: 4000, Verified: 8, Rejected: 2}
+	rl := fakeRelay{Active: 2, Relayed: 10, Fallbacks: 1, Refused: 3, BytesToNode: 300, BytesToClient: 4000, Verified: 8, Rejected: 2}
 
 	fleetSeries := map[string]float64{
 		`muster_server_info{cluster="eu",node_id="s0",region="eu-west"}`: 1,
@@ -96,6 +96,7 @@ func TestCollector(t *testing.T) {
 		`muster_relay_connections_active`:                  2,
 		`muster_relay_connections_total`:                   10,
 		`muster_relay_fallbacks_total`:                     1,
+		`muster_relay_refusals_total`:                      3,
 		`muster_relay_bytes_total{direction="to_node"}`:    300,
 		`muster_relay_bytes_total{direction="to_client"}`:  4000,
 		`muster_relay_signatures_total{result="verified"}`: 8,

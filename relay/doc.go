@@ -71,9 +71,17 @@
 // an opaque form such as x:@host/play) is refused with 400 and nothing is
 // dialled, so no request can steer the relay to another host.
 //
+// A 4xx answer of the node to the relayed upgrade is its refusal of the
+// client (403 for an Origin it does not accept, 429 for an address over
+// its connection limit): it is passed on to the client as the node's
+// answer, counted in Stats.Refused, and neither logged as a failure of
+// the node nor served locally.
+//
 // Every other request, and every upgrade for this server, an unknown or
-// dead server, or one that does not answer within Config.DialTimeout, is
-// served by the wrapped handler: the client always gets a connection.
+// dead server, one that does not answer within Config.DialTimeout, or one
+// that answers anything but 101 or a 4xx (such as a draining server's
+// 503), is served by the wrapped handler: a node that fails never costs
+// the client its connection.
 //
 // # Client identity
 //

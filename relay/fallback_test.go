@@ -17,11 +17,17 @@ func TestFallbackServesLocally(t *testing.T) {
 	dir.set("dead", deadAddr(t))
 	dir.set("silent", silentAddr(t))
 	dir.set("empty", "")
-	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "no", http.StatusForbidden)
+	// A node's 5xx is its own failure (a draining node's 503): the client
+	// is served here. A 4xx is the node's refusal of the client, passed
+	// on (TestNodeRefusalPassedOn).
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "draining", http.StatusServiceUnavailable)
 	}))
-	t.Cleanup(refusing.Close)
-	dir.set("refusing", refusing.Listener.Addr().String())
+	t.Cleanup(failing.Close)
+	dir.set("failing", failing.Listener.Addr().String())
+	redirecting := httptest.NewServer(http.RedirectHandler("/elsewhere", http.StatusFound))
+	t.Cleanup(redirecting.Close)
+	dir.set("redirecting", redirecting.Listener.Addr().String())
 
 	cases := []struct {
 		name, path string
@@ -34,7 +40,8 @@ func TestFallbackServesLocally(t *testing.T) {
 		{"no address", "/ws?node=empty", false},
 		{"dead", "/ws?node=dead", true},
 		{"accepts but never answers", "/ws?node=silent", true},
-		{"refuses the handshake", "/ws?node=refusing", true},
+		{"fails the handshake", "/ws?node=failing", true},
+		{"redirects the handshake", "/ws?node=redirecting", true},
 		{"other parameter name", "/ws?n=b", false},
 	}
 	for _, tc := range cases {

@@ -46,8 +46,14 @@ type Stats struct {
 	// Relayed counts the connections relayed to another node.
 	Relayed uint64
 	// Fallbacks counts relay attempts served locally because the target
-	// node could not be reached or refused the handshake.
+	// node could not be reached or failed the handshake (no answer within
+	// DialTimeout, or an answer other than 101 and 4xx).
 	Fallbacks uint64
+	// Refused counts relay attempts the target node refused with a 4xx
+	// answer to the client's request (403 for an Origin it does not
+	// accept, 429 for an address over its connection limit, ...): that
+	// answer was passed on to the client, which is no failure of the node.
+	Refused uint64
 	// BytesToNode and BytesToClient count the message payload bytes
 	// relayed from clients to target nodes and back.
 	BytesToNode, BytesToClient uint64
@@ -100,6 +106,7 @@ type Relay struct {
 
 	active                     atomic.Int64
 	relayed, fallbacks         atomic.Uint64
+	refused                    atomic.Uint64
 	bytesToNode, bytesToClient atomic.Uint64
 	verified, rejected         atomic.Uint64
 	nonces                     nonces // of the relay headers accepted
@@ -144,7 +151,10 @@ func New(cfg Config, dir Directory, logger *slog.Logger) (*Relay, error) {
 //  3. if r is a WebSocket upgrade naming another node in the NodeParam
 //     query parameter, and that node is live and answers the handshake
 //     within DialTimeout, accepts the client and relays messages both ways
-//     until either side closes;
+//     until either side closes, and when that node refuses the client's
+//     request with a 4xx status (an Origin it does not accept, an address
+//     over its connection limit), answers the client with that status, the
+//     node's headers and up to 4 KiB of its body;
 //
 // and otherwise serves r with next. A request that carries relay headers
 // made by a server of the fleet is never relayed again, so servers with
@@ -272,6 +282,15 @@ func (rl *Relay) tryRelay(w http.ResponseWriter, r *http.Request) bool {
 	}
 
 	up, err := rl.dial(r, target, addr, client)
+	var refused *refusal
+	if errors.As(err, &refused) {
+		// The node refused the client, not the relay: the client gets the
+		// node's answer, as it would from the node directly.
+		rl.refused.Add(1)
+		rl.log.Debug("node refused the relayed client", "node_id", target, "status", refused.status, "remote_addr", r.RemoteAddr)
+		refused.write(w)
+		return true
+	}
 	if err != nil {
 		rl.fallbacks.Add(1)
 		rl.log.Warn("relay to node failed, serving locally", "node_id", target, "addr", addr, "err", err)
@@ -323,6 +342,31 @@ const defaultProbeTimeout = 15 * time.Second
 
 // maxHandshake bounds the node's handshake response.
 const maxHandshake = 64 << 10
+
+// maxRefusalBody bounds the body of a node's refusal passed on to the
+// client; the rest is left unread.
+const maxRefusalBody = 4 << 10
+
+// refusal is a node's 4xx answer to a relayed upgrade: its refusal of the
+// client, for the client's request (an Origin, an address over its limit,
+// a bad ticket), which is passed on to the client rather than counted as a
+// failure of the node.
+type refusal struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (e *refusal) Error() string {
+	return fmt.Sprintf("relay: the node refused the client with %d %s", e.status, http.StatusText(e.status))
+}
+
+// write answers the client with the node's refusal.
+func (e *refusal) write(w http.ResponseWriter) {
+	copyResponseHeaders(w.Header(), e.header)
+	w.WriteHeader(e.status)
+	_, _ = w.Write(e.body)
+}
 
 // dial opens the upstream half of a relayed connection: the client's
 // upgrade request, with its end-to-end headers and subprotocols, plus the
@@ -383,11 +427,22 @@ func (rl *Relay) dial(r *http.Request, target, addr string, client netip.AddrPor
 	}
 	br := bufio.NewReader(io.LimitReader(conn, maxHandshake))
 	resp, err := http.ReadResponse(br, req)
+	var refused *refusal
+	if err == nil && resp.StatusCode >= 400 && resp.StatusCode < 500 {
+		// Read while ctx still bounds the read: a node that sends less
+		// body than it announced is given up at DialTimeout.
+		body, rerr := io.ReadAll(io.LimitReader(resp.Body, maxRefusalBody))
+		err = rerr
+		refused = &refusal{status: resp.StatusCode, header: resp.Header, body: body}
+	}
 	if !stop() {
 		return upstream{}, fmt.Errorf("relay: handshake with the node: %w", context.Cause(ctx))
 	}
 	if err != nil {
 		return upstream{}, err
+	}
+	if refused != nil {
+		return upstream{}, refused
 	}
 	_ = conn.SetDeadline(time.Time{})
 	// Each field is one line: two lines mean the two values joined by a
@@ -549,6 +604,7 @@ func (rl *Relay) Stats() Stats {
 		Active:        rl.active.Load(),
 		Relayed:       rl.relayed.Load(),
 		Fallbacks:     rl.fallbacks.Load(),
+		Refused:       rl.refused.Load(),
 		BytesToNode:   rl.bytesToNode.Load(),
 		BytesToClient: rl.bytesToClient.Load(),
 		Verified:      rl.verified.Load(),

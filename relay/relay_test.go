@@ -110,13 +110,16 @@ func TestHandshakeHeaders(t *testing.T) {
 	}
 
 	// A cross-origin upgrade that b refuses is not accepted by the relay
-	// either: a serves it, and a's handler refuses it in turn.
+	// either: the client gets b's refusal.
 	h.Set("Origin", "http://evil.example")
 	_, resp, err = websocket.Dial(ctx, "ws://"+a.addr+"/ws?node=b", &websocket.DialOptions{HTTPHeader: h, Host: "play.example.test"})
 	if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
 		t.Errorf("cross-origin upgrade: %v, %v; want 403", resp, err)
 	}
-	if resp != nil && resp.Header.Get("X-Node") != "a" {
-		t.Errorf("cross-origin upgrade answered by %q, want a", resp.Header.Get("X-Node"))
+	if resp != nil && resp.Header.Get("X-Node") != "b" {
+		t.Errorf("cross-origin upgrade answered by %q, want b", resp.Header.Get("X-Node"))
+	}
+	if st := a.relay.Stats(); st.Refused != 1 || st.Fallbacks != 0 {
+		t.Errorf("stats of a = %+v, want 1 refused, no fallback", st)
 	}
 }
