@@ -81,7 +81,9 @@
 // dead server, one that does not answer within Config.DialTimeout, or one
 // that answers anything but 101 or a 4xx (such as a draining server's
 // 503), is served by the wrapped handler: a node that fails never costs
-// the client its connection.
+// the client its connection. Such a failure of the node is logged as a
+// warning at most once a minute for each node, with the number of
+// failures not logged since the last line.
 //
 // # Client identity
 //

@@ -6,9 +6,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 )
@@ -119,5 +122,64 @@ func TestNodeRefusalPassedOn(t *testing.T) {
 		t.Errorf("served by %q, want b", served)
 	} else {
 		c.CloseNow()
+	}
+}
+
+// TestRelayFailureLogLimited: a node that cannot be relayed to is logged
+// once per minute, with the count of the failures not logged since; each
+// node on its own. A stranger repeating upgrades for a dead node used to
+// make a warning each.
+func TestRelayFailureLogLimited(t *testing.T) {
+	t.Parallel()
+	dir := &dirMap{}
+	var lines logLines
+	var skew atomic.Int64 // added to a's clock
+	clock := func(n *nodeSettings) {
+		n.setup = func(rl *Relay) { rl.now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) } }
+	}
+	a := startNode(t, "a", dir, clock, withLog(&lines))
+	dir.set("dead", deadAddr(t))
+	dir.set("gone", deadAddr(t))
+
+	for range 5 {
+		servesItself(t, a, "/ws?node=dead", "node dead")
+	}
+	servesItself(t, a, "/ws?node=gone", "node gone")
+	if st := a.relay.Stats(); st.Fallbacks != 6 {
+		t.Fatalf("stats of a = %+v, want 6 fallbacks", st)
+	}
+	dead := lines.warnings("relay to node failed", "node_id=dead")
+	if len(dead) != 1 || !strings.Contains(dead[0], "suppressed=0") {
+		t.Fatalf("5 failures for dead logged\n%s\nwant one line", strings.Join(dead, "\n"))
+	}
+	if gone := lines.warnings("relay to node failed", "node_id=gone"); len(gone) != 1 {
+		t.Fatalf("a failure for another node logged\n%s\nwant a line of its own", strings.Join(gone, "\n"))
+	}
+
+	skew.Store(int64(failLogEvery))
+	servesItself(t, a, "/ws?node=dead", "node dead a minute later")
+	dead = lines.warnings("relay to node failed", "node_id=dead")
+	if len(dead) != 2 || !strings.Contains(dead[1], "suppressed=4") {
+		t.Fatalf("a failure a minute later logged\n%s\nwant a second line counting the 4 not logged", strings.Join(dead, "\n"))
+	}
+}
+
+// TestFailLogBounded: the failure log forgets nodes whose last line is a
+// minute old once it remembers maxFailLogNodes, so ids that come and go
+// cannot grow it for ever.
+func TestFailLogBounded(t *testing.T) {
+	t.Parallel()
+	var f failLog
+	t0 := time.Unix(1_800_000_000, 0)
+	for i := range maxFailLogNodes {
+		if log, _ := f.failed(strconv.Itoa(i), t0); !log {
+			t.Fatalf("first failure of node %d not logged", i)
+		}
+	}
+	if log, _ := f.failed("0", t0.Add(time.Second)); log {
+		t.Fatal("a second failure within the minute logged")
+	}
+	if log, n := f.failed("new", t0.Add(failLogEvery)); !log || n != 0 || len(f.nodes) != 1 {
+		t.Fatalf("a new node a minute later: logged %v, %d suppressed, %d nodes remembered; want logged, 0, 1", log, n, len(f.nodes))
 	}
 }

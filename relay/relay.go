@@ -109,7 +109,8 @@ type Relay struct {
 	refused                    atomic.Uint64
 	bytesToNode, bytesToClient atomic.Uint64
 	verified, rejected         atomic.Uint64
-	nonces                     nonces // of the relay headers accepted
+	nonces                     nonces  // of the relay headers accepted
+	failLog                    failLog // which failures to relay to a node are logged
 	draining                   atomic.Bool
 }
 
@@ -293,7 +294,11 @@ func (rl *Relay) tryRelay(w http.ResponseWriter, r *http.Request) bool {
 	}
 	if err != nil {
 		rl.fallbacks.Add(1)
-		rl.log.Warn("relay to node failed, serving locally", "node_id", target, "addr", addr, "err", err)
+		if log, suppressed := rl.failLog.failed(target, rl.now()); log {
+			rl.log.Warn("relay to node failed, serving locally", "node_id", target, "addr", addr, "err", err, "suppressed", suppressed)
+		} else {
+			rl.log.Debug("relay to node failed, serving locally", "node_id", target, "addr", addr, "err", err)
+		}
 		return false
 	}
 	s := newSession(rl, up.conn)
