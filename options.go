@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
@@ -37,6 +38,9 @@ type options struct {
 	checkers     []room.TicketChecker
 	watchers     []room.RoomWatcher
 	ratings      func(ctx context.Context, player, playlist string) (float64, error)
+	// idleTimeout and bodyTimeout replace idleTimeout and bodyTimeout of
+	// package muster when set, for tests.
+	idleTimeout, bodyTimeout time.Duration
 }
 
 // WithModules adds room modules: the game's own, or matchmaking and

@@ -32,6 +32,24 @@ import (
 // the fleet has left: connections still open then are cut.
 const shutdownTimeout = 5 * time.Second
 
+// The HTTP server's bounds on what a client may keep waiting. Each holds a
+// goroutine, buffers and a file descriptor while it waits.
+const (
+	// readHeaderTimeout bounds a request's headers.
+	readHeaderTimeout = 10 * time.Second
+	// idleTimeout bounds a keep-alive connection's wait for its next
+	// request.
+	idleTimeout = 2 * time.Minute
+	// bodyTimeout is http.Server's ReadTimeout: it bounds the time from a
+	// request's first byte to the end of its body (tickets, sign-ins, the
+	// game's routes, a POST to no route). It does not reach a WebSocket,
+	// a player's or a relayed one, which lives for hours: net/http clears
+	// a connection's deadlines when a handler hijacks it (the Hijacker
+	// documentation still says they may stay; TestHTTPTimeouts checks
+	// that they do not).
+	bodyTimeout = 30 * time.Second
+)
+
 // host is the part of a *room.Host the Server uses, whatever the game's
 // types.
 type host interface {
@@ -61,6 +79,8 @@ type Server struct {
 	l       net.Listener
 	fed     *federated // nil unless muster.federation.home-url is set
 	ran     atomic.Bool
+
+	idleTimeout, bodyTimeout time.Duration
 }
 
 // New builds the server for game with cfg and opts. It starts nothing and
@@ -84,7 +104,13 @@ func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.
 	if logger == nil {
 		logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, nodeID: cfg.NodeID(), l: o.listener}
+	s := &Server{cfg: cfg, nodeID: cfg.NodeID(), l: o.listener, idleTimeout: idleTimeout, bodyTimeout: bodyTimeout}
+	if o.idleTimeout > 0 {
+		s.idleTimeout = o.idleTimeout
+	}
+	if o.bodyTimeout > 0 {
+		s.bodyTimeout = o.bodyTimeout
+	}
 	s.logger = logger.With("node_id", s.nodeID)
 
 	s.bp = o.backplane
@@ -238,6 +264,12 @@ func (s *Server) Host() room.ModuleHost { return s.host }
 // docs/federation.md). Then it leaves the fleet,
 // stops the rooms, shuts the relay and the HTTP server down, and returns
 // when all of it has ended.
+//
+// A client's connection is closed when it sends no request headers within
+// 10 s, no next request within 2 minutes, or not a request's whole body
+// within 30 s of its start; a route of the game's that takes larger
+// uploads sets its own read deadline with http.ResponseController.
+// WebSockets, relayed or not, are not bounded.
 func (s *Server) Run(ctx context.Context) error {
 	if !s.ran.CompareAndSwap(false, true) {
 		return errors.New("muster: Server.Run called twice")
@@ -253,7 +285,13 @@ func (s *Server) Run(ctx context.Context) error {
 	for _, w := range s.cfg.Warnings() {
 		s.logger.Warn(w) // each starts with "config: "
 	}
-	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug)}
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       s.bodyTimeout,
+		IdleTimeout:       s.idleTimeout,
+		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug),
+	}
 	backend := "memory"
 	if s.cfg.Server.Fleet.Redis != "" {
 		backend = "redis"
