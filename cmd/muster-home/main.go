@@ -143,6 +143,19 @@ func openBackplane(c common) (backplane.Backplane, error) {
 	return redis.Open(redis.Config{URL: c.redis, Cluster: c.cluster})
 }
 
+// The HTTP server's bounds on a client's connection, variables for tests.
+var (
+	// idleTimeout bounds a keep-alive connection's wait for its next
+	// request.
+	idleTimeout = 2 * time.Minute
+	// readTimeout bounds a request's headers and body together, so that a
+	// body announced and never sent does not hold its connection for
+	// ever. A node's bandwidth self-test upload (4 MiB by default) must
+	// fit in it: a node gives the upload federation.DefaultSelfTestTimeout.
+	// home serves no WebSocket or other hijacked connection it could cut.
+	readTimeout = federation.DefaultSelfTestTimeout
+)
+
 func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := newFlags("serve", stderr)
 	var c common
@@ -190,7 +203,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	srv := &http.Server{
 		Handler:           home.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadTimeout:       readTimeout,
+		IdleTimeout:       idleTimeout,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
