@@ -66,7 +66,7 @@ func TestSections(t *testing.T) {
 		{Name: "squad", Teams: 2, TeamSize: 3, Rating: matchmaking.RatingRule{Window: 100, Widen: 10.5, Max: 400, Default: 1000}},
 		{Name: "ffa", Teams: 8},
 	}
-	if mc != (matchmaking.Config{Tick: 50 * time.Millisecond, Hold: 4 * time.Second}) || !reflect.DeepEqual(pls, wantPls) {
+	if mc.Tick != 50*time.Millisecond || mc.Hold != 4*time.Second || mc.Ratings != nil || !reflect.DeepEqual(pls, wantPls) {
 		t.Errorf("MatchmakingConfig = %+v, %+v", mc, pls)
 	}
 	if got, want := c.LobbyConfig(), (lobby.Config{CodeLength: 6, MaxMembers: 4, RoomKind: "party", Tick: 250 * time.Millisecond, ArrivalTimeout: 30 * time.Second, CodeFailures: 20, CodeLockout: 10 * time.Minute}); got != want {
