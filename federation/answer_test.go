@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // The answers of a home that is fake or compromised: what the node and the
@@ -176,6 +178,8 @@ func FuzzDoJSON(f *testing.F) {
 			if ok || he.Status != status {
 				t.Fatalf("%d answered as %v", status, err)
 			}
+			checkPrintable(t, "code", he.Code, maxErrorCode)
+			checkPrintable(t, "message", he.Message, maxErrorMessage)
 		case !ok && !short:
 			t.Fatalf("%d %q: %v, not a *HomeError", status, body, err)
 		}
@@ -413,5 +417,40 @@ func TestHomeAnswersBounded(t *testing.T) {
 				t.Fatalf("took %+v from an answer that is not whole", res)
 			}
 		})
+	}
+}
+
+// checkPrintable fails t unless s, what home said in an error answer, is
+// one line of valid UTF-8 of at most max bytes.
+func checkPrintable(t *testing.T, what, s string, max int) {
+	t.Helper()
+	if len(s) > max || !utf8.ValidString(s) || strings.ContainsFunc(s, unicode.IsControl) {
+		t.Fatalf("home's error %s taken as %d bytes: %.80q", what, len(s), s)
+	}
+}
+
+// An error answer of home's may say anything; a HomeError carries at most
+// a short line of it into errors and logs.
+func TestHomeErrorBounded(t *testing.T) {
+	t.Parallel()
+	home := newFakeHome(t)
+	long := strings.Repeat("é\n\x1b[31m", 30_000) // 420 kB of JSON, under maxAnswer
+	body, err := json.Marshal(errorBody{Code: strings.Repeat("c", 1000), Error: long + "\xff"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	home.answer(fakeAnswer{status: http.StatusForbidden, contentType: "application/json", body: body})
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, home.URL+PathRooms, strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var he *HomeError
+	if err := doJSON(home.Client(), req, nil); !errors.As(err, &he) {
+		t.Fatalf("got %v, want a HomeError", err)
+	}
+	checkPrintable(t, "code", he.Code, maxErrorCode)
+	checkPrintable(t, "message", he.Message, maxErrorMessage)
+	if !strings.HasPrefix(he.Message, "é\uFFFD\uFFFD[31mé") {
+		t.Errorf("message %.40q, want its start kept, control characters replaced", he.Message)
 	}
 }

@@ -17,9 +17,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Node is the agent that runs beside each server of a regional node: it
@@ -448,6 +451,35 @@ func (n *Node) call(ctx context.Context, path, key, contentType string, body io.
 	return doJSON(n.cfg.HTTPClient, req, out)
 }
 
+// The bounds on the code and the message of home's error answers, which
+// a HomeError carries into errors and log lines.
+const (
+	maxErrorCode    = 64
+	maxErrorMessage = 256
+)
+
+// printable returns s as one line of valid UTF-8 of at most max bytes:
+// invalid bytes and control characters become U+FFFD, and a longer s is
+// cut at a rune boundary and ends with "…".
+func printable(s string, max int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '\uFFFD'
+		}
+		return r
+	}, s)
+	if len(s) <= max {
+		return s
+	}
+	const ellipsis = "…"
+	cut := max - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
+}
+
 // maxAnswer bounds the answers of home that doJSON reads.
 const maxAnswer = 1 << 20
 
@@ -474,7 +506,8 @@ func doJSON(c *http.Client, req *http.Request, out any) error {
 		he := &HomeError{Status: resp.StatusCode}
 		var eb errorBody
 		if json.Unmarshal(data, &eb) == nil {
-			he.Code, he.Message = eb.Code, eb.Error
+			// Home's words go into errors and logs: bounded, one line.
+			he.Code, he.Message = printable(eb.Code, maxErrorCode), printable(eb.Error, maxErrorMessage)
 		}
 		return he
 	}
