@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -64,8 +65,9 @@ type host interface {
 
 // Server is one game server: the room host, its fleet membership, the
 // relay, the probes, metrics and dashboard, and the game's own routes,
-// behind one Handler. Create it with New; Run serves it. A Server runs
-// once.
+// behind one Handler, or behind two (Handler and OperatorHandler) when
+// muster.server.http.operator-port is set. Create it with New; Run serves
+// it. A Server runs once.
 type Server struct {
 	cfg     config.Config
 	logger  *slog.Logger
@@ -76,9 +78,12 @@ type Server struct {
 	host    host
 	relay   *relay.Relay
 	handler http.Handler
-	l       net.Listener
-	fed     *federated // nil unless muster.federation.home-url is set
-	ran     atomic.Bool
+	// operator serves the operator's paths alone; Run serves it on
+	// muster.server.http.operator-port when that is set.
+	operator http.Handler
+	l        net.Listener
+	fed      *federated // nil unless muster.federation.home-url is set
+	ran      atomic.Bool
 
 	idleTimeout, bodyTimeout time.Duration
 }
@@ -204,13 +209,26 @@ func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.
 	fl.AddDrainer(rl) // a draining server relays no new connection
 	reg.MustRegister(metrics.NewCollector(metrics.Sources{Fleet: fl, Rooms: h, Relay: rl}))
 
+	// The operator's paths: the probes and drain, metrics and dashboard.
+	operatorRoutes := func(r chi.Router) {
+		r.Handle("/muster/server/*", fl.Handler())
+		r.Handle("/metrics", metrics.Handler(reg))
+		r.Handle("/muster/dashboard", dashboard.Handler(fl))
+		r.Handle("/muster/dashboard/*", dashboard.Handler(fl))
+	}
+	op := chi.NewRouter()
+	// The drain's loopback right is decided behind the same RealIP as on
+	// the game's port: a request a trusted proxy forwarded is not local.
+	op.Use(cfg.RealIP())
+	operatorRoutes(op)
+	s.operator = op
+
 	r := chi.NewRouter()
 	r.Use(cfg.RealIP()) // the client behind the load balancer
 	r.Use(rl.Middleware)
-	r.Handle("/muster/server/*", fl.Handler())
-	r.Handle("/metrics", metrics.Handler(reg))
-	r.Handle("/muster/dashboard", dashboard.Handler(fl))
-	r.Handle("/muster/dashboard/*", dashboard.Handler(fl))
+	if cfg.Server.HTTP.OperatorPort == 0 {
+		operatorRoutes(r)
+	}
 	r.Handle("/play", h.Handler())
 	if o.guestTickets != "" {
 		r.Post(o.guestTickets, guestTickets(h.Tickets()))
@@ -240,8 +258,18 @@ func Serve[Sim, Input, Player any](ctx context.Context, game room.Game[Sim, Inpu
 // trusted proxies, the relay to other servers, the probes and drain
 // endpoint (/muster/server/…), /metrics, the dashboard
 // (/muster/dashboard), the game's WebSocket (/play) and the game's own
-// routes.
+// routes. With muster.server.http.operator-port set, it is what Run serves
+// on the game's port: all of that but the probes and drain, /metrics and
+// the dashboard, which it answers with 404; OperatorHandler has them.
 func (s *Server) Handler() http.Handler { return s.handler }
+
+// OperatorHandler returns the operator's HTTP surface alone: client
+// identity behind trusted proxies, the probes and drain endpoint
+// (/muster/server/…), /metrics and the dashboard (/muster/dashboard), and
+// 404 for any other path. With muster.server.http.operator-port set, Run
+// serves it on that port; with operator-port 0, Handler serves the same
+// paths, and OperatorHandler is for serving them elsewhere as well.
+func (s *Server) OperatorHandler() http.Handler { return s.operator }
 
 // NodeID returns the server's node id.
 func (s *Server) NodeID() string { return s.nodeID }
@@ -257,18 +285,21 @@ func (s *Server) Tickets() *room.Tickets { return s.host.Tickets() }
 func (s *Server) Host() room.ModuleHost { return s.host }
 
 // Run listens on muster.server.http (or the listener given with
-// WithListener), runs the fleet, the room host and its modules, marks the
-// server ready, and serves until ctx ends or a SIGTERM or SIGINT drains
-// it (a second signal cuts the drain short). With muster.federation set,
-// it also runs the federation node agent and the room reporter (see
-// docs/federation.md). Then it leaves the fleet,
-// stops the rooms, shuts the relay and the HTTP server down, and returns
-// when all of it has ended.
+// WithListener, for the game's port only) and, when
+// muster.server.http.operator-port is set, on that port of
+// muster.server.http.host for OperatorHandler. It runs the fleet, the room
+// host and its modules, marks the server ready, and serves until ctx ends
+// or a SIGTERM or SIGINT drains it (a second signal cuts the drain short).
+// With muster.federation set, it also runs the federation node agent and
+// the room reporter (see docs/federation.md). Then it leaves the fleet,
+// stops the rooms, shuts the relay and the HTTP servers down, and returns
+// when all of it has ended, both ports closed.
 //
-// A client's connection is closed when it sends no request headers within
-// 10 s, no next request within 2 minutes, or not a request's whole body
-// within 30 s of its start; a route of the game's that takes larger
-// uploads sets its own read deadline with http.ResponseController.
+// A client's connection, on either port, is closed when it sends no
+// request headers within 10 s, no next request within 2 minutes, or not a
+// request's whole body within 30 s of its start; a route of the game's
+// that takes larger uploads sets its own read deadline with
+// http.ResponseController.
 // WebSockets, relayed or not, are not bounded.
 func (s *Server) Run(ctx context.Context) error {
 	if !s.ran.CompareAndSwap(false, true) {
@@ -282,21 +313,39 @@ func (s *Server) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	var ol net.Listener // the operator's port, when it is set
+	if s.cfg.Server.HTTP.OperatorPort != 0 {
+		var err error
+		if ol, err = s.cfg.ListenOperator(ctx); err != nil {
+			l.Close()
+			return err
+		}
+	}
 	for _, w := range s.cfg.Warnings() {
 		s.logger.Warn(w) // each starts with "config: "
 	}
-	srv := &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: readHeaderTimeout,
-		ReadTimeout:       s.bodyTimeout,
-		IdleTimeout:       s.idleTimeout,
-		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug),
+	newServer := func(h http.Handler) *http.Server {
+		return &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: readHeaderTimeout,
+			ReadTimeout:       s.bodyTimeout,
+			IdleTimeout:       s.idleTimeout,
+			ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug),
+		}
 	}
+	srvs := []*http.Server{newServer(s.handler)}
+	listeners := []net.Listener{l}
 	backend := "memory"
 	if s.cfg.Server.Fleet.Redis != "" {
 		backend = "redis"
 	}
-	s.logger.Info("serving", "url", localURL(l.Addr()), "backplane", backend)
+	logArgs := []any{"url", localURL(l.Addr())}
+	if ol != nil {
+		srvs = append(srvs, newServer(s.operator))
+		listeners = append(listeners, ol)
+		logArgs = append(logArgs, "operator_url", localURL(ol.Addr()))
+	}
+	s.logger.Info("serving", append(logArgs, "backplane", backend)...)
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -306,12 +355,14 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.fed != nil {
 		g.Go(func() error { return s.fed.run(gctx, s.logger) })
 	}
-	g.Go(func() error {
-		if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-		return nil
-	})
+	for i, srv := range srvs {
+		g.Go(func() error {
+			if err := srv.Serve(listeners[i]); !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		})
+	}
 	g.Go(func() error {
 		// SIGTERM drains: queues (newcomers' too) and lobbies move,
 		// rooms finish or are ended at the drain timeout; then the server
@@ -329,7 +380,15 @@ func (s *Server) Run(ctx context.Context) error {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 		defer cancel()
 		s.relay.Shutdown(sctx)
-		return srv.Shutdown(sctx)
+		// The game's and the operator's servers at once: neither waits
+		// out the other's connections.
+		errs := make([]error, len(srvs))
+		var wg sync.WaitGroup
+		for i, srv := range srvs {
+			wg.Go(func() { errs[i] = srv.Shutdown(sctx) })
+		}
+		wg.Wait()
+		return errors.Join(errs...)
 	})
 	g.Go(func() error {
 		// Ready once the host takes connections: a load balancer that sends

@@ -58,6 +58,13 @@ type HTTP struct {
 	Host string `yaml:"host"`
 	// Port is the port to listen on, 1-65535. Default 8080.
 	Port int `yaml:"port"`
+	// OperatorPort, when set (1-65535, not Port), is a second port on Host
+	// that alone serves the operator's paths: the probes and drain
+	// (/muster/server/…), /metrics and the dashboard (/muster/dashboard);
+	// Port then answers 404 for them. Set it when Port is exposed
+	// directly (a cloud load balancer, a Kubernetes LoadBalancer Service).
+	// Default 0: they are served on Port.
+	OperatorPort int `yaml:"operator-port"`
 	// TrustedProxies lists, comma-separated, the addresses or CIDR ranges
 	// of the load balancers in front of the server: a request from one of
 	// them is taken to come from the right-most address of its

@@ -77,6 +77,16 @@ func TestOverrides(t *testing.T) {
 			},
 		},
 		{
+			name:    "operator port",
+			environ: []string{"MUSTER__SERVER__HTTP__OPERATOR_PORT=9090"},
+			want:    func(c *config.Config) { c.Server.HTTP.OperatorPort = 9090 },
+		},
+		{
+			name:    "operator port 0",
+			environ: []string{"MUSTER__SERVER__HTTP__OPERATOR_PORT=0"},
+			want:    func(*config.Config) {},
+		},
+		{
 			name:    "dash as underscore",
 			environ: []string{"MUSTER__SERVER__CAPACITY__MAX_LOAD=300", "MUSTER__SERVER__FLEET__NODE_PARAM=n"},
 			want: func(c *config.Config) {
@@ -226,8 +236,8 @@ func TestEveryKeyFromEnv(t *testing.T) {
 		}
 	}
 	walk(reflect.TypeFor[config.Config](), func(c *config.Config) reflect.Value { return reflect.ValueOf(c).Elem() }, "MUSTER")
-	if n != 65 {
-		t.Errorf("walked %d settings, want 65", n)
+	if n != 66 {
+		t.Errorf("walked %d settings, want 66", n)
 	}
 }
 
@@ -327,6 +337,30 @@ func TestBadConfig(t *testing.T) {
 			name:    "port out of range from environment",
 			environ: []string{"MUSTER__SERVER__HTTP__PORT=0"},
 			want:    "config: muster.server.http.port / MUSTER__SERVER__HTTP__PORT: want a port number 1-65535, got 0 (from the environment)",
+			err:     config.ErrInvalid,
+		},
+		{
+			name:    "operator-port negative",
+			environ: []string{"MUSTER__SERVER__HTTP__OPERATOR_PORT=-1"},
+			want:    "config: muster.server.http.operator-port / MUSTER__SERVER__HTTP__OPERATOR_PORT: want 0 (the operator's paths on muster.server.http.port) or a port number 1-65535, got -1 (from the environment)",
+			err:     config.ErrInvalid,
+		},
+		{
+			name: "operator-port out of range",
+			file: "muster:\n  server:\n    http:\n      operator-port: 70000\n",
+			want: "config: muster.server.http.operator-port / MUSTER__SERVER__HTTP__OPERATOR_PORT: want 0 (the operator's paths on muster.server.http.port) or a port number 1-65535, got 70000 (line 4)",
+			err:  config.ErrInvalid,
+		},
+		{
+			name: "operator-port is the game's port",
+			file: "muster:\n  server:\n    http:\n      port: 9090\n      operator-port: 9090\n",
+			want: "config: muster.server.http.operator-port / MUSTER__SERVER__HTTP__OPERATOR_PORT: want a port other than muster.server.http.port (9090), or 0 to serve the operator's paths on it (line 5)",
+			err:  config.ErrInvalid,
+		},
+		{
+			name:    "operator-port is the default game port",
+			environ: []string{"MUSTER__SERVER__HTTP__OPERATOR_PORT=8080"},
+			want:    "config: muster.server.http.operator-port / MUSTER__SERVER__HTTP__OPERATOR_PORT: want a port other than muster.server.http.port (8080), or 0 to serve the operator's paths on it (from the environment)",
 			err:     config.ErrInvalid,
 		},
 		{

@@ -41,6 +41,40 @@ func TestListenBusyPort(t *testing.T) {
 	}
 }
 
+// TestListenOperatorBusyPort: ListenOperator's port in use is one line
+// that names operator-port and its variable, not the game's port.
+func TestListenOperatorBusyPort(t *testing.T) {
+	t.Parallel()
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	port := busy.Addr().(*net.TCPAddr).Port
+	c := config.Default()
+	c.Server.HTTP.Host, c.Server.HTTP.OperatorPort = "127.0.0.1", port
+	l, err := c.ListenOperator(context.Background())
+	if err == nil {
+		l.Close()
+		t.Fatal("listened on a busy port")
+	}
+	want := "config: muster.server.http.operator-port / MUSTER__SERVER__HTTP__OPERATOR_PORT: port " + strconv.Itoa(port) + " is in use on 127.0.0.1 (another server running?); choose another port"
+	if err.Error() != want || !errors.Is(err, config.ErrInvalid) {
+		t.Errorf("error\n got %v\nwant %s", err, want)
+	}
+	if got := c.OperatorAddr(); got != "127.0.0.1:"+strconv.Itoa(port) {
+		t.Errorf("OperatorAddr() = %q", got)
+	}
+	c.Server.HTTP.OperatorPort = 0
+	if got := c.OperatorAddr(); got != "" {
+		t.Errorf("OperatorAddr() with operator-port 0 = %q, want \"\"", got)
+	}
+	if l, err := c.ListenOperator(context.Background()); err == nil {
+		l.Close()
+		t.Error("ListenOperator with operator-port 0 listened")
+	}
+}
+
 // TestListenUnresolvableHost: a host name that does not resolve is one
 // line that names the key and its variable, not the resolver's error alone.
 func TestListenUnresolvableHost(t *testing.T) {

@@ -27,6 +27,10 @@ func (c Config) Validate() error {
 		return bad("server.http.host", "want a host name or IP address, got %s", quote(h.Host))
 	case h.Port < 1 || h.Port > 65535:
 		return bad("server.http.port", "want a port number 1-65535, got %d", h.Port)
+	case h.OperatorPort < 0 || h.OperatorPort > 65535:
+		return bad("server.http.operator-port", "want 0 (the operator's paths on muster.server.http.port) or a port number 1-65535, got %d", h.OperatorPort)
+	case h.OperatorPort == h.Port:
+		return bad("server.http.operator-port", "want a port other than muster.server.http.port (%d), or 0 to serve the operator's paths on it", h.Port)
 	case !validProxies(h.TrustedProxies):
 		return bad("server.http.trusted-proxies", "want comma-separated IP addresses or CIDR ranges, got %s", quote(h.TrustedProxies))
 	case !validHeaderName(h.RealIPHeader):
