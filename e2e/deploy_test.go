@@ -25,6 +25,10 @@ import (
 // The container port of the duel server: config.yml's muster.server.http.port.
 const gamePort = 8080
 
+// The Kubernetes pods' muster.server.http.operator-port: the probes and
+// the scrape go there, and the Service does not publish it.
+const operatorPort = 9090
+
 // loadMetric is the series the HPA scales on; TestFleet/metrics checks
 // that the servers export it.
 const loadMetric = "muster_server_load"
@@ -254,14 +258,16 @@ type manifest struct {
 		} `yaml:"selector"`
 		Template struct {
 			Metadata struct {
-				Labels map[string]string `yaml:"labels"`
+				Labels      map[string]string `yaml:"labels"`
+				Annotations map[string]string `yaml:"annotations"`
 			} `yaml:"metadata"`
 			Spec struct {
 				TerminationGracePeriodSeconds int `yaml:"terminationGracePeriodSeconds"`
 				Containers                    []struct {
 					Name  string `yaml:"name"`
 					Ports []struct {
-						ContainerPort int `yaml:"containerPort"`
+						Name          string `yaml:"name"`
+						ContainerPort int    `yaml:"containerPort"`
 					} `yaml:"ports"`
 					Env []struct {
 						Name  string `yaml:"name"`
@@ -341,10 +347,11 @@ func readManifests(t *testing.T, dir string) (map[string][]manifest, []string) {
 	return byKind, names
 }
 
-// deploy/k8s: a Deployment whose probes are the real paths on the real
-// port, whose environment the configuration accepts, and whose grace
-// period is above the drain timeout; a Service without affinity; an HPA
-// on the load metric; a kustomization that lists them all.
+// deploy/k8s: a Deployment whose probes are the real paths on the
+// operator's port, scraped there too, whose environment the configuration
+// accepts, and whose grace period is above the drain timeout; a Service
+// without affinity that publishes the game's port and not the operator's;
+// an HPA on the load metric; a kustomization that lists them all.
 func TestDeployKubernetes(t *testing.T) {
 	dir := filepath.Join(root(t), "deploy", "k8s")
 	objs, files := readManifests(t, dir)
@@ -373,8 +380,8 @@ func TestDeployKubernetes(t *testing.T) {
 		t.Fatalf("duel has %d containers, want 1", len(spec.Containers))
 	}
 	ctr := spec.Containers[0]
-	if len(ctr.Ports) == 0 || ctr.Ports[0].ContainerPort != gamePort {
-		t.Errorf("container ports %+v, want %d", ctr.Ports, gamePort)
+	if len(ctr.Ports) != 2 || ctr.Ports[0].ContainerPort != gamePort || ctr.Ports[1].ContainerPort != operatorPort || ctr.Ports[1].Name != "operator" {
+		t.Errorf("container ports %+v, want %d and %d named operator", ctr.Ports, gamePort, operatorPort)
 	}
 	for _, p := range []struct {
 		name string
@@ -384,8 +391,8 @@ func TestDeployKubernetes(t *testing.T) {
 		{"readinessProbe", ctr.ReadinessProbe, fleet.PathReady},
 		{"livenessProbe", ctr.LivenessProbe, fleet.PathLive},
 	} {
-		if p.got.HTTPGet.Path != p.path || p.got.HTTPGet.Port != gamePort {
-			t.Errorf("%s gets %q on port %v, want %s on %d", p.name, p.got.HTTPGet.Path, p.got.HTTPGet.Port, p.path, gamePort)
+		if p.got.HTTPGet.Path != p.path || p.got.HTTPGet.Port != operatorPort && p.got.HTTPGet.Port != "operator" {
+			t.Errorf("%s gets %q on port %v, want %s on the operator's port %d", p.name, p.got.HTTPGet.Path, p.got.HTTPGet.Port, p.path, operatorPort)
 		}
 	}
 	env := map[string]string{}
@@ -396,6 +403,13 @@ func TestDeployKubernetes(t *testing.T) {
 		}
 	}
 	cfg := checkEnv(t, "deployment.yaml", env)
+	if cfg.Server.HTTP.OperatorPort != operatorPort {
+		t.Errorf("deployment.yaml: MUSTER__SERVER__HTTP__OPERATOR_PORT makes operator-port %d, want %d: the game's port is public", cfg.Server.HTTP.OperatorPort, operatorPort)
+	}
+	ann := duel.Spec.Template.Metadata.Annotations
+	if ann["prometheus.io/scrape"] != "true" || ann["prometheus.io/port"] != strconv.Itoa(operatorPort) || ann["prometheus.io/path"] != "/metrics" {
+		t.Errorf("the pods' scrape annotations %v, want /metrics on the operator's port %d", ann, operatorPort)
+	}
 	if grace := time.Duration(spec.TerminationGracePeriodSeconds) * time.Second; grace <= time.Duration(cfg.Server.Drain.Timeout) {
 		t.Errorf("terminationGracePeriodSeconds %v, want above the drain timeout %v", grace, cfg.Server.Drain.Timeout)
 	}
@@ -426,6 +440,11 @@ func TestDeployKubernetes(t *testing.T) {
 	}
 	if len(sel) == 0 || len(svc.Spec.Ports) == 0 || svc.Spec.Ports[0].TargetPort != gamePort {
 		t.Errorf("the Service selects %v and targets %+v, want the duel pods on %d", sel, svc.Spec.Ports, gamePort)
+	}
+	for _, p := range svc.Spec.Ports {
+		if p.TargetPort == operatorPort || p.TargetPort == "operator" || p.Port == operatorPort && p.TargetPort == nil {
+			t.Errorf("the Service publishes the operator's port (%+v): the probes, drain, /metrics and dashboard would be public", p)
+		}
 	}
 
 	hpas := objs["HorizontalPodAutoscaler"]
