@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -32,7 +33,8 @@ var operatorPaths = []string{fleet.PathLive, fleet.PathReady, fleet.PathCapacity
 // /metrics and the dashboard answer on that port and 404 on the game's,
 // which still takes tickets and players; the operator's port has the
 // game's RealIP (a drain a trusted proxy forwarded is refused) and its
-// idle timeout; Run returns once both ports are closed.
+// idle timeout; the "serving" line names both ports; Run returns once
+// both ports are closed.
 func TestOperatorPort(t *testing.T) {
 	t.Parallel()
 	cfg := config.Default()
@@ -47,7 +49,8 @@ func TestOperatorPort(t *testing.T) {
 	op := "127.0.0.1:" + strconv.Itoa(cfg.Server.HTTP.OperatorPort)
 
 	const idle = 200 * time.Millisecond
-	s, err := muster.New(Counter{}, cfg, quiet, muster.WithGuestTickets("/ticket"),
+	var log testbin.Buffer
+	s, err := muster.New(Counter{}, cfg, muster.WithLogger(slog.New(slog.NewTextHandler(&log, nil))), muster.WithGuestTickets("/ticket"),
 		muster.WithPlaylists(matchmaking.Playlist{Name: "duel"}), muster.WithHTTPTimeouts(idle, time.Minute))
 	if err != nil {
 		t.Fatal(err)
@@ -63,6 +66,9 @@ func TestOperatorPort(t *testing.T) {
 		<-done
 	}()
 	waitUntil(t, "ready", func() bool { return s.Fleet().State() == fleet.StateReady })
+	if want := " url=http://localhost:" + strconv.Itoa(cfg.Server.HTTP.Port) + "/ operator_url=http://localhost:" + strconv.Itoa(cfg.Server.HTTP.OperatorPort) + "/ backplane=memory"; !strings.Contains(log.String(), "msg=serving ") || !strings.Contains(log.String(), want) {
+		t.Errorf("the log has no %q:\n%s", want, log.String())
+	}
 
 	do := func(method, addr, path string, header http.Header) (int, string) {
 		t.Helper()
