@@ -31,8 +31,9 @@ type Config struct {
 	// player picks its opponents by claiming another's rating. A player it
 	// fails for, or gives a rating that is not finite, is refused with
 	// queue.error (ErrRating), and the error is logged. It runs on the
-	// player's connection, outside the module's locks, with a context that
-	// ends with the connection; keep it quick or bound it.
+	// player's connection, holding its next messages, outside the module's
+	// locks, with a context that ends after 5 s or when the server closes
+	// the connection; keep it quick.
 	Ratings func(ctx context.Context, player, playlist string) (float64, error) `yaml:"-"`
 }
 

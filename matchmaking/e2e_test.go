@@ -2,6 +2,7 @@ package matchmaking_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -170,6 +171,32 @@ func TestSocketRatingsFromTheGame(t *testing.T) {
 	n.Send(matchmaking.MsgQueue, map[string]any{"playlist": "ranked", "rating": 1000})
 	if e := n.Next(matchmaking.TypeError); e["error"] != matchmaking.ErrRating.Error() {
 		t.Fatalf("a player the game cannot rate: %v, want %q", e, matchmaking.ErrRating)
+	}
+}
+
+// A Ratings call that never answers is given up: it holds the player's
+// messages (and the drain's last part) for a bounded time, and the player
+// is told.
+func TestSocketRatingsBounded(t *testing.T) {
+	defer matchmaking.SetRatingsTimeout(50 * time.Millisecond)()
+	ended := make(chan error, 1)
+	servers := startServers(t, setup{
+		servers:   1,
+		playlists: []matchmaking.Playlist{{Name: "ranked", Rating: matchmaking.RatingRule{Window: 50}}},
+		ratings: func(ctx context.Context, player, playlist string) (float64, error) {
+			<-ctx.Done()
+			ended <- ctx.Err()
+			return 0, ctx.Err()
+		},
+	})
+	s := servers[0]
+	p := hosttest.Connect(t, s.URL, s.URL, s.Host.Tickets(), "alice")
+	p.Send(matchmaking.MsgQueue, map[string]any{"playlist": "ranked"})
+	if e := p.Next(matchmaking.TypeError); e["error"] != matchmaking.ErrRating.Error() {
+		t.Fatalf("got %v, want %q", e, matchmaking.ErrRating)
+	}
+	if err := <-ended; !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Ratings' context ended with %v, want its deadline", err)
 	}
 }
 

@@ -97,11 +97,10 @@ func (m *Module) HandleMessage(ctx context.Context, c *room.Client, typ string, 
 			return fmt.Errorf("queue: %w", err)
 		}
 		rating := req.Rating
-		if q := m.queues[req.Playlist]; q != nil && q.pl.Rating.enabled() && m.cfg.Ratings != nil {
-			r, err := m.cfg.Ratings(ctx, c.ID(), req.Playlist)
-			if err == nil && (math.IsNaN(r) || math.IsInf(r, 0)) {
-				err = fmt.Errorf("rating %v is not finite", r)
-			}
+		// A seated player is refused by enqueue anyway: it costs the
+		// game's records no look-up.
+		if q := m.queues[req.Playlist]; q != nil && q.pl.Rating.enabled() && m.cfg.Ratings != nil && m.kit.Env.RoomOf(c.ID()) == "" {
+			r, err := m.rate(ctx, c, req.Playlist)
 			if err != nil {
 				m.kit.Logger.Warn("Ratings failed; the player is not queued", "player_id", c.ID(), "playlist", req.Playlist, "err", err)
 				m.kit.Env.Send(c.ID(), ErrorPacket{Type: TypeError, Error: ErrRating.Error()})
@@ -114,6 +113,30 @@ func (m *Module) HandleMessage(ctx context.Context, c *room.Client, typ string, 
 		m.unqueue(c.ID())
 	}
 	return nil
+}
+
+// ratingsTimeout bounds a call of Config.Ratings; a variable for tests.
+var ratingsTimeout = 5 * time.Second
+
+// rate asks Config.Ratings for the rating of client c in playlist, with a
+// context that ends after ratingsTimeout or when the server closes c's
+// connection, whichever comes first: the call holds c's reads, so c's
+// own end is noticed by its pings, not by its reads.
+func (m *Module) rate(ctx context.Context, c *room.Client, playlist string) (float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, ratingsTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.Done():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	r, err := m.cfg.Ratings(ctx, c.ID(), playlist)
+	if err == nil && (math.IsNaN(r) || math.IsInf(r, 0)) {
+		err = fmt.Errorf("rating %v is not finite", r)
+	}
+	return r, err
 }
 
 // Arrived implements room.ArrivalHandler: a player who brings a queue
