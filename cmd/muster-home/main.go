@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -304,7 +305,15 @@ func openAdmin(c common) (admin, func(), error) {
 		if c.token == "" {
 			return nil, nil, fmt.Errorf("%w: -home needs -admin-token", errUsage)
 		}
-		return &httpAdmin{base: strings.TrimRight(c.home, "/"), token: c.token, client: &http.Client{Timeout: 30 * time.Second}}, func() {}, nil
+		u, err := url.Parse(c.home)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+			return nil, nil, fmt.Errorf("%w: -home wants home's http(s) base URL without user, query or fragment", errUsage)
+		}
+		// No redirect is followed: Go's client keeps the Authorization
+		// header on one to another port of the same host, or from https to
+		// plain http, and the admin API answers in place.
+		client := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		return &httpAdmin{base: strings.TrimRight(c.home, "/"), token: c.token, client: client}, func() {}, nil
 	case c.redis != "":
 		bp, err := openBackplane(c)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -111,6 +112,9 @@ func TestUsage(t *testing.T) {
 		{"no register", []string{"node", "list"}, 2},
 		{"both registers", []string{"node", "list", "-redis=x:1", "-home=http://x"}, 2},
 		{"home without token", []string{"node", "list", "-home=http://x"}, 2},
+		{"home with a query", []string{"node", "list", "-home=http://x/?a=b", "-admin-token", token}, 2},
+		{"home with a fragment", []string{"node", "list", "-home=http://x/#a", "-admin-token", token}, 2},
+		{"home not http", []string{"node", "list", "-home=ftp://x", "-admin-token", token}, 2},
 		{"bad flag", []string{"serve", "-nope"}, 2},
 		{"help", []string{"help"}, 0},
 		{"bad country", []string{"node", "create", "-redis=" + miniredis.RunT(t).Addr(), "-id", "x", "-country", "Australia"}, 1},
@@ -122,6 +126,27 @@ func TestUsage(t *testing.T) {
 				t.Fatalf("exit %d, want %d: %s", code, tt.code, errOut)
 			}
 		})
+	}
+}
+
+// The admin CLI follows no redirect of home's: the token would go along
+// to another port of the same host.
+func TestAdminFollowsNoRedirect(t *testing.T) {
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		w.Write([]byte(`{"nodes":[]}`))
+	}))
+	t.Cleanup(other.Close)
+	home := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(home.Close)
+	if code, _, errOut := cli(t, "node", "list", "-home="+home.URL, "-admin-token", token); code != 1 || !strings.Contains(errOut, "307") {
+		t.Errorf("a redirect of home: exit %d, %s; want exit 1 naming the 307", code, errOut)
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Errorf("the redirect was followed %d times", n)
 	}
 }
 
