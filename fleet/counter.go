@@ -53,12 +53,19 @@ func (f *Fleet) countsShared() bool {
 type localCounters struct {
 	mu      sync.Mutex
 	m       map[string]localCounter
-	sweepAt int // sweep expired counters when m grows to this size
-	sweeps  int // sweeps made, for tests
+	sweepAt int       // sweep expired counters when m grows to this size
+	swept   time.Time // when they were last swept
+	sweeps  int       // sweeps made, for tests
 }
 
-// minSweep is the size below which the counters are never swept.
-const minSweep = 4096
+// minSweep is the size below which the counters are never swept, and
+// sweepEvery how often they are swept above it even when they did not
+// grow: the counters of a burst of new addresses go within a minute of
+// expiring, not when as many new ones have come.
+const (
+	minSweep   = 4096
+	sweepEvery = time.Minute
+)
 
 type localCounter struct {
 	n       int64
@@ -73,15 +80,16 @@ func (c *localCounters) increment(key string, ttl time.Duration, by int64, now t
 		c.m = make(map[string]localCounter)
 	}
 	// Memory is bounded without a goroutine: a sweep drops the expired
-	// counters once m has doubled since the last one, so that it costs
-	// each increment O(1) however many counters are live.
-	if len(c.m) >= max(c.sweepAt, minSweep) {
+	// counters once m has doubled since the last one, or a minute after
+	// it, so that it costs each increment O(1) however many counters are
+	// live.
+	if n := len(c.m); n >= minSweep && (n >= c.sweepAt || now.Sub(c.swept) >= sweepEvery) {
 		for k, e := range c.m {
 			if !now.Before(e.expires) {
 				delete(c.m, k)
 			}
 		}
-		c.sweepAt = 2 * len(c.m)
+		c.sweepAt, c.swept = 2*len(c.m), now
 		c.sweeps++
 	}
 	e, ok := c.m[key]

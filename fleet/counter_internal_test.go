@@ -40,6 +40,22 @@ func TestLocalCountersSweepRarely(t *testing.T) {
 	}
 }
 
+// The counters of a burst go within a minute of expiring, even when the
+// burst is not followed by as many new counters.
+func TestLocalCountersSweptAfterABurst(t *testing.T) {
+	var c localCounters
+	now := time.Unix(1_000_000, 0)
+	const burst = 20_000
+	for i := range burst {
+		c.increment("lockout:"+strconv.Itoa(i), time.Minute, 1, now)
+	}
+	later := now.Add(2 * time.Minute) // every counter of the burst expired
+	c.increment("one more", time.Minute, 1, later)
+	if n := len(c.m); n > 1 {
+		t.Errorf("%d counters kept after the burst's expired, want only the new one", n)
+	}
+}
+
 // BenchmarkLocalIncrement counts with 20,000 live counters in memory.
 func BenchmarkLocalIncrement(b *testing.B) {
 	var c localCounters
