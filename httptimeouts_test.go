@@ -91,19 +91,7 @@ func TestHTTPTimeouts(t *testing.T) {
 		t.Fatalf("a relays no connection to b:\n%s", m)
 	}
 
-	idleConn, idleR := rawConn(t, a.addr)
-	if _, err := io.WriteString(idleConn, "GET "+fleet.PathLive+" HTTP/1.1\r\nHost: game\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(idleR, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || resp.Close {
-		t.Fatalf("GET %s: %d, close %v; want 200 on a kept-alive connection", fleet.PathLive, resp.StatusCode, resp.Close)
-	}
+	idleConn, idleR := keptAlive(t, a.addr, fleet.PathLive)
 
 	slowConn, slowR := rawConn(t, a.addr)
 	if _, err := io.WriteString(slowConn, "POST /ticket HTTP/1.1\r\nHost: game\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"player\":"); err != nil {
@@ -209,6 +197,26 @@ func rawConn(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c, bufio.NewReader(c)
+}
+
+// keptAlive asks addr for path on a connection of its own, checks the 200
+// that keeps it alive, and returns the connection, left quiet.
+func keptAlive(t *testing.T, addr, path string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, r := rawConn(t, addr)
+	if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: muster\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Close {
+		t.Fatalf("GET %s: %d, close %v; want 200 on a kept-alive connection", path, resp.StatusCode, resp.Close)
+	}
+	return c, r
 }
 
 // waitClosed reads c until the server closes it, and fails the test if it

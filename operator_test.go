@@ -134,19 +134,7 @@ func TestOperatorPort(t *testing.T) {
 
 	// The operator's server has the game's timeouts: a quiet keep-alive
 	// connection is closed at the idle timeout.
-	idleConn, idleR := rawConn(t, op)
-	if _, err := io.WriteString(idleConn, "GET "+fleet.PathLive+" HTTP/1.1\r\nHost: op\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(idleR, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || resp.Close {
-		t.Fatalf("GET %s: %d, close %v; want 200 on a kept-alive connection", fleet.PathLive, resp.StatusCode, resp.Close)
-	}
+	idleConn, idleR := keptAlive(t, op, fleet.PathLive)
 	waitClosed(t, "the idle keep-alive connection to the operator's port", idleConn, idleR)
 
 	stop()
