@@ -160,15 +160,7 @@ func startFleetServer(t *testing.T, bp *memory.Backplane, id string, opts ...mus
 		l.Close()
 		t.Fatal(err)
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
+	runServer(t, s)
 	waitUntil(t, id+" ready", func() bool { return s.Fleet().State() == fleet.StateReady })
 	return fleetServer{s, l.Addr().String()}
 }

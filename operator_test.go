@@ -55,16 +55,9 @@ func TestOperatorPort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
+	stop, _ := runServer(t, s)
 	client := &http.Client{Timeout: closedWithin}
 	defer client.CloseIdleConnections()
-	defer func() { // a failed test still stops the server
-		stop()
-		<-done
-	}()
 	waitUntil(t, "ready", func() bool { return s.Fleet().State() == fleet.StateReady })
 	if want := " url=http://localhost:" + strconv.Itoa(cfg.Server.HTTP.Port) + "/ operator_url=http://localhost:" + strconv.Itoa(cfg.Server.HTTP.OperatorPort) + "/ backplane=memory"; !strings.Contains(log.String(), "msg=serving ") || !strings.Contains(log.String(), want) {
 		t.Errorf("the log has no %q:\n%s", want, log.String())
@@ -119,15 +112,15 @@ func TestOperatorPort(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &tk); code != http.StatusOK || err != nil || tk.Ticket == "" {
 		t.Fatalf("POST /ticket on the game's port: %d %q", code, body)
 	}
-	c, _, err := websocket.Dial(ctx, "ws://"+game+"/play?ticket="+tk.Ticket, nil)
+	c, _, err := websocket.Dial(t.Context(), "ws://"+game+"/play?ticket="+tk.Ticket, nil)
 	if err != nil {
 		t.Fatalf("/play on the game's port: %v", err)
 	}
 	defer c.CloseNow()
-	if err := c.Write(ctx, websocket.MessageText, []byte(`{"type":"hello","data":{"mode":"new"}}`)); err != nil {
+	if err := c.Write(t.Context(), websocket.MessageText, []byte(`{"type":"hello","data":{"mode":"new"}}`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, msg, err := c.Read(ctx); err != nil || !strings.Contains(string(msg), `"player":"`+tk.Player+`"`) {
+	if _, msg, err := c.Read(t.Context()); err != nil || !strings.Contains(string(msg), `"player":"`+tk.Player+`"`) {
 		t.Fatalf("after hello: %s, %v; want a welcome", msg, err)
 	}
 	c.Close(websocket.StatusNormalClosure, "")
@@ -137,11 +130,7 @@ func TestOperatorPort(t *testing.T) {
 	idleConn, idleR := keptAlive(t, op, fleet.PathLive)
 	waitClosed(t, "the idle keep-alive connection to the operator's port", idleConn, idleR)
 
-	stop()
-	if err := <-done; err != nil {
-		t.Errorf("Run: %v", err)
-	}
-	done <- nil // for the deferred wait
+	stop() // Run's error, if any, is reported at cleanup
 	for _, addr := range []string{game, op} {
 		if c, err := net.Dial("tcp", addr); err == nil {
 			c.Close()

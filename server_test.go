@@ -258,6 +258,30 @@ func TestConfigPlaylists(t *testing.T) {
 	}
 }
 
+// runServer runs s until the test ends or stop is called; ended is
+// closed when Run returns. stop ends Run, waits for it and gives its
+// error; the test's cleanup calls it too, and reports that error.
+func runServer(t *testing.T, s *muster.Server) (stop func() error, ended <-chan struct{}) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	var err error
+	go func() {
+		err = s.Run(ctx)
+		close(done)
+	}()
+	stop = sync.OnceValue(func() error {
+		cancel()
+		<-done
+		return err
+	})
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return stop, done
+}
+
 // startServer runs a server with cfg and opts on a loopback port of its
 // own until the test ends, and returns it with its address.
 func startServer(t *testing.T, cfg config.Config, opts ...muster.Option) (*muster.Server, string) {
@@ -271,15 +295,7 @@ func startServer(t *testing.T, cfg config.Config, opts ...muster.Option) (*muste
 		l.Close()
 		t.Fatal(err)
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
+	stop, ended := runServer(t, s)
 	// Run marks the server ready once it serves; until then /play says 503.
 	for {
 		resp, err := http.Get("http://" + l.Addr().String() + "/muster/server/ready")
@@ -290,9 +306,8 @@ func startServer(t *testing.T, cfg config.Config, opts ...muster.Option) (*muste
 			}
 		}
 		select {
-		case err := <-done:
-			done <- err // for the cleanup
-			t.Fatalf("Run returned before the server was ready: %v", err)
+		case <-ended:
+			t.Fatalf("Run returned before the server was ready: %v", stop())
 		case <-t.Context().Done():
 			t.Fatal("the server never became ready")
 		case <-time.After(5 * time.Millisecond):

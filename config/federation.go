@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/muster-gg/muster/internal/baseurl"
 )
 
 // Federation is muster.federation: this game server as a server of a
@@ -61,7 +63,7 @@ func (c Config) validateFederation() error {
 	}
 	u, err := url.Parse(f.HomeURL)
 	switch {
-	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "":
+	case err != nil || !baseurl.Valid(u):
 		return bad("home-url", "want an http:// or https:// URL without user, query or fragment, got %s", quote(f.HomeURL))
 	case f.NodeID != "" && !validFederationID(f.NodeID):
 		return bad("node-id", "want a node id of letters, digits and dashes, got %s", quote(f.NodeID))

@@ -10,16 +10,23 @@ import (
 	"github.com/muster-gg/muster/config"
 )
 
-// TestListenBusyPort: a port in use is one line that names the key and
-// its variable.
-func TestListenBusyPort(t *testing.T) {
-	t.Parallel()
+// busyPort returns a port of 127.0.0.1 that a listener holds until the
+// test ends.
+func busyPort(t *testing.T) int {
+	t.Helper()
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer busy.Close()
-	port := busy.Addr().(*net.TCPAddr).Port
+	t.Cleanup(func() { busy.Close() })
+	return busy.Addr().(*net.TCPAddr).Port
+}
+
+// TestListenBusyPort: a port in use is one line that names the key and
+// its variable.
+func TestListenBusyPort(t *testing.T) {
+	t.Parallel()
+	port := busyPort(t)
 	c := config.Default()
 	c.Server.HTTP.Host, c.Server.HTTP.Port = "127.0.0.1", port
 	l, err := c.Listen(context.Background())
@@ -45,12 +52,7 @@ func TestListenBusyPort(t *testing.T) {
 // that names operator-port and its variable, not the game's port.
 func TestListenOperatorBusyPort(t *testing.T) {
 	t.Parallel()
-	busy, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer busy.Close()
-	port := busy.Addr().(*net.TCPAddr).Port
+	port := busyPort(t)
 	c := config.Default()
 	c.Server.HTTP.Host, c.Server.HTTP.OperatorPort = "127.0.0.1", port
 	l, err := c.ListenOperator(context.Background())

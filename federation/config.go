@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/muster-gg/muster/internal/baseurl"
 )
 
 // Defaults used for the zero fields of the configs.
@@ -384,9 +386,8 @@ func (c PlacerConfig) withDefaults() (PlacerConfig, error) {
 	return c, nil
 }
 
-// checkBaseURL checks home's base URL: http or https, a host, and no
-// user, query or fragment, which the paths of home's API would be written
-// after.
+// checkBaseURL checks home's base URL (baseurl.Valid): the paths of
+// home's API are joined to it.
 func checkBaseURL(s string) error {
 	if s == "" {
 		return fmt.Errorf("is required")
@@ -395,13 +396,8 @@ func checkBaseURL(s string) error {
 	if err != nil {
 		return errors.New("is not a URL")
 	}
-	switch {
-	case (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "":
-		return fmt.Errorf("%s is not an http(s) URL", u.Redacted())
-	case u.User != nil:
-		return fmt.Errorf("%s: credentials do not belong in the URL; home's keys are sent as headers", u.Redacted())
-	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-		return fmt.Errorf("%s: want a base URL without a query or fragment", u.Redacted())
+	if !baseurl.Valid(u) {
+		return fmt.Errorf("%s: want an http(s) base URL without user, query or fragment; home's keys are sent as headers", u.Redacted())
 	}
 	return nil
 }

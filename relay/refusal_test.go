@@ -8,33 +8,20 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/muster-gg/muster/internal/testbin"
 )
 
-// logLines is a slog handler's output, safe for concurrent use.
-type logLines struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// warnings returns the lines logged at level WARN that contain all of
-// want.
-func (l *logLines) warnings(want ...string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// warnings returns the lines of log logged at level WARN that contain
+// all of want.
+func warnings(log *testbin.Buffer, want ...string) []string {
 	var out []string
-	for line := range strings.Lines(l.b.String()) {
+	for line := range strings.Lines(log.String()) {
 		if !strings.Contains(line, "level=WARN") {
 			continue
 		}
@@ -50,7 +37,7 @@ func (l *logLines) warnings(want ...string) []string {
 }
 
 // withLog makes the node log to lines, debug lines included.
-func withLog(lines *logLines) nodeOpt {
+func withLog(lines *testbin.Buffer) nodeOpt {
 	return func(n *nodeSettings) {
 		prev := n.setup
 		n.setup = func(rl *Relay) {
@@ -88,7 +75,7 @@ func upgrade(t *testing.T, n *testNode, path string, header http.Header) (*http.
 func TestNodeRefusalPassedOn(t *testing.T) {
 	t.Parallel()
 	dir := &dirMap{}
-	var lines logLines
+	var lines testbin.Buffer
 	a := startNode(t, "a", dir, withLog(&lines))
 	startNode(t, "b", dir)
 	limited := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -114,7 +101,7 @@ func TestNodeRefusalPassedOn(t *testing.T) {
 	if st := a.relay.Stats(); st.Fallbacks != 0 || st.Refused != 4 || st.Relayed != 0 {
 		t.Errorf("stats of a = %+v, want 4 refused and no fallback", st)
 	}
-	if w := lines.warnings(); len(w) != 0 {
+	if w := warnings(&lines); len(w) != 0 {
 		t.Errorf("refusals of the client logged as warnings:\n%s", strings.Join(w, "\n"))
 	}
 	// The relay still serves what the node accepts.
@@ -132,7 +119,7 @@ func TestNodeRefusalPassedOn(t *testing.T) {
 func TestRelayFailureLogLimited(t *testing.T) {
 	t.Parallel()
 	dir := &dirMap{}
-	var lines logLines
+	var lines testbin.Buffer
 	var skew atomic.Int64 // added to a's clock
 	clock := func(n *nodeSettings) {
 		n.setup = func(rl *Relay) { rl.now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) } }
@@ -148,17 +135,17 @@ func TestRelayFailureLogLimited(t *testing.T) {
 	if st := a.relay.Stats(); st.Fallbacks != 6 {
 		t.Fatalf("stats of a = %+v, want 6 fallbacks", st)
 	}
-	dead := lines.warnings("relay to node failed", "node_id=dead")
+	dead := warnings(&lines, "relay to node failed", "node_id=dead")
 	if len(dead) != 1 || !strings.Contains(dead[0], "suppressed=0") {
 		t.Fatalf("5 failures for dead logged\n%s\nwant one line", strings.Join(dead, "\n"))
 	}
-	if gone := lines.warnings("relay to node failed", "node_id=gone"); len(gone) != 1 {
+	if gone := warnings(&lines, "relay to node failed", "node_id=gone"); len(gone) != 1 {
 		t.Fatalf("a failure for another node logged\n%s\nwant a line of its own", strings.Join(gone, "\n"))
 	}
 
 	skew.Store(int64(failLogEvery))
 	servesItself(t, a, "/ws?node=dead", "node dead a minute later")
-	dead = lines.warnings("relay to node failed", "node_id=dead")
+	dead = warnings(&lines, "relay to node failed", "node_id=dead")
 	if len(dead) != 2 || !strings.Contains(dead[1], "suppressed=4") {
 		t.Fatalf("a failure a minute later logged\n%s\nwant a second line counting the 4 not logged", strings.Join(dead, "\n"))
 	}

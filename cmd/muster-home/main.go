@@ -37,6 +37,7 @@ import (
 	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/backplane/redis"
 	"github.com/muster-gg/muster/federation"
+	"github.com/muster-gg/muster/internal/baseurl"
 )
 
 func main() {
@@ -306,7 +307,7 @@ func openAdmin(c common) (admin, func(), error) {
 			return nil, nil, fmt.Errorf("%w: -home needs -admin-token", errUsage)
 		}
 		u, err := url.Parse(c.home)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		if err != nil || !baseurl.Valid(u) {
 			return nil, nil, fmt.Errorf("%w: -home wants home's http(s) base URL without user, query or fragment", errUsage)
 		}
 		// No redirect is followed: Go's client keeps the Authorization
