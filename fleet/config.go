@@ -85,24 +85,35 @@ const HandoffTTL = 60 * time.Second
 // longer would take minutes to notice a dead server.)
 const MaxHeartbeat = time.Hour
 
+// DefaultConfig returns the documented defaults: what New uses for each
+// zero field. NodeID has none and is required; CallTimeout and LoadStep
+// stay zero, as New derives them from Heartbeat and MaxLoad.
+func DefaultConfig() Config {
+	return Config{
+		Cluster: "default", NodeParam: "node", Heartbeat: 2 * time.Second,
+		MaxLoad: 200, DrainTimeout: 30 * time.Second,
+	}
+}
+
 func (c Config) withDefaults() (Config, error) {
+	d := DefaultConfig()
 	if c.Cluster == "" {
-		c.Cluster = "default"
+		c.Cluster = d.Cluster
 	}
 	if c.NodeParam == "" {
-		c.NodeParam = "node"
+		c.NodeParam = d.NodeParam
 	}
 	if c.Heartbeat == 0 {
-		c.Heartbeat = 2 * time.Second
+		c.Heartbeat = d.Heartbeat
 	}
 	if c.CallTimeout == 0 {
 		c.CallTimeout = c.Heartbeat / 4
 	}
 	if c.MaxLoad == 0 {
-		c.MaxLoad = 200
+		c.MaxLoad = d.MaxLoad
 	}
 	if c.DrainTimeout == 0 {
-		c.DrainTimeout = 30 * time.Second
+		c.DrainTimeout = d.DrainTimeout
 	}
 	if c.LoadStep == 0 {
 		c.LoadStep = max(1, c.MaxLoad/20)

@@ -48,28 +48,25 @@ type Config struct {
 // a playlist's does.
 const MaxMembersLimit = 1000
 
+// DefaultConfig returns the documented defaults: what New uses for each
+// zero field.
+func DefaultConfig() Config {
+	return Config{
+		CodeLength: 5, MaxMembers: 8, RoomKind: "lobby",
+		Tick: 250 * time.Millisecond, ArrivalTimeout: 30 * time.Second,
+		CodeFailures: 20, CodeLockout: 10 * time.Minute,
+	}
+}
+
 func (c Config) withDefaults() (Config, error) {
-	if c.CodeLength == 0 {
-		c.CodeLength = 5
-	}
-	if c.MaxMembers == 0 {
-		c.MaxMembers = 8
-	}
-	if c.RoomKind == "" {
-		c.RoomKind = "lobby"
-	}
-	if c.Tick == 0 {
-		c.Tick = 250 * time.Millisecond
-	}
-	if c.ArrivalTimeout == 0 {
-		c.ArrivalTimeout = 30 * time.Second
-	}
-	if c.CodeFailures == 0 {
-		c.CodeFailures = 20
-	}
-	if c.CodeLockout == 0 {
-		c.CodeLockout = 10 * time.Minute
-	}
+	d := DefaultConfig()
+	fill(&c.CodeLength, d.CodeLength)
+	fill(&c.MaxMembers, d.MaxMembers)
+	fill(&c.RoomKind, d.RoomKind)
+	fill(&c.Tick, d.Tick)
+	fill(&c.ArrivalTimeout, d.ArrivalTimeout)
+	fill(&c.CodeFailures, d.CodeFailures)
+	fill(&c.CodeLockout, d.CodeLockout)
 	switch {
 	case c.CodeLength < 4 || c.CodeLength > 6:
 		return c, fmt.Errorf("%w: Config.CodeLength %d is outside 4-6", ErrConfig, c.CodeLength)
@@ -85,4 +82,12 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: Config.CodeLockout %v is negative (muster.lobby.code-lockout, MUSTER__LOBBY__CODE_LOCKOUT)", ErrConfig, c.CodeLockout)
 	}
 	return c, nil
+}
+
+// fill sets *v to d when it is zero.
+func fill[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
+	}
 }

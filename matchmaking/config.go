@@ -37,9 +37,15 @@ type Config struct {
 	Ratings func(ctx context.Context, player, playlist string) (float64, error) `yaml:"-"`
 }
 
+// DefaultConfig returns the documented defaults: what New uses for each
+// zero field. Hold stays zero: New makes it two fleet heartbeats.
+func DefaultConfig() Config {
+	return Config{Tick: 100 * time.Millisecond}
+}
+
 func (c Config) withDefaults() (Config, error) {
 	if c.Tick == 0 {
-		c.Tick = 100 * time.Millisecond
+		c.Tick = DefaultConfig().Tick
 	}
 	switch {
 	case c.Tick < 0:

@@ -60,31 +60,24 @@ type Limits struct {
 	Burst int `yaml:"burst"`
 }
 
+// defaultLimits returns the documented defaults of Limits.
+func defaultLimits() Limits {
+	return Limits{
+		Store: StoreMemory, Connects: 120, Window: time.Minute, Open: DefaultOpen,
+		Failures: 20, Lockout: 5 * time.Minute, Messages: 120, Burst: 240,
+	}
+}
+
 func (l Limits) withDefaults() (Limits, error) {
-	if l.Store == "" {
-		l.Store = StoreMemory
-	}
-	if l.Connects == 0 {
-		l.Connects = 120
-	}
-	if l.Window == 0 {
-		l.Window = time.Minute
-	}
-	if l.Open == 0 {
-		l.Open = DefaultOpen
-	}
-	if l.Failures == 0 {
-		l.Failures = 20
-	}
-	if l.Lockout == 0 {
-		l.Lockout = 5 * time.Minute
-	}
-	if l.Messages == 0 {
-		l.Messages = 120
-	}
-	if l.Burst == 0 {
-		l.Burst = 240
-	}
+	d := defaultLimits()
+	fill(&l.Store, d.Store)
+	fill(&l.Connects, d.Connects)
+	fill(&l.Window, d.Window)
+	fill(&l.Open, d.Open)
+	fill(&l.Failures, d.Failures)
+	fill(&l.Lockout, d.Lockout)
+	fill(&l.Messages, d.Messages)
+	fill(&l.Burst, d.Burst)
 	switch {
 	case l.Store != StoreMemory && l.Store != StoreBackplane:
 		return l, configError("limits.store", "%q is neither memory nor backplane", l.Store)

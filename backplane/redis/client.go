@@ -19,6 +19,9 @@ import (
 // a minute left a fleet detached that long after a master failed over.
 const clusterReload = time.Second
 
+// DefaultTimeout is Config.Timeout's default.
+const DefaultTimeout = 500 * time.Millisecond
+
 // TLSFileError is a TLS file of a Config that cannot be used, or one given
 // for an address without TLS.
 type TLSFileError struct {
@@ -112,7 +115,7 @@ func newClient(a *Address, cfg Config) (goredis.UniversalClient, error) {
 	}
 	timeout := cfg.Timeout
 	if timeout == 0 {
-		timeout = 500 * time.Millisecond
+		timeout = DefaultTimeout
 	}
 	dial := func(dialTimeout time.Duration) Dialer {
 		d := dialer(dialTimeout, tlsCfg)

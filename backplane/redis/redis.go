@@ -39,7 +39,8 @@ type Config struct {
 
 	// Timeout bounds dialing and each socket read and write, below any
 	// deadline the caller's context sets, unless the URL's dial_timeout,
-	// read_timeout or write_timeout says otherwise. Default 500ms.
+	// read_timeout or write_timeout says otherwise. Default DefaultTimeout
+	// (500ms).
 	Timeout time.Duration `yaml:"timeout"`
 
 	// TLSCAFile is a PEM file of the certificate authorities that sign
