@@ -1,11 +1,5 @@
 package lobby
 
-import (
-	"encoding/json"
-
-	"github.com/muster-gg/muster/room"
-)
-
 // Client message types the module handles.
 const (
 	// MsgCreate creates a lobby with the player as its host:
@@ -71,7 +65,8 @@ type Match struct {
 	Members []string
 }
 
-// handoff is the data of a lobby membership handed to another server.
+// handoff is the data of a lobby membership handed to another server,
+// carried as a room.Handoff of HandoffKind.
 type handoff struct {
 	Code string `json:"code,omitempty"`
 	Role string `json:"role"`
@@ -83,13 +78,4 @@ type handoff struct {
 	Host    string   `json:"host,omitempty"`
 	Members []string `json:"members,omitempty"`
 	From    string   `json:"from,omitempty"`
-}
-
-// encode returns the handoff as the host carries it.
-func (d handoff) encode() (*room.Handoff, error) {
-	data, err := json.Marshal(d)
-	if err != nil {
-		return nil, err
-	}
-	return &room.Handoff{Kind: HandoffKind, Data: data}, nil
 }

@@ -508,7 +508,7 @@ func (m *Module) step(ctx context.Context, now time.Time) int {
 	}
 	_ = opening.Wait() // no Go function returns an error
 	m.moveAll(ctx, moves)
-	modkit.Tell(m.kit.Env, tell...)
+	m.kit.Tell(tell...)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -641,5 +641,5 @@ func (m *Module) tellRest() {
 		}
 	}
 	m.mu.Unlock()
-	modkit.Tell(m.kit.Env, tell...)
+	m.kit.Tell(tell...)
 }

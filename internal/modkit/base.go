@@ -119,3 +119,18 @@ func (b *Base) Self() string {
 	}
 	return ""
 }
+
+// Moment is what a module's step sees as it begins: the time, this
+// server and the fleet as it sees them, and the host's move cooldown.
+type Moment struct {
+	Now    time.Time
+	Self   string       // this server's id, "" without a fleet
+	Nodes  []fleet.Node // the live servers, as this one sees them
+	Cooled Cooldown     // the move cooldown at Now
+}
+
+// Moment returns the moment at now.
+func (b *Base) Moment(now time.Time) Moment {
+	self, nodes := b.View()
+	return Moment{Now: now, Self: self, Nodes: nodes, Cooled: b.Cooldown(now)}
+}

@@ -1,23 +1,23 @@
 // Package modkit is what the lobby and matchmaking modules share: Base, the
-// host they are attached to and the loops of their Run and Drain.
+// host they are attached to and the loops of their Run and Drain, and the
+// moves of their players to other servers (handoffs, the move cooldown,
+// many moves at once).
 package modkit
 
 import (
 	"context"
 	"time"
-
-	"github.com/muster-gg/muster/room"
 )
 
-// Tell sends h's drain packet, if the game has one, to the players ids
-// connected here.
-func Tell(h room.ModuleHost, ids ...string) {
-	p := h.DrainPacket()
+// Tell sends the host's drain packet, if the game has one, to the
+// players ids connected here.
+func (b *Base) Tell(ids ...string) {
+	p := b.Env.DrainPacket()
 	if p == nil {
 		return
 	}
 	for _, id := range ids {
-		h.Send(id, p)
+		b.Env.Send(id, p)
 	}
 }
 
