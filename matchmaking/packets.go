@@ -1,11 +1,5 @@
 package matchmaking
 
-import (
-	"encoding/json"
-
-	"github.com/muster-gg/muster/room"
-)
-
 // Client message types the module handles.
 const (
 	// MsgQueue enqueues the player: {"type":"queue","data":{"playlist":
@@ -57,20 +51,12 @@ type Match struct {
 	Teams    [][]string
 }
 
-// handoff is the data of a queue place handed to another server.
+// handoff is the data of a queue place handed to another server,
+// carried as a room.Handoff of HandoffKind.
 type handoff struct {
 	Playlist string  `json:"playlist"`
 	Waited   int64   `json:"waited_ns"` // time already waited
 	Rating   float64 `json:"rating"`
 	From     string  `json:"from"`
 	Drain    bool    `json:"drain,omitempty"` // From drains: never send it back there
-}
-
-// encode returns the handoff as the host carries it.
-func (d handoff) encode() (*room.Handoff, error) {
-	data, err := json.Marshal(d)
-	if err != nil {
-		return nil, err
-	}
-	return &room.Handoff{Kind: HandoffKind, Data: data}, nil
 }
