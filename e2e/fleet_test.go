@@ -68,17 +68,6 @@ func checkConnected(t *testing.T, bots []*bot.Bot) {
 	}
 }
 
-// quantiles formats the 50th and 90th percentiles and the maximum of ds.
-func quantiles(ds []time.Duration) string {
-	if len(ds) == 0 {
-		return "none"
-	}
-	ds = slices.Clone(ds)
-	slices.Sort(ds)
-	q := func(p float64) time.Duration { return ds[int(p*float64(len(ds)-1))].Round(time.Millisecond) }
-	return fmt.Sprintf("p50 %v, p90 %v, max %v (n=%d)", q(0.5), q(0.9), ds[len(ds)-1].Round(time.Millisecond), len(ds))
-}
-
 // 40 bots queue for duel through nginx: all are matched, every room runs
 // on the server where duel gathers, and no bot is ever without a working
 // connection.
@@ -129,7 +118,7 @@ func testQueue(t *testing.T, c *cluster) {
 		}
 	}
 	t.Logf("40 bots matched into %d rooms on %s; first connections by server %v; %d redirected to gather; queue to seat: %s",
-		len(rooms), g.ID, first, redirected, quantiles(queued))
+		len(rooms), g.ID, first, redirected, bot.Quantiles(queued))
 }
 
 // A lobby created through nginx is joined by code by three other bots
@@ -412,7 +401,7 @@ func testKill(t *testing.T, c *cluster) {
 		}
 	}
 	t.Logf("SIGKILL of %s: gone from every view after %v (3 heartbeats = %v); its players had a working connection again after %s (%d bounces before it was gone); 12 bots matched on %s",
-		k.ID, gone(), 3*heartbeat, quantiles(back), bounces, g.ID)
+		k.ID, gone(), 3*heartbeat, bot.Quantiles(back), bounces, g.ID)
 }
 
 // waitIdle waits until nobody is seated on s (the load of the duel is its

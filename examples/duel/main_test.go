@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"io"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,6 +17,7 @@ import (
 	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/config"
 	"github.com/muster-gg/muster/examples/duel/bot"
+	"github.com/muster-gg/muster/internal/hosttest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -72,15 +73,12 @@ func TestQueueRedirectCarriesTicket(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sctx, stop := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- s.Run(sctx) }()
-		t.Cleanup(func() {
-			stop()
-			if err := <-done; err != nil {
-				t.Errorf("%s: Run: %v", id, err)
+		t.Cleanup(func() { bp.Close() }) // after Run has returned: cleanups run last first
+		hosttest.GoRun(t, func(ctx context.Context) error {
+			if err := s.Run(ctx); err != nil {
+				return fmt.Errorf("%s: Run: %w", id, err)
 			}
-			bp.Close()
+			return nil
 		})
 		servers = append(servers, s)
 		urls = append(urls, "http://"+l.Addr().String()+"/")
@@ -103,28 +101,24 @@ func TestQueueRedirectCarriesTicket(t *testing.T) {
 	type player struct {
 		bot   *bot.Bot
 		plays *plays
-		done  chan error
 	}
 	var players []player
 	for i, u := range urls {
 		p := &plays{next: &http.Transport{}}
 		t.Cleanup(p.next.(*http.Transport).CloseIdleConnections)
 		b, err := bot.New(bot.Config{URL: u, Player: []string{"ann", "bob"}[i], HTTPClient: &http.Client{Transport: p},
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		bctx, stop := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- b.Run(bctx) }()
-		t.Cleanup(func() {
-			stop()
-			if err := <-done; err != nil {
-				t.Errorf("bot %d: Run: %v", i, err)
+		hosttest.GoRun(t, func(ctx context.Context) error {
+			if err := b.Run(ctx); err != nil {
+				return fmt.Errorf("bot %d: Run: %w", i, err)
 			}
+			return nil
 		})
 		b.Queue("duel")
-		players = append(players, player{b, p, done})
+		players = append(players, player{b, p})
 	}
 	for _, p := range players {
 		seated := func(r bot.Report) bool { rm, ok := r.Room(); return ok && rm.Kind == "duel" && rm.Inputs > 0 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/coder/websocket"
+
+	"github.com/muster-gg/muster/room"
 )
 
 // ErrStopped is returned by Wait when the bot's Run has returned before the
@@ -14,16 +16,18 @@ var ErrStopped = errors.New("bot: stopped")
 // ErrRunTwice is returned by Run when the bot has already run.
 var ErrRunTwice = errors.New("bot: Run called twice")
 
-// The room host's close codes that end a bot's run instead of being retried:
-// the bot or the server speaks another protocol, or another connection took
-// the player's place.
+// The room host's close codes the bot tells apart, as package room defines
+// them. Those that end a bot's run instead of being retried: the bot or the
+// server speaks another protocol (StatusBadHello, StatusBadPacket,
+// StatusUnknownType), or another connection took the player's place
+// (StatusReplaced).
 const (
-	StatusBadHello    = websocket.StatusCode(4000)
-	StatusBadTicket   = websocket.StatusCode(4001)
-	StatusBadPacket   = websocket.StatusCode(4002)
-	StatusUnknownType = websocket.StatusCode(4003)
-	StatusReplaced    = websocket.StatusCode(4004)
-	StatusLimited     = websocket.StatusCode(4005)
+	StatusBadHello    = room.StatusBadHello
+	StatusBadTicket   = room.StatusBadTicket
+	StatusBadPacket   = room.StatusBadPacket
+	StatusUnknownType = room.StatusUnknownType
+	StatusReplaced    = room.StatusReplaced
+	StatusLimited     = room.StatusLimited
 )
 
 // CloseError is a close by the server for a protocol error, such as 4003

@@ -39,6 +39,30 @@ type (
 	}
 )
 
+// sendInput sends the input the bot's steering gives for the last
+// snapshot, when the bot is seated in a room on this connection's server
+// and no redirect is on its way.
+func (s *session) sendInput() {
+	if s.redirect != nil {
+		return
+	}
+	b := s.b
+	b.mu.Lock()
+	rm := b.currentLocked()
+	player := b.rep.Player
+	b.mu.Unlock()
+	if rm == nil || rm.Node != s.c.node {
+		return
+	}
+	dx, dy, ok := b.steer.input(player, s.snap, time.Now())
+	if !ok {
+		return
+	}
+	if b.write(s.c, message{Type: "input", Data: map[string]float64{"dx": dx, "dy": dy}}) == nil {
+		b.countInRoom(func(rm *Room) *int { return &rm.Inputs })
+	}
+}
+
 // steering turns snapshots into inputs. It is used by Run's goroutine only.
 type steering struct {
 	style  Style

@@ -204,6 +204,20 @@ func (r Report) Log() string {
 	return b.String()
 }
 
+// Quantiles formats the 50th and 90th percentiles and the maximum of ds,
+// rounded to the millisecond, and their count ("none" for no durations):
+// a line of a summary of many bots' reports, such as their Rejoins' Took.
+// It does not change ds.
+func Quantiles(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "none"
+	}
+	ds = slices.Clone(ds)
+	slices.Sort(ds)
+	q := func(p float64) time.Duration { return ds[int(p*float64(len(ds)-1))].Round(time.Millisecond) }
+	return fmt.Sprintf("p50 %v, p90 %v, max %v (n=%d)", q(0.5), q(0.9), ds[len(ds)-1].Round(time.Millisecond), len(ds))
+}
+
 func (r Report) clone() Report {
 	r.Nodes = slices.Clone(r.Nodes)
 	r.Redirects = slices.Clone(r.Redirects)

@@ -25,7 +25,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -202,16 +201,16 @@ func summarize(w *os.File, bots []*bot.Bot, runErrs []error, matches int, took t
 	fmt.Fprintf(w, "seats by server:            %s\n", counts(roomNodes))
 	fmt.Fprintf(w, "redirects by reason:        %s\n", counts(redirects))
 	fmt.Fprintf(w, "matches ended:              %s\n", counts(ends))
-	fmt.Fprintf(w, "queue to seat:              %s\n", quantiles(queued))
+	fmt.Fprintf(w, "queue to seat:              %s\n", bot.Quantiles(queued))
 	// A drop is a connection that ended without a redirect, such as the
 	// one relayed through a server that finished its drain: the bot was
 	// without a connection until it reconnected.
 	fmt.Fprintf(w, "bots dropped at least once: %d (closes: %s)\n", dropped, counts(drops))
 	if len(back) > 0 {
-		fmt.Fprintf(w, "drop to next connection:    %s\n", quantiles(back))
+		fmt.Fprintf(w, "drop to next connection:    %s\n", bot.Quantiles(back))
 	}
 	if len(rejoins) > 0 {
-		fmt.Fprintf(w, "drop to back in the room:   %s\n", quantiles(rejoins))
+		fmt.Fprintf(w, "drop to back in the room:   %s\n", bot.Quantiles(rejoins))
 	}
 	fmt.Fprintf(w, "bots with a problem:        %d (a match not played, a failed connection attempt)\n", broken)
 	for _, p := range problems {
@@ -234,14 +233,4 @@ func counts(m map[string]int) string {
 		parts[i] = fmt.Sprintf("%s %d", k, m[k])
 	}
 	return strings.Join(parts, ", ")
-}
-
-func quantiles(ds []time.Duration) string {
-	if len(ds) == 0 {
-		return "none"
-	}
-	ds = slices.Clone(ds)
-	slices.Sort(ds)
-	q := func(p float64) time.Duration { return ds[int(p*float64(len(ds)-1))].Round(time.Millisecond) }
-	return fmt.Sprintf("p50 %v, p90 %v, max %v (n=%d)", q(0.5), q(0.9), ds[len(ds)-1].Round(time.Millisecond), len(ds))
 }
