@@ -2,7 +2,6 @@ package room
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 
 	"github.com/muster-gg/muster/fleet"
@@ -24,10 +23,6 @@ type Module interface {
 type Runner interface {
 	Run(ctx context.Context) error
 }
-
-// ErrGone is returned by ModuleHost.MovePlayer when the player to move is
-// no longer connected here.
-var ErrGone = errors.New("room: player not connected")
 
 // ModuleHost is what a module uses of its host and fleet. *Host
 // implements it; tests may give a module their own.
