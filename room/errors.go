@@ -39,6 +39,13 @@ var (
 	// ErrGone is returned by ModuleHost.MovePlayer when the player to move
 	// is no longer connected here.
 	ErrGone = errors.New("room: player not connected")
+
+	// ErrHook is wrapped by New's error for a game with a method named
+	// like an optional hook (BeforeSteps, AfterSteps, RoomEnded, Admit,
+	// LoadOf, Redirect, ServerDraining) that does not implement it: the
+	// host would never call it. The error names the method, its
+	// signature and the one wanted.
+	ErrHook = errors.New("room: game hook does not match")
 )
 
 // configError names the config.yml key (under muster.room) and its

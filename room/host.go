@@ -34,11 +34,7 @@ type Host[Sim, Input, Player any] struct {
 	limits  *limiter
 
 	// The game's optional hooks, found once.
-	before BeforeStepper[Sim, Input, Player]
-	after  AfterStepper[Sim, Input, Player]
-	loader Loader[Sim]
-	ender  RoomEnder[Sim, Input, Player]
-	admit  Admitter[Sim, Input, Player]
+	gameHooks[Sim, Input, Player]
 
 	server   Server
 	fleet    Fleet
@@ -86,9 +82,15 @@ type Host[Sim, Input, Player any] struct {
 	lastPart bool
 }
 
-// New returns a Host for game with cfg. It starts nothing.
+// New returns a Host for game with cfg. It starts nothing. It refuses a
+// cfg out of range (ErrConfig), and a game with a method named like an
+// optional hook whose signature does not match the hook's (ErrHook).
 func New[Sim, Input, Player any](game Game[Sim, Input, Player], cfg Config, logger *slog.Logger) (*Host[Sim, Input, Player], error) {
 	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	hooks, err := findHooks(game)
 	if err != nil {
 		return nil, err
 	}
@@ -96,26 +98,22 @@ func New[Sim, Input, Player any](game Game[Sim, Input, Player], cfg Config, logg
 		logger = slog.Default()
 	}
 	h := &Host[Sim, Input, Player]{
-		cfg:     cfg,
-		game:    game,
-		codec:   JSON{},
-		logger:  logger.With("component", "room"),
-		sched:   newScheduler(time.Second/time.Duration(cfg.Rate), cfg.Workers),
-		routes:  make(map[string]MessageHandler),
-		rooms:   make(map[string]*Room[Sim, Input, Player]),
-		seated:  make(map[string]*Room[Sim, Input, Player]),
-		clients: make(map[string]*Client),
-		hellos:  make(map[*Client]struct{}),
-		roomEnd: make(chan struct{}, 1),
-		started: make(chan struct{}),
-		relKick: make(chan struct{}, 1),
-		idTag:   uid.Tag(),
+		cfg:       cfg,
+		game:      game,
+		gameHooks: hooks,
+		codec:     JSON{},
+		logger:    logger.With("component", "room"),
+		sched:     newScheduler(time.Second/time.Duration(cfg.Rate), cfg.Workers),
+		routes:    make(map[string]MessageHandler),
+		rooms:     make(map[string]*Room[Sim, Input, Player]),
+		seated:    make(map[string]*Room[Sim, Input, Player]),
+		clients:   make(map[string]*Client),
+		hellos:    make(map[*Client]struct{}),
+		roomEnd:   make(chan struct{}, 1),
+		started:   make(chan struct{}),
+		relKick:   make(chan struct{}, 1),
+		idTag:     uid.Tag(),
 	}
-	h.before, _ = game.(BeforeStepper[Sim, Input, Player])
-	h.after, _ = game.(AfterStepper[Sim, Input, Player])
-	h.loader, _ = game.(Loader[Sim])
-	h.ender, _ = game.(RoomEnder[Sim, Input, Player])
-	h.admit, _ = game.(Admitter[Sim, Input, Player])
 	local := memory.New() // counters until a fleet is bound
 	h.tickets = newTickets(cfg.Secret, cfg.TicketTTL, local)
 	h.limits = &limiter{cfg: cfg.Limits, counter: local}
