@@ -99,12 +99,12 @@ func (h *Host[Sim, Input, Player]) checkTicket(ctx context.Context, c *Client, t
 // that seat's room, "" for none. missed is the end of a room the player
 // was away from, to tell it when tell. It reports false, registering
 // nothing, once the host is stopping.
-func (h *Host[Sim, Input, Player]) register(c *Client) (roomID string, old *Client, missed endPacket, tell, ok bool) {
+func (h *Host[Sim, Input, Player]) register(c *Client) (roomID string, old *Client, missed roomOutPacket, tell, ok bool) {
 	id := c.id
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.stopped {
-		return "", nil, endPacket{}, false, false
+		return "", nil, roomOutPacket{}, false, false
 	}
 	delete(h.hellos, c)
 	old = h.clients[id]

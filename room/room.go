@@ -324,7 +324,7 @@ func (r *Room[Sim, Input, Player]) apply(events []event[Input]) {
 			if c != nil {
 				// After the seat is gone, so that nothing the room
 				// sends reaches the player after this.
-				c.Send(endPacket{Type: "room_end", Room: r.info.ID, Reason: ReasonLeft})
+				c.Send(roomOutPacket{Type: "room_end", Room: r.info.ID, Reason: ReasonLeft})
 			}
 			h.roomChanged(r, false, nil)
 			if empty {
@@ -344,7 +344,7 @@ func (r *Room[Sim, Input, Player]) refuse(id string, err error) {
 	h := r.host
 	_, empty := r.dropSeat(id)
 	h.unseat(id, r.info.ID)
-	h.Send(id, refusedPacket{Type: "join_refused", Room: r.info.ID, Reason: truncate(err.Error(), 200)})
+	h.Send(id, roomOutPacket{Type: "join_refused", Room: r.info.ID, Reason: truncate(err.Error(), 200)})
 	h.roomChanged(r, false, nil)
 	if empty {
 		r.End(ReasonAbandoned)

@@ -166,7 +166,7 @@ func (h *Host[Sim, Input, Player]) unseat(id, roomID string) {
 
 // roomEnded forgets an ended room and its seats, and tells its players.
 func (h *Host[Sim, Input, Player]) roomEnded(r *Room[Sim, Input, Player], seats map[string]*seat[Player], why string) {
-	end := endPacket{Type: "room_end", Room: r.info.ID, Reason: why}
+	end := roomOutPacket{Type: "room_end", Room: r.info.ID, Reason: why}
 	now := time.Now()
 	h.mu.Lock()
 	delete(h.rooms, r.info.ID)

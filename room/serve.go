@@ -142,11 +142,10 @@ func (h *Host[Sim, Input, Player]) accept(w http.ResponseWriter, r *http.Request
 func (h *Host[Sim, Input, Player]) enterHello(c *Client) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.stopped {
-		return false
+	if !h.stopped {
+		h.hellos[c] = struct{}{}
 	}
-	h.hellos[c] = struct{}{}
-	return true
+	return !h.stopped
 }
 
 // leaveHello forgets c among the connections in hello (register already
