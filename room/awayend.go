@@ -6,14 +6,14 @@ import "time"
 // the player was away (not connected here) when the room ended. The
 // player is told when it comes back here within the away timeout.
 type missedEnd struct {
-	packet endPacket
+	packet roomOutPacket
 	at     time.Time
 }
 
 // missLocked records that player id was away when its room ended with
 // packet. Entries older than the away timeout are dropped now and then:
 // whenever the map has doubled since the last sweep. h.mu must be held.
-func (h *Host[Sim, Input, Player]) missLocked(id string, packet endPacket, now time.Time) {
+func (h *Host[Sim, Input, Player]) missLocked(id string, packet roomOutPacket, now time.Time) {
 	if h.missed == nil {
 		h.missed = make(map[string]missedEnd)
 	}
@@ -31,10 +31,10 @@ func (h *Host[Sim, Input, Player]) missLocked(id string, packet endPacket, now t
 
 // takeMissedLocked returns and forgets the end that player id missed, if
 // it is younger than the away timeout. h.mu must be held.
-func (h *Host[Sim, Input, Player]) takeMissedLocked(id string, now time.Time) (endPacket, bool) {
+func (h *Host[Sim, Input, Player]) takeMissedLocked(id string, now time.Time) (roomOutPacket, bool) {
 	m, ok := h.missed[id]
 	if !ok {
-		return endPacket{}, false
+		return roomOutPacket{}, false
 	}
 	delete(h.missed, id)
 	return m.packet, now.Sub(m.at) <= h.cfg.AwayTimeout

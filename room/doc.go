@@ -3,10 +3,12 @@
 // serves the players' WebSocket connections.
 //
 // A game implements Game (and optionally BeforeStepper, AfterStepper,
-// Admitter, RoomEnder, Loader, Redirector and DrainNotifier). New makes a
-// Host; Use adds modules such as matchmaking and lobbies, UseServer binds
-// capacity and drain, UseFleet binds player claims, rejoin from anywhere
-// and handoffs. Without a Redirector the host moves players with its own
+// Admitter, RoomEnder, Loader, Redirector and DrainNotifier; New refuses
+// a game with a method named like one of these hooks but of another
+// signature, which would never be called). New makes a Host; Use adds
+// modules such as matchmaking and lobbies, UseServer binds capacity and
+// drain, UseFleet binds player claims, rejoin from anywhere and handoffs.
+// Without a Redirector the host moves players with its own
 // RedirectPacket (a game opts out with a Redirect that returns nil);
 // without a DrainNotifier it sends DrainingPacket. AddRoomWatcher and
 // AddTicketChecker plug in what a federation needs: every room's state,

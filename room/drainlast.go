@@ -6,18 +6,6 @@ import (
 	"slices"
 )
 
-// hostDrainer is the host's part of a server drain (fleet.LastDrainer):
-// Drain waits for the rooms to end, DrainLast sends the rest away.
-type hostDrainer[Sim, Input, Player any] struct {
-	h *Host[Sim, Input, Player]
-}
-
-// Drain implements fleet.Drainer.
-func (d hostDrainer[Sim, Input, Player]) Drain(ctx context.Context) error { return d.h.drain(ctx) }
-
-// DrainLast implements fleet.LastDrainer.
-func (d hostDrainer[Sim, Input, Player]) DrainLast(ctx context.Context) { d.h.sendRestAway(ctx) }
-
 // sendRestAway redirects (reason drain) every player still connected here
 // in no room, once the modules have moved the queues and lobbies and the
 // rooms have ended: the players of the last rooms, any who stayed without

@@ -27,6 +27,25 @@ var (
 
 	// ErrBadPacket is returned for a frame the codec cannot decode.
 	ErrBadPacket = errors.New("room: bad packet")
+
+	// ErrCooldown is returned by Move for a player who arrived less than
+	// the move cooldown ago.
+	ErrCooldown = errors.New("room: player arrived too recently to move")
+
+	// ErrNoRedirect is returned by Move when the game has no redirect
+	// packet.
+	ErrNoRedirect = errors.New("room: the game does not redirect")
+
+	// ErrGone is returned by ModuleHost.MovePlayer when the player to move
+	// is no longer connected here.
+	ErrGone = errors.New("room: player not connected")
+
+	// ErrHook is wrapped by New's error for a game with a method named
+	// like an optional hook (BeforeSteps, AfterSteps, RoomEnded, Admit,
+	// LoadOf, Redirect, ServerDraining) that does not implement it: the
+	// host would never call it. The error names the method, its
+	// signature and the one wanted.
+	ErrHook = errors.New("room: game hook does not match")
 )
 
 // configError names the config.yml key (under muster.room) and its

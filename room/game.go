@@ -9,6 +9,14 @@ type Packet = any
 //
 // Every hook of one room runs on the worker stepping that room, one at a
 // time, so a Sim needs no locks. Hooks must not block.
+//
+// A game may also implement the optional hooks, each a one-method
+// interface: BeforeStepper, AfterStepper, RoomEnder, Admitter, Loader,
+// Redirector and DrainNotifier. New checks the game's method set once: a
+// method named like one of them (BeforeSteps, AfterSteps, RoomEnded,
+// Admit, LoadOf, Redirect, ServerDraining) whose signature does not match
+// the hook's, with the game's own Sim, Input and Player, is an error
+// (ErrHook), never a hook silently skipped.
 type Game[Sim, Input, Player any] interface {
 	// NewSim makes the state of a new room.
 	NewSim(info Info) Sim
@@ -28,65 +36,6 @@ type Game[Sim, Input, Player any] interface {
 	// FixedStep advances the room by one step of the fixed rate. The game
 	// ends the room with r.End.
 	FixedStep(r *Room[Sim, Input, Player])
-}
-
-// BeforeStepper is an optional hook of a Game, called once before the
-// steps a worker runs for a room in one pass (usually one; more when the
-// room catches up).
-type BeforeStepper[Sim, Input, Player any] interface {
-	BeforeSteps(r *Room[Sim, Input, Player])
-}
-
-// AfterStepper is an optional hook of a Game, called once after the steps
-// of a pass: the place to broadcast the room's state.
-type AfterStepper[Sim, Input, Player any] interface {
-	AfterSteps(r *Room[Sim, Input, Player])
-}
-
-// RoomEnder is an optional hook of a Game, called once when a room ends,
-// whatever ends it: the game's End, the drain timeout (ReasonDrained),
-// abandonment (ReasonAbandoned), a panic of the game (ReasonPanic) or the
-// host stopping (ReasonStopped). The room's Sim and Players are still
-// there: the place to save results. It runs on the room's step worker (or
-// in Run once the workers have stopped), so it must not block: hand the
-// results to a goroutine of the game's own. A panic in it is logged.
-type RoomEnder[Sim, Input, Player any] interface {
-	RoomEnded(r *Room[Sim, Input, Player], reason string)
-}
-
-// Admitter is an optional hook of a Game that may refuse a player a seat
-// (the match has started, the player is banned from it). Admit runs on
-// the room's worker before the player's Join, for the players a room
-// opens with and for late joiners; an error refuses the seat: the player
-// is unseated and told {type:"join_refused", room, reason: the error's
-// text}, and Join never runs.
-type Admitter[Sim, Input, Player any] interface {
-	Admit(r *Room[Sim, Input, Player], id string) error
-}
-
-// Loader is an optional hook of a Game that weighs a room for the server's
-// capacity. Without it a room weighs as many as its seated players.
-type Loader[Sim any] interface {
-	LoadOf(sim Sim) int
-}
-
-// Redirector is an optional hook of a Game: the packet that tells a client
-// to reconnect to another server. Without it the host sends
-// RedirectPacket, so a fleet moves players (to their room's server, to a
-// match, out of a draining server). A game opts out of every move by
-// implementing Redirect and returning nil: nobody is ever moved, and Run
-// logs a warning when a fleet is bound.
-type Redirector interface {
-	Redirect(r Redirect) Packet
-}
-
-// DrainNotifier is an optional hook of a Game: the packet sent to every
-// player still in a room when the server's drain times out, shortly before
-// the room is closed, and to waiting players with nowhere to go. Without
-// it the host sends DrainingPacket; a ServerDraining that returns nil
-// sends nothing.
-type DrainNotifier interface {
-	ServerDraining() Packet
 }
 
 // Reasons for a redirect.

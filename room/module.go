@@ -2,7 +2,6 @@ package room
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 
 	"github.com/muster-gg/muster/fleet"
@@ -24,10 +23,6 @@ type Module interface {
 type Runner interface {
 	Run(ctx context.Context) error
 }
-
-// ErrGone is returned by ModuleHost.MovePlayer when the player to move is
-// no longer connected here.
-var ErrGone = errors.New("room: player not connected")
 
 // ModuleHost is what a module uses of its host and fleet. *Host
 // implements it; tests may give a module their own.
@@ -109,48 +104,4 @@ type Releaser interface {
 type Handoff struct {
 	Kind string `json:"kind"`
 	Data []byte `json:"data,omitempty"`
-}
-
-// The host's own packets.
-type (
-	welcomePacket struct {
-		Type   string `json:"type"` // "welcome"
-		Node   string `json:"node,omitempty"`
-		Player string `json:"player"`
-		Room   string `json:"room,omitempty"`
-	}
-	roomPacket struct {
-		Type string `json:"type"` // "room"
-		Room string `json:"room"`
-		Kind string `json:"kind,omitempty"`
-	}
-	// retryPacket tells a client that a move failed and it stays: it
-	// should try again (queue again, or reconnect) in a moment.
-	retryPacket struct {
-		Type   string `json:"type"` // "retry"
-		Reason string `json:"reason"`
-	}
-	refusedPacket struct {
-		Type   string `json:"type"` // "join_refused"
-		Room   string `json:"room"`
-		Reason string `json:"reason"`
-	}
-	endPacket struct {
-		Type   string `json:"type"` // "room_end"
-		Room   string `json:"room"`
-		Reason string `json:"reason"`
-	}
-)
-
-// Client message types the host handles itself.
-const (
-	msgHello = "hello"
-	msgInput = "input"
-	msgLeave = "leave"
-)
-
-// hello is the body of a client's first message.
-type hello struct {
-	// Mode is "new" or "rejoin".
-	Mode string `json:"mode"`
 }

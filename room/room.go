@@ -122,6 +122,26 @@ func (r *Room[Sim, Input, Player]) Send(id string, p Packet) {
 	}
 }
 
+// ReasonPanic is the end reason of a room whose game code panicked.
+const ReasonPanic = "panic"
+
+// ReasonStopped is the end reason of the rooms still running when the
+// host's Run returns.
+const ReasonStopped = "server-stopped"
+
+// ReasonAbandoned is the end reason of a room whose players were all away
+// for the AwayTimeout, or all left (each sent "leave", or was unseated or
+// refused its seat).
+const ReasonAbandoned = "abandoned"
+
+// ReasonDrained is the end reason of a room closed at the drain timeout.
+const ReasonDrained = "server-drained"
+
+// ReasonLeft is the room_end reason sent to a player removed from its room
+// for good: it sent "leave", Unseat was called, or another server now
+// holds its claim.
+const ReasonLeft = "left"
+
 // End ends the room after the current pass with reason. Every seated
 // player is released and told; connected players stay connected and can
 // queue again.
@@ -304,7 +324,7 @@ func (r *Room[Sim, Input, Player]) apply(events []event[Input]) {
 			if c != nil {
 				// After the seat is gone, so that nothing the room
 				// sends reaches the player after this.
-				c.Send(endPacket{Type: "room_end", Room: r.info.ID, Reason: ReasonLeft})
+				c.Send(roomOutPacket{Type: "room_end", Room: r.info.ID, Reason: ReasonLeft})
 			}
 			h.roomChanged(r, false, nil)
 			if empty {
@@ -324,7 +344,7 @@ func (r *Room[Sim, Input, Player]) refuse(id string, err error) {
 	h := r.host
 	_, empty := r.dropSeat(id)
 	h.unseat(id, r.info.ID)
-	h.Send(id, refusedPacket{Type: "join_refused", Room: r.info.ID, Reason: truncate(err.Error(), 200)})
+	h.Send(id, roomOutPacket{Type: "join_refused", Room: r.info.ID, Reason: truncate(err.Error(), 200)})
 	h.roomChanged(r, false, nil)
 	if empty {
 		r.End(ReasonAbandoned)

@@ -1,0 +1,145 @@
+package room
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/muster-gg/muster/fleet"
+)
+
+// hello reads and checks the client's hello and ticket and registers the
+// client. It returns a close code on failure.
+func (h *Host[Sim, Input, Player]) hello(ctx context.Context, c *Client, r *http.Request) (websocket.StatusCode, string) {
+	mode, code, why := h.readHello(ctx, c)
+	if code != 0 {
+		return code, why
+	}
+	id, code, why := h.checkTicket(ctx, c, r.URL.Query().Get("ticket"))
+	if code != 0 {
+		return code, why
+	}
+	c.id, c.arrived, c.rejoin = id, time.Now(), mode == "rejoin"
+	roomID, old, missed, tell, ok := h.register(c)
+	if !ok {
+		return StatusGoingAway, "server stopping"
+	}
+	if old != nil {
+		old.Close(StatusReplaced, "replaced by a newer connection")
+	}
+	h.welcome(c, roomID)
+	if tell && roomID == "" {
+		// Its room ended here while it was away: it has not heard yet.
+		c.Send(missed)
+	}
+	return 0, ""
+}
+
+// readHello reads the client's first frame, within the hello timeout, and
+// returns the mode its hello asks for ("new" or "rejoin"), or a close code.
+func (h *Host[Sim, Input, Player]) readHello(ctx context.Context, c *Client) (mode string, code websocket.StatusCode, why string) {
+	// The hello timeout closes the connection from the writer, with a
+	// close frame: a cancelled read would cut it without one (1006).
+	timeout := time.AfterFunc(h.cfg.HelloTimeout, func() { c.Close(StatusBadHello, "no hello") })
+	defer timeout.Stop()
+	_, frame, err := c.conn.Read(ctx)
+	if err != nil {
+		if websocket.CloseStatus(err) == websocket.StatusMessageTooBig {
+			return "", websocket.StatusMessageTooBig, "frame too big"
+		}
+		return "", StatusBadHello, "no hello"
+	}
+	timeout.Stop()
+	typ, body, err := h.codec.Decode(frame)
+	if err != nil || typ != msgHello {
+		return "", StatusBadHello, "expected hello"
+	}
+	var hi hello
+	if err := h.codec.Unmarshal(body, &hi); err != nil || (hi.Mode != "new" && hi.Mode != "rejoin") {
+		return "", StatusBadHello, "unknown hello: mode must be new or rejoin"
+	}
+	return hi.Mode, 0, ""
+}
+
+// checkTicket redeems the client's ticket and returns the player id it
+// names, or a close code; a missing or refused ticket counts as a failure
+// of the client's address (Limits.Failures).
+func (h *Host[Sim, Input, Player]) checkTicket(ctx context.Context, c *Client, ticket string) (id string, code websocket.StatusCode, why string) {
+	if ticket == "" {
+		h.limits.failed(ctx, c.ip)
+		return "", StatusBadTicket, "no ticket"
+	}
+	// Redeeming may wait for the backplane: stop waiting when the
+	// connection is closed (the host stops).
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.done:
+			cancel()
+		case <-rctx.Done():
+		}
+	}()
+	id, err := h.redeem(rctx, ticket)
+	if err != nil {
+		h.limits.failed(ctx, c.ip)
+		if errors.Is(err, ErrTicket) {
+			return "", StatusBadTicket, err.Error()
+		}
+		return "", websocket.StatusTryAgainLater, "ticket check unavailable"
+	}
+	return id, 0, ""
+}
+
+// register makes c the connection of its player, in place of old (nil
+// for none), and puts it back in its seat if it has one here: roomID is
+// that seat's room, "" for none. missed is the end of a room the player
+// was away from, to tell it when tell. It reports false, registering
+// nothing, once the host is stopping.
+func (h *Host[Sim, Input, Player]) register(c *Client) (roomID string, old *Client, missed roomOutPacket, tell, ok bool) {
+	id := c.id
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopped {
+		return "", nil, roomOutPacket{}, false, false
+	}
+	delete(h.hellos, c)
+	old = h.clients[id]
+	h.clients[id] = c
+	rm := h.seated[id]
+	if rm != nil && h.fleet != nil && !h.fleet.Holds(fleet.KindPlayer, id) {
+		// Another server took the player's claim over (this one was cut
+		// off or frozen): it plays there now. It is not seated again
+		// here but removed as if it had left, and placed as a newcomer:
+		// sent to the holder.
+		h.mu.Unlock()
+		h.claimLost(id)
+		h.mu.Lock()
+		rm = nil
+	}
+	if rm != nil {
+		roomID = rm.info.ID
+		rm.mu.Lock()
+		if s := rm.seats[id]; s != nil {
+			s.client = c
+			rm.seatsChanged()
+		}
+		rm.mu.Unlock()
+	}
+	c.room = roomID
+	missed, tell = h.takeMissedLocked(id, time.Now())
+	return roomID, old, missed, tell, true
+}
+
+// welcome tells c it is connected: its player id, this server's id (with
+// a fleet bound) and the room it is back in, if any.
+func (h *Host[Sim, Input, Player]) welcome(c *Client, roomID string) {
+	node := ""
+	if h.fleet != nil {
+		node = h.fleet.ID()
+	}
+	c.Send(welcomePacket{Type: "welcome", Node: node, Player: c.id, Room: roomID})
+}
