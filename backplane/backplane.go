@@ -14,7 +14,7 @@ import (
 // are safe for concurrent use.
 //
 // Beyond these, a backplane may implement optional interfaces, found by
-// type assertion: RecordSwapper.
+// type assertion: RecordSwapper. A decorator made with Wrap keeps them.
 type Backplane interface {
 	Registry
 	Claims
