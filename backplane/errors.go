@@ -16,9 +16,4 @@ var (
 
 	// ErrEmptyID is returned for a claim with an empty id.
 	ErrEmptyID = errors.New("backplane: empty id")
-
-	// ErrSkip, returned by a Hooks.Before, ends the call without passing
-	// it on and with a nil error, as a write acknowledged and then lost
-	// would. No backplane call returns it.
-	ErrSkip = errors.New("backplane: call skipped")
 )

@@ -14,13 +14,18 @@ import (
 type Hooks struct {
 	// Before is called first, with the call's context and operation. A
 	// nil error lets the call through; any other ends it there, with zero
-	// results and that error, or a nil error for ErrSkip.
+	// results and that error, or a nil error for SkipCall.
 	Before func(ctx context.Context, op Op) error
 
 	// After is called when a call that Before let through returns, with
 	// when it was passed on and the error it returned.
 	After func(op Op, began time.Time, err error)
 }
+
+// SkipCall, returned by a Hooks.Before, ends the call without passing it
+// on and with a nil error, as a write acknowledged and then lost would. It
+// is not an error: no backplane call returns it.
+var SkipCall = errors.New("backplane: call skipped")
 
 // Wrap returns a backplane that passes every call on to bp with hooks
 // around it, and Close straight through. The result implements each
@@ -60,7 +65,7 @@ type wrappedSwapper struct {
 func (w *wrapped) before(ctx context.Context, op Op) (began time.Time, stop bool, err error) {
 	if w.hooks.Before != nil {
 		switch err := w.hooks.Before(ctx, op); {
-		case errors.Is(err, ErrSkip):
+		case errors.Is(err, SkipCall):
 			return began, true, nil
 		case err != nil:
 			return began, true, err
