@@ -8,7 +8,13 @@
 // take holds a handoff until its taker confirms it, so that a take whose
 // caller gave up loses nothing), atomic counters for fleet-wide tickets and
 // rate limits, and durable records for registers such as the federation's.
-// Game traffic never passes through it.
+// Game traffic never passes through it. Each of these is a role interface
+// (Registry, Claims, Handoffs, Counters, RecordStore), and Backplane is
+// their union; a consumer that needs one role may ask for it alone.
+//
+// Wrap decorates a backplane with hooks around every call (metrics and the
+// test kit's fault injection are built on it), keeping the optional
+// interfaces, such as RecordSwapper, of the backplane it wraps.
 //
 // A Backplane value is bound to one cluster: every key it writes is
 // namespaced by the cluster name, so two clusters on one store never see

@@ -7,7 +7,8 @@ import "context"
 // a compare-and-set over records, so that writers on different processes
 // (several federation homes on one Redis) never lose each other's updates.
 // It is optional: a caller finds it by type assertion. The memory and Redis
-// backplanes implement it.
+// backplanes implement it, and a backplane made by Wrap when the one it
+// wraps does.
 type RecordSwapper interface {
 	// SwapRecords checks every swap's Old against the record it names and,
 	// only if all match, applies every New, atomically: no other write to

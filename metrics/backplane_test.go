@@ -58,6 +58,15 @@ func TestInstrument(t *testing.T) {
 		{"record", func() error { _, err := bp.Record(ctx, "c", "r"); return err }},
 		{"records", func() error { _, err := bp.Records(ctx, "c"); return err }},
 		{"delete_record", func() error { return bp.DeleteRecord(ctx, "c", "r") }},
+		{"swap_records", func() error {
+			// Instrument keeps the compare-and-set of the backplane it wraps.
+			swapper, ok := bp.(backplane.RecordSwapper)
+			if !ok {
+				return errors.New("instrumented backplane is not a RecordSwapper")
+			}
+			_, err := swapper.SwapRecords(ctx, backplane.RecordSwap{Collection: "c", ID: "s", New: []byte("x")})
+			return err
+		}},
 		{"leave", func() error { return bp.Leave(ctx, "s0") }},
 	}
 	for _, s := range steps {
