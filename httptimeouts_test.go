@@ -148,7 +148,7 @@ func startFleetServer(t *testing.T, bp *memory.Backplane, id string, opts ...mus
     fleet:
       node-id: %s
       internal-address: %s
-`, id, l.Addr()), nil)
+`, id, l.Addr()), nil, muster.DefaultConfig())
 	if err != nil {
 		l.Close()
 		t.Fatal(err)

@@ -18,7 +18,6 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/muster-gg/muster"
-	"github.com/muster-gg/muster/config"
 	"github.com/muster-gg/muster/dashboard"
 	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/testbin"
@@ -37,7 +36,7 @@ var operatorPaths = []string{fleet.PathLive, fleet.PathReady, fleet.PathCapacity
 // both ports are closed.
 func TestOperatorPort(t *testing.T) {
 	t.Parallel()
-	cfg := config.Default()
+	cfg := muster.DefaultConfig()
 	cfg.Server.HTTP.Host = "127.0.0.1"
 	cfg.Server.HTTP.Port = testbin.FreePort(t, "127.0.0.1")
 	for cfg.Server.HTTP.OperatorPort == 0 || cfg.Server.HTTP.OperatorPort == cfg.Server.HTTP.Port {
@@ -151,7 +150,7 @@ func TestOperatorHandler(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg := config.Default()
+		cfg := muster.DefaultConfig()
 		cfg.Server.HTTP.Host = "127.0.0.1"
 		cfg.Server.HTTP.OperatorPort = port
 		s, err := muster.New(Counter{}, cfg, muster.WithListener(l), quiet, muster.WithGuestTickets("/ticket"))
@@ -204,7 +203,7 @@ func TestOperatorPortBusy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.Default()
+	cfg := muster.DefaultConfig()
 	cfg.Server.HTTP.Host = "127.0.0.1"
 	cfg.Server.HTTP.OperatorPort = busy.Addr().(*net.TCPAddr).Port
 	err = muster.Serve(t.Context(), Counter{}, cfg, muster.WithListener(l), quiet)

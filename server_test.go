@@ -37,7 +37,7 @@ func TestBusyPortNamesVariable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	cfg := config.Default()
+	cfg := muster.DefaultConfig()
 	cfg.Server.HTTP.Host = "127.0.0.1"
 	cfg.Server.HTTP.Port = l.Addr().(*net.TCPAddr).Port
 	err = muster.Serve(t.Context(), Counter{}, cfg, quiet)
@@ -49,7 +49,7 @@ func TestBusyPortNamesVariable(t *testing.T) {
 // A host that does not resolve fails Run with a line naming the key and
 // variable that set it; it used to be the resolver's error alone.
 func TestUnresolvableHostNamesVariable(t *testing.T) {
-	cfg := config.Default()
+	cfg := muster.DefaultConfig()
 	cfg.Server.HTTP.Host = "-5" // a name the resolver refuses without asking DNS
 	cfg.Server.HTTP.Port = 1
 	err := muster.Serve(t.Context(), Counter{}, cfg, quiet)
@@ -63,7 +63,7 @@ func TestRunTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := muster.New(Counter{}, config.Default(), muster.WithListener(l), quiet)
+	s, err := muster.New(Counter{}, muster.DefaultConfig(), muster.WithListener(l), quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func newServer(t *testing.T, opts ...muster.Option) *muster.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := muster.New(Counter{}, config.Default(), append([]muster.Option{muster.WithListener(l), quiet}, opts...)...)
+	s, err := muster.New(Counter{}, muster.DefaultConfig(), append([]muster.Option{muster.WithListener(l), quiet}, opts...)...)
 	if err != nil {
 		l.Close()
 		t.Fatal(err)
@@ -204,7 +204,7 @@ func (w watcher) RoomChanged(s room.RoomState) { w <- s }
 // WithRoomWatchers is told of the rooms.
 func TestCheckersAndWatchers(t *testing.T) {
 	rooms := make(watcher, 16)
-	s, addr := startServer(t, config.Default(), muster.WithTicketCheckers(homeTokens{}), muster.WithRoomWatchers(rooms))
+	s, addr := startServer(t, muster.DefaultConfig(), muster.WithTicketCheckers(homeTokens{}), muster.WithRoomWatchers(rooms))
 	ctx := t.Context()
 	c, _, err := websocket.Dial(ctx, "ws://"+addr+"/play?ticket=home-token-1", nil)
 	if err != nil {
@@ -227,7 +227,7 @@ func TestCheckersAndWatchers(t *testing.T) {
 
 // Playlists from config.yml run a queue without WithPlaylists.
 func TestConfigPlaylists(t *testing.T) {
-	cfg, err := config.Parse([]byte("muster:\n  matchmaking:\n    playlists:\n      - name: from-config\n"), nil)
+	cfg, err := config.Parse([]byte("muster:\n  matchmaking:\n    playlists:\n      - name: from-config\n"), nil, muster.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +318,7 @@ func startServer(t *testing.T, cfg config.Config, opts ...muster.Option) (*muste
 // A configuration warning is logged once when Run starts, as Warnings
 // words it (it used to read "config: config: ...").
 func TestRunLogsConfigWarnings(t *testing.T) {
-	cfg, err := config.Load("", []string{"MUSTER_SERVER_HTTP_PORT=9000"})
+	cfg, err := config.Load("", []string{"MUSTER_SERVER_HTTP_PORT=9000"}, muster.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +387,7 @@ func (h *keysHandler) WithAttrs(as []slog.Attr) slog.Handler {
 // in WithPlaylists is refused with an error that says where each is.
 func TestPlaylistInConfigAndOption(t *testing.T) {
 	t.Parallel()
-	cfg, err := config.Load("", []string{"MUSTER__MATCHMAKING__PLAYLISTS__0__NAME=duo", "MUSTER__MATCHMAKING__PLAYLISTS__1__NAME=race"})
+	cfg, err := config.Load("", []string{"MUSTER__MATCHMAKING__PLAYLISTS__0__NAME=duo", "MUSTER__MATCHMAKING__PLAYLISTS__1__NAME=race"}, muster.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +403,7 @@ func TestPlaylistInConfigAndOption(t *testing.T) {
 func TestRatingsNeedARatedPlaylist(t *testing.T) {
 	t.Parallel()
 	ratings := muster.WithRatings(func(context.Context, string, string) (float64, error) { return 1000, nil })
-	cfg, err := config.Load("", nil)
+	cfg, err := config.Load("", nil, muster.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +429,7 @@ func TestTicketRoutesChecked(t *testing.T) {
 		"nil sign-in":   muster.WithSignIn("/login", nil),
 		"empty sign-in": muster.WithSignIn("", func(*http.Request) (string, error) { return "a", nil }),
 	} {
-		if _, err := muster.New(Counter{}, config.Default(), quiet, opt); err == nil {
+		if _, err := muster.New(Counter{}, muster.DefaultConfig(), quiet, opt); err == nil {
 			t.Errorf("%s: New accepted it", name)
 		}
 	}

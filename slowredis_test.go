@@ -118,7 +118,7 @@ func startDrainingServer(t *testing.T, redisAddr, id string, maxLoad int, heartb
     drain-grace: 100ms
     limits:
       store: backplane
-`, slowKey, maxLoad, drainTimeout, redisAddr, id, heartbeat, heartbeat, l.Addr(), slowRate), nil)
+`, slowKey, maxLoad, drainTimeout, redisAddr, id, heartbeat, heartbeat, l.Addr(), slowRate), nil, muster.DefaultConfig())
 	if err != nil {
 		l.Close()
 		t.Fatal(err)

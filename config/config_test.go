@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,42 +20,26 @@ type file struct {
 	Muster config.Config `yaml:"muster"`
 }
 
-func TestDefaultIsConfigYML(t *testing.T) {
-	t.Parallel()
+// defaults returns config.yml's settings, parsed over a zero Config: the
+// file spells out every key. They are the documented defaults, the base
+// these tests load over; package muster's tests check that they are
+// muster.DefaultConfig, the packages' own.
+func defaults(t testing.TB) config.Config {
+	t.Helper()
+	c, err := ymlDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+var ymlDefaults = sync.OnceValues(func() (config.Config, error) {
 	data, err := os.ReadFile("../config.yml")
 	if err != nil {
-		t.Fatal(err)
+		return config.Config{}, err
 	}
-	got, err := config.Parse(data, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := config.Default(); !reflect.DeepEqual(got, want) {
-		t.Errorf("config.yml = %+v, Default() = %+v", got, want)
-	}
-
-	// Decoded over a zero Config, config.yml must still give the defaults:
-	// it spells out every key.
-	var f file
-	dec := yaml.NewDecoder(strings.NewReader(string(data)))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil {
-		t.Fatal(err)
-	}
-	if len(f.Muster.Matchmaking.Playlists) == 0 {
-		f.Muster.Matchmaking.Playlists = nil // [] in the file
-	}
-	if want := config.Default(); !reflect.DeepEqual(f.Muster, want) {
-		t.Errorf("config.yml over a zero Config = %+v, want %+v", f.Muster, want)
-	}
-}
-
-func TestDefaultIsValid(t *testing.T) {
-	t.Parallel()
-	if err := config.Default().Validate(); err != nil {
-		t.Fatal(err)
-	}
-}
+	return config.Parse(data, nil, config.Config{})
+})
 
 func TestOverrides(t *testing.T) {
 	t.Parallel()
@@ -159,7 +144,7 @@ func TestOverrides(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := config.Default()
+			want := defaults(t)
 			tt.want(&want)
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("got  %+v\nwant %+v", got, want)
@@ -173,13 +158,13 @@ func TestOverrides(t *testing.T) {
 func load(t *testing.T, content string, environ []string) (config.Config, error) {
 	t.Helper()
 	if content == "" {
-		return config.Load("", environ)
+		return config.Load("", environ, defaults(t))
 	}
 	path := filepath.Join(t.TempDir(), "config.yml")
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return config.Load(path, environ)
+	return config.Load(path, environ, defaults(t))
 }
 
 // TestEveryKeyFromEnv sets each setting of Config by its variable.
@@ -241,15 +226,39 @@ func TestEveryKeyFromEnv(t *testing.T) {
 	}
 }
 
+// A badCase is a configuration that loading refuses: file (parsed when
+// environ is nil) or environ (loaded with no file), over the defaults.
+type badCase struct {
+	name    string
+	file    string
+	environ []string
+	want    string // the whole message
+	err     error  // the sentinel it wraps
+}
+
+// refuses runs each case in parallel: loading must fail with tc.want, on
+// one line, wrapping tc.err.
+func refuses(t *testing.T, cases []badCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var err error
+			if tc.environ != nil {
+				_, err = config.Load("", tc.environ, defaults(t))
+			} else {
+				_, err = config.Parse([]byte(tc.file), nil, defaults(t))
+			}
+			if err == nil || err.Error() != tc.want || strings.ContainsAny(err.Error(), "\r\n") || !errors.Is(err, tc.err) {
+				t.Errorf("error\n got %v\nwant %s (%v)", err, tc.want, tc.err)
+			}
+		})
+	}
+}
+
 func TestBadConfig(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name    string
-		file    string   // parsed when environ is nil
-		environ []string // loaded with no file
-		want    string   // the whole message
-		err     error
-	}{
+	refuses(t, []badCase{
 		{
 			name: "YAML syntax",
 			file: "muster:\n  server:\n    http: [\n",
@@ -376,6 +385,12 @@ func TestBadConfig(t *testing.T) {
 			err:  config.ErrInvalid,
 		},
 		{
+			name:    "load-step below -1",
+			environ: []string{"MUSTER__SERVER__CAPACITY__LOAD_STEP=-2"},
+			want:    "config: muster.server.capacity.load-step / MUSTER__SERVER__CAPACITY__LOAD_STEP: want 0 (max-load/20), -1 (exact) or a positive step, got -2 (from the environment)",
+			err:     config.ErrInvalid,
+		},
+		{
 			name:    "negative drain timeout",
 			environ: []string{"MUSTER__SERVER__DRAIN__TIMEOUT=-1"},
 			want:    "config: muster.server.drain.timeout / MUSTER__SERVER__DRAIN__TIMEOUT: want a positive duration, got -1s (from the environment)",
@@ -414,30 +429,6 @@ func TestBadConfig(t *testing.T) {
 			err:     config.ErrInvalid,
 		},
 		{
-			name:    "bad redis",
-			environ: []string{"MUSTER__SERVER__FLEET__REDIS=http://redis:6379"},
-			want:    `config: muster.server.fleet.redis / MUSTER__SERVER__FLEET__REDIS: scheme "http": want redis://, rediss:// or unix:// (Sentinel and Cluster are redis:// with master_name= or cluster=true); got "http://redis:6379" (from the environment)`,
-			err:     config.ErrInvalid,
-		},
-		{
-			name:    "redis without port",
-			environ: []string{"MUSTER__SERVER__FLEET__REDIS=redis"},
-			want:    `config: muster.server.fleet.redis / MUSTER__SERVER__FLEET__REDIS: "redis": want host:port; got "redis" (from the environment)`,
-			err:     config.ErrInvalid,
-		},
-		{
-			name: "empty cluster",
-			file: "muster:\n  server:\n    fleet:\n      cluster: \"\"\n",
-			want: `config: muster.server.fleet.cluster / MUSTER__SERVER__FLEET__CLUSTER: want a name of 1-256 bytes without { } : or NUL, got "" (line 4)`,
-			err:  config.ErrInvalid,
-		},
-		{
-			name:    "cluster with a brace",
-			environ: []string{"MUSTER__SERVER__FLEET__CLUSTER=a{b}"},
-			want:    `config: muster.server.fleet.cluster / MUSTER__SERVER__FLEET__CLUSTER: want a name of 1-256 bytes without { } : or NUL, got "a{b}" (from the environment)`,
-			err:     config.ErrInvalid,
-		},
-		{
 			name: "internal address without port",
 			file: "muster:\n  server:\n    fleet:\n      internal-address: \"{ip}\"\n",
 			want: `config: muster.server.fleet.internal-address / MUSTER__SERVER__FLEET__INTERNAL_ADDRESS: want host:port or {ip}:port, got "{ip}" (line 4)`,
@@ -459,18 +450,6 @@ func TestBadConfig(t *testing.T) {
 			name:    "bad node-param",
 			environ: []string{"MUSTER__SERVER__FLEET__NODE_PARAM=a&b"},
 			want:    `config: muster.server.fleet.node-param / MUSTER__SERVER__FLEET__NODE_PARAM: want a query parameter name of letters, digits and - . _ ~, got "a&b" (from the environment)`,
-			err:     config.ErrInvalid,
-		},
-		{
-			name: "bad node-id",
-			file: "muster:\n  server:\n    fleet:\n      node-id: \"a:b\"\n",
-			want: `config: muster.server.fleet.node-id / MUSTER__SERVER__FLEET__NODE_ID: want a name of at most 256 bytes without spaces, control characters, { } : or NUL, got "a:b" (line 4)`,
-			err:  config.ErrInvalid,
-		},
-		{
-			name:    "node-id with a space and an escape",
-			environ: []string{"MUSTER__SERVER__FLEET__NODE_ID=a b\x1b[31mred"},
-			want:    `config: muster.server.fleet.node-id / MUSTER__SERVER__FLEET__NODE_ID: want a name of at most 256 bytes without spaces, control characters, { } : or NUL, got "a b\x1b[31mred" (from the environment)`,
 			err:     config.ErrInvalid,
 		},
 		{
@@ -503,25 +482,7 @@ func TestBadConfig(t *testing.T) {
 			want:    "config: muster.server.http.port / muster__server__http__port: also set by MUSTER__SERVER__HTTP__PORT (from the environment)",
 			err:     config.ErrInvalid,
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			_, err := config.Parse([]byte(tt.file), nil)
-			if tt.environ != nil {
-				_, err = config.Load("", tt.environ)
-			}
-			if err == nil {
-				t.Fatal("no error")
-			}
-			if msg := err.Error(); msg != tt.want || strings.ContainsAny(msg, "\r\n") {
-				t.Errorf("error\n got %s\nwant %s", msg, tt.want)
-			}
-			if !errors.Is(err, tt.err) {
-				t.Errorf("error %v is not %v", err, tt.err)
-			}
-		})
-	}
+	})
 }
 
 func TestLoadNamesFile(t *testing.T) {
@@ -531,33 +492,33 @@ func TestLoadNamesFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := config.Load(path, nil)
+	_, err := config.Load(path, nil, defaults(t))
 	want := "config: muster.server.capacity.max-load / MUSTER__SERVER__CAPACITY__MAX_LOAD: want a positive integer, got -3 (" + path + " line 4)"
 	if err == nil || err.Error() != want {
 		t.Errorf("Load = %v, want %s", err, want)
 	}
 
 	// The environment's value is the one to blame.
-	_, err = config.Load(path, []string{"MUSTER__SERVER__CAPACITY__MAX_LOAD=-4"})
+	_, err = config.Load(path, []string{"MUSTER__SERVER__CAPACITY__MAX_LOAD=-4"}, defaults(t))
 	want = "config: muster.server.capacity.max-load / MUSTER__SERVER__CAPACITY__MAX_LOAD: want a positive integer, got -4 (from the environment)"
 	if err == nil || err.Error() != want {
 		t.Errorf("Load = %v, want %s", err, want)
 	}
 
-	if _, err := config.Load(filepath.Join(t.TempDir(), "missing.yml"), nil); !errors.Is(err, os.ErrNotExist) {
+	if _, err := config.Load(filepath.Join(t.TempDir(), "missing.yml"), nil, defaults(t)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Load of a missing file = %v, want os.ErrNotExist", err)
 	}
 }
 
 func TestApplyEnvKeepsConfigOnError(t *testing.T) {
 	t.Parallel()
-	c := config.Default()
+	c := defaults(t)
 	err := config.ApplyEnv(&c, []string{"MUSTER__SERVER__HTTP__PORT=1", "MUSTER__NOPE=1"})
 	var e *config.Error
 	if !errors.As(err, &e) || e.Var != "MUSTER__NOPE" || e.Key != "muster.nope" {
 		t.Fatalf("ApplyEnv = %#v, want an *Error for MUSTER__NOPE", err)
 	}
-	if !reflect.DeepEqual(c, config.Default()) {
+	if !reflect.DeepEqual(c, defaults(t)) {
 		t.Errorf("config changed to %+v", c)
 	}
 }
@@ -590,7 +551,7 @@ func TestDuration(t *testing.T) {
 
 func TestMarshalRoundTrip(t *testing.T) {
 	t.Parallel()
-	want := config.Default()
+	want := defaults(t)
 	want.Server.Drain.Timeout = config.Duration(1500 * time.Millisecond)
 	want.Server.Fleet.Redis = "redis://:pw@redis:6379/1"
 	want.Security.Key = "0123456789abcdef"
@@ -602,7 +563,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 	if !strings.Contains(string(data), "timeout: 1.5\n") {
 		t.Errorf("timeout not marshalled as seconds:\n%s", data)
 	}
-	got, err := config.Parse(data, nil)
+	got, err := config.Parse(data, nil, defaults(t))
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("Parse(Marshal(c)) = %+v, %v; want %+v", got, err, want)
 	}
@@ -610,7 +571,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 
 func TestAddresses(t *testing.T) {
 	t.Parallel()
-	c := config.Default()
+	c := defaults(t)
 	if got := c.InternalAddress("10.0.0.7"); got != "10.0.0.7:8080" {
 		t.Errorf("default InternalAddress = %q", got)
 	}
@@ -632,11 +593,21 @@ func TestAddresses(t *testing.T) {
 	if got := c.PublicAddress("eu-1"); got != "wss://eu-1.example.com" {
 		t.Errorf("PublicAddress = %q", got)
 	}
+	if got := c.Addr(); got != "0.0.0.0:8080" {
+		t.Errorf("default Addr() = %q", got)
+	}
+	if got := c.OperatorAddr(); got != "" {
+		t.Errorf("OperatorAddr() with operator-port 0 = %q, want \"\"", got)
+	}
+	c.Server.HTTP.Host, c.Server.HTTP.OperatorPort = "127.0.0.1", 9090
+	if got := c.OperatorAddr(); got != "127.0.0.1:9090" {
+		t.Errorf("OperatorAddr() = %q", got)
+	}
 }
 
 func TestSecret(t *testing.T) {
 	t.Parallel()
-	c := config.Default()
+	c := defaults(t)
 	if c.Secret() != "" {
 		t.Errorf("default Secret = %q", c.Secret())
 	}
@@ -648,30 +619,6 @@ func TestSecret(t *testing.T) {
 	if c.Secret() != "relay" {
 		t.Errorf("Secret = %q, want fleet.secret", c.Secret())
 	}
-}
-
-func TestWiring(t *testing.T) {
-	c := config.Default()
-	c.Server.Fleet.InternalAddress = "{ip}:8000"
-	c.Server.Fleet.PublicAddress = "https://{node-id}.example.test"
-	c.Security.Key = "a key that is long enough"
-	id := c.NodeID()
-	if id == "" || id == c.NodeID() {
-		t.Fatalf("generated node ids %q and %q: want fresh ones", id, c.NodeID())
-	}
-	f := c.FleetConfig("n1", "10.1.2.3")
-	if f.InternalAddress != "10.1.2.3:8000" || f.PublicAddress != "https://n1.example.test" ||
-		f.MaxLoad != 200 || f.Heartbeat != 2*time.Second || f.DrainTimeout != 30*time.Second {
-		t.Fatalf("FleetConfig = %+v", f)
-	}
-	if r := c.RelayConfig("n1"); r.Secret != c.Security.Key || r.NodeParam != "node" {
-		t.Fatalf("RelayConfig = %+v", r)
-	}
-	bp, err := c.OpenBackplane()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bp.Close()
 }
 
 // The README's configuration reference is config.yml, as it stands.
