@@ -138,14 +138,8 @@ func TestFederationHomeURL(t *testing.T) {
 	const secret = "token-secret-0123456789"
 	const nodeKey = "mfn_node-key-that-must-not-show"
 	c := DefaultConfig()
-	if err := config.ApplyEnv(&c, []string{
-		"MUSTER__FEDERATION__NODE_ID=au-sydney",
-		"MUSTER__FEDERATION__TOKEN_SECRET=" + secret,
-		"MUSTER__FEDERATION__KEY_FILE=/var/lib/muster/key",
-		"MUSTER__FEDERATION__NODE_KEY=" + nodeKey,
-		"MUSTER__FEDERATION__GAME_ADDRESS=ws://127.0.0.2:8080/play",
-		"MUSTER__FEDERATION__ANNOUNCE_EVERY=200ms",
-		"MUSTER__FEDERATION__HOME_URL=ftp://h",
+	if err := config.ApplyEnv(&c, []string{"MUSTER__FEDERATION__HOME_URL=ftp://h",
+		"MUSTER__FEDERATION__TOKEN_SECRET=" + secret, "MUSTER__FEDERATION__NODE_KEY=" + nodeKey, "MUSTER__FEDERATION__KEY_FILE=k",
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -92,9 +92,8 @@ func TestRedisConfig(t *testing.T) {
 	}
 }
 
-// TestRedisPasswordNeverShown: a Redis URL's password appears in no error
-// of the address, wherever it was written (config's test of the same name
-// has the errors of other keys).
+// TestRedisPasswordNeverShown: a Redis URL's password appears in no error,
+// whatever is wrong with the URL and wherever it was written.
 func TestRedisPasswordNeverShown(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
@@ -108,6 +107,10 @@ func TestRedisPasswordNeverShown(t *testing.T) {
 			want: `got "redis://:xxxxx@"`},
 		{name: "unparseable", environ: []string{"MUSTER__SERVER__FLEET__REDIS=redis://user:S3c@ret@h:1:2"},
 			want: `got "redis://user:xxxxx@h:1:2"`},
+		{name: "in another key", environ: []string{"MUSTER__SERVER__CAPACITY__MAX_LOAD=redis://u:S3cret@h:1"},
+			want: `want an integer, got "redis://u:xxxxx@h:1"`},
+		{name: "for a section", file: "muster:\n  server:\n    fleet: \"redis://u:S3cret@h:1\"\n",
+			want: `want a mapping, got "redis://u:xxxxx@h:1"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := loadConfig(tt.file, tt.environ)

@@ -32,15 +32,11 @@ var quiet = muster.WithLogger(slog.New(slog.DiscardHandler))
 // A port that is taken fails Run with a line naming the variable that
 // moves it; it used to exit silently.
 func TestBusyPortNamesVariable(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := loopback(t)
 	cfg := muster.DefaultConfig()
 	cfg.Server.HTTP.Host = "127.0.0.1"
 	cfg.Server.HTTP.Port = l.Addr().(*net.TCPAddr).Port
-	err = muster.Serve(t.Context(), Counter{}, cfg, quiet)
+	err := muster.Serve(t.Context(), Counter{}, cfg, quiet)
 	if err == nil || !strings.Contains(err.Error(), "MUSTER__SERVER__HTTP__PORT") || !strings.Contains(err.Error(), "muster.server.http.port") {
 		t.Fatalf("Serve on a busy port: %v, want an error naming muster.server.http.port and MUSTER__SERVER__HTTP__PORT", err)
 	}
@@ -59,11 +55,7 @@ func TestUnresolvableHostNamesVariable(t *testing.T) {
 }
 
 func TestRunTwice(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := muster.New(Counter{}, muster.DefaultConfig(), muster.WithListener(l), quiet)
+	s, err := muster.New(Counter{}, muster.DefaultConfig(), muster.WithListener(loopback(t)), quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,17 +156,24 @@ func TestHandlerServesEverything(t *testing.T) {
 	}
 }
 
-// newServer builds a server on a loopback port of its own, which is run
-// (and stopped at once) when the test ends, to close what New opened.
-func newServer(t *testing.T, opts ...muster.Option) *muster.Server {
+// loopback listens on a port of 127.0.0.1 of its own, closed when the test
+// ends if a server's Run has not closed it before.
+func loopback(t *testing.T) net.Listener {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := muster.New(Counter{}, muster.DefaultConfig(), append([]muster.Option{muster.WithListener(l), quiet}, opts...)...)
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// newServer builds a server on a loopback port of its own, which is run
+// (and stopped at once) when the test ends, to close what New opened.
+func newServer(t *testing.T, opts ...muster.Option) *muster.Server {
+	t.Helper()
+	s, err := muster.New(Counter{}, muster.DefaultConfig(), append([]muster.Option{muster.WithListener(loopback(t)), quiet}, opts...)...)
 	if err != nil {
-		l.Close()
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -286,13 +285,9 @@ func runServer(t *testing.T, s *muster.Server) (stop func() error, ended <-chan 
 // own until the test ends, and returns it with its address.
 func startServer(t *testing.T, cfg config.Config, opts ...muster.Option) (*muster.Server, string) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := loopback(t)
 	s, err := muster.New(Counter{}, cfg, append([]muster.Option{muster.WithListener(l), quiet}, opts...)...)
 	if err != nil {
-		l.Close()
 		t.Fatal(err)
 	}
 	stop, ended := runServer(t, s)
@@ -322,12 +317,8 @@ func TestRunLogsConfigWarnings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var log strings.Builder
-	s, err := muster.New(Counter{}, cfg, muster.WithListener(l), muster.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
+	s, err := muster.New(Counter{}, cfg, muster.WithListener(loopback(t)), muster.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,32 +10,6 @@ import (
 
 const key16 = "0123456789abcdef"
 
-// TestRedisPasswordNeverShown: a Redis URL's password appears in no error,
-// whatever is wrong with the URL and wherever it was written.
-func TestRedisPasswordNeverShown(t *testing.T) {
-	t.Parallel()
-	for _, tt := range []struct {
-		name, file string
-		environ    []string
-		want       string // a part of the message
-	}{
-		{name: "in another key", environ: []string{"MUSTER__SERVER__CAPACITY__MAX_LOAD=redis://u:S3cret@h:1"},
-			want: `want an integer, got "redis://u:xxxxx@h:1"`},
-		{name: "for a section", file: "muster:\n  server:\n    fleet: \"redis://u:S3cret@h:1\"\n",
-			want: `want a mapping, got "redis://u:xxxxx@h:1"`},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := load(t, tt.file, tt.environ)
-			if err == nil {
-				t.Fatal("no error")
-			}
-			if msg := err.Error(); strings.Contains(msg, "S3c") || !strings.Contains(msg, tt.want) {
-				t.Errorf("error %q: want %q in it and no password", msg, tt.want)
-			}
-		})
-	}
-}
-
 func TestRedactURL(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{
