@@ -422,56 +422,40 @@ func TestMarshalRoundTrip(t *testing.T) {
 	}
 }
 
+// same fails the test unless got, what a method returned, is want.
+func same(t *testing.T, what, got, want string) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s = %q, want %q", what, got, want)
+	}
+}
+
 func TestAddresses(t *testing.T) {
 	t.Parallel()
 	c := defaults(t)
-	if got := c.InternalAddress("10.0.0.7"); got != "10.0.0.7:8080" {
-		t.Errorf("default InternalAddress = %q", got)
-	}
-	if got := c.InternalAddress("fd00::7"); got != "[fd00::7]:8080" {
-		t.Errorf("default InternalAddress for IPv6 = %q", got)
-	}
+	same(t, "default InternalAddress", c.InternalAddress("10.0.0.7"), "10.0.0.7:8080")
+	same(t, "default InternalAddress for IPv6", c.InternalAddress("fd00::7"), "[fd00::7]:8080")
+	same(t, "default PublicAddress", c.PublicAddress("eu-1"), "")
+	same(t, "default Addr", c.Addr(), "0.0.0.0:8080")
+	same(t, "OperatorAddr with operator-port 0", c.OperatorAddr(), "")
 	c.Server.Fleet.InternalAddress = "{ip}:8000"
-	if got := c.InternalAddress("fd00::7"); got != "[fd00::7]:8000" {
-		t.Errorf("{ip}:8000 InternalAddress = %q", got)
-	}
+	same(t, "{ip}:8000 InternalAddress", c.InternalAddress("fd00::7"), "[fd00::7]:8000")
 	c.Server.Fleet.InternalAddress = "game-3.internal:8000"
-	if got := c.InternalAddress("10.0.0.7"); got != "game-3.internal:8000" {
-		t.Errorf("fixed InternalAddress = %q", got)
-	}
-	if got := c.PublicAddress("eu-1"); got != "" {
-		t.Errorf("default PublicAddress = %q", got)
-	}
+	same(t, "fixed InternalAddress", c.InternalAddress("10.0.0.7"), "game-3.internal:8000")
 	c.Server.Fleet.PublicAddress = "wss://{node-id}.example.com"
-	if got := c.PublicAddress("eu-1"); got != "wss://eu-1.example.com" {
-		t.Errorf("PublicAddress = %q", got)
-	}
-	if got := c.Addr(); got != "0.0.0.0:8080" {
-		t.Errorf("default Addr() = %q", got)
-	}
-	if got := c.OperatorAddr(); got != "" {
-		t.Errorf("OperatorAddr() with operator-port 0 = %q, want \"\"", got)
-	}
+	same(t, "PublicAddress", c.PublicAddress("eu-1"), "wss://eu-1.example.com")
 	c.Server.HTTP.Host, c.Server.HTTP.OperatorPort = "127.0.0.1", 9090
-	if got := c.OperatorAddr(); got != "127.0.0.1:9090" {
-		t.Errorf("OperatorAddr() = %q", got)
-	}
+	same(t, "OperatorAddr", c.OperatorAddr(), "127.0.0.1:9090")
 }
 
 func TestSecret(t *testing.T) {
 	t.Parallel()
 	c := defaults(t)
-	if c.Secret() != "" {
-		t.Errorf("default Secret = %q", c.Secret())
-	}
+	same(t, "default Secret", c.Secret(), "")
 	c.Security.Key = "key"
-	if c.Secret() != "key" {
-		t.Errorf("Secret = %q, want the security key", c.Secret())
-	}
+	same(t, "Secret with a security key", c.Secret(), "key")
 	c.Server.Fleet.Secret = "relay"
-	if c.Secret() != "relay" {
-		t.Errorf("Secret = %q, want fleet.secret", c.Secret())
-	}
+	same(t, "Secret with fleet.secret", c.Secret(), "relay")
 }
 
 // The README's configuration reference is config.yml, as it stands.
