@@ -18,6 +18,13 @@
 // drain short), shuts everything down in order and returns when all of it
 // has ended.
 //
+// The configuration is a config.Config, plain data: DefaultConfig is each
+// package's own defaults (the ones config.yml spells out), LoadConfig
+// reads ./config.yml and the environment over them, and CheckConfig, which
+// New runs too, adds the checks only those packages can make. New
+// translates each section into its package's Config and wires the
+// backplane, the listeners and the node id from it.
+//
 // The same configuration runs one server or many: set
 // muster.server.fleet.redis and a shared muster.security.key on each.
 package muster

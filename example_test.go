@@ -34,7 +34,7 @@ func ExampleServe() {
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- muster.Serve(ctx, Counter{}, config.Default(),
+		done <- muster.Serve(ctx, Counter{}, muster.DefaultConfig(),
 			muster.WithPlaylists(matchmaking.Playlist{Name: "duel"}),
 			muster.WithGuestTickets("/ticket"),
 			muster.WithListener(l),
@@ -72,7 +72,7 @@ func ExampleWithSignIn() {
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- muster.Serve(ctx, Counter{}, config.Default(),
+		done <- muster.Serve(ctx, Counter{}, muster.DefaultConfig(),
 			muster.WithSignIn("/login", signIn),
 			muster.WithListener(l),
 			muster.WithLogger(slog.New(slog.DiscardHandler)))
@@ -96,4 +96,35 @@ func ExampleWithSignIn() {
 	// 200 OK: "ada"
 	// 401 Unauthorized: ""
 	// stopped: <nil>
+}
+
+// A configuration read as LoadConfig reads one, from file content and the
+// environment: the defaults, the file over them, the environment over the
+// file, and CheckConfig.
+func ExampleDefaultConfig() {
+	file := []byte(`
+muster:
+  server:
+    drain:
+      timeout: 360
+    fleet:
+      internal-address: "{ip}:8000"
+      public-address: "wss://{node-id}.example.com"
+  security:
+    key: 0123456789abcdef0123
+`)
+	// A server started from its directory: muster.LoadConfig().
+	cfg, err := config.Parse(file, []string{
+		"MUSTER__SERVER__FLEET__REDIS=redis:6379",
+		"MUSTER__SERVER__CAPACITY__MAX_LOAD=300",
+	}, muster.DefaultConfig(), muster.CheckConfig)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(cfg.Server.Fleet.Redis, cfg.Server.Capacity.MaxLoad, cfg.Server.Drain.Timeout)
+	fmt.Println(cfg.InternalAddress("10.0.0.7"), cfg.PublicAddress("eu-1"), cfg.Secret())
+	// Output:
+	// redis:6379 300 6m0s
+	// 10.0.0.7:8000 wss://eu-1.example.com 0123456789abcdef0123
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/muster-gg/muster"
 	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/config"
 	"github.com/muster-gg/muster/federation"
@@ -38,7 +39,7 @@ func TestFederationFromConfig(t *testing.T) {
 	if err := home.Approve(ctx, "au-sydney"); err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.Default()
+	cfg := muster.DefaultConfig()
 	if err := config.ApplyEnv(&cfg, []string{
 		"MUSTER__FEDERATION__HOME_URL=" + hs.URL,
 		"MUSTER__FEDERATION__NODE_ID=au-sydney",

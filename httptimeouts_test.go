@@ -137,10 +137,7 @@ type fleetServer struct {
 // playlist, until the test ends, and returns once it is ready.
 func startFleetServer(t *testing.T, bp *memory.Backplane, id string, opts ...muster.Option) fleetServer {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := loopback(t)
 	cfg, err := config.Parse(fmt.Appendf(nil, `muster:
   security:
     key: http-timeouts-fleet-key-0123456789
@@ -148,16 +145,14 @@ func startFleetServer(t *testing.T, bp *memory.Backplane, id string, opts ...mus
     fleet:
       node-id: %s
       internal-address: %s
-`, id, l.Addr()), nil)
+`, id, l.Addr()), nil, muster.DefaultConfig())
 	if err != nil {
-		l.Close()
 		t.Fatal(err)
 	}
 	opts = append([]muster.Option{muster.WithListener(l), muster.WithBackplane(bp), quiet,
 		muster.WithPlaylists(matchmaking.Playlist{Name: "duel"})}, opts...)
 	s, err := muster.New(Counter{}, cfg, opts...)
 	if err != nil {
-		l.Close()
 		t.Fatal(err)
 	}
 	runServer(t, s)

@@ -18,7 +18,6 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/muster-gg/muster"
-	"github.com/muster-gg/muster/config"
 	"github.com/muster-gg/muster/dashboard"
 	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/testbin"
@@ -37,7 +36,7 @@ var operatorPaths = []string{fleet.PathLive, fleet.PathReady, fleet.PathCapacity
 // both ports are closed.
 func TestOperatorPort(t *testing.T) {
 	t.Parallel()
-	cfg := config.Default()
+	cfg := muster.DefaultConfig()
 	cfg.Server.HTTP.Host = "127.0.0.1"
 	cfg.Server.HTTP.Port = testbin.FreePort(t, "127.0.0.1")
 	for cfg.Server.HTTP.OperatorPort == 0 || cfg.Server.HTTP.OperatorPort == cfg.Server.HTTP.Port {
@@ -147,16 +146,11 @@ func TestOperatorPort(t *testing.T) {
 func TestOperatorHandler(t *testing.T) {
 	t.Parallel()
 	for _, port := range []int{0, testbin.FreePort(t, "127.0.0.1")} {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := config.Default()
+		cfg := muster.DefaultConfig()
 		cfg.Server.HTTP.Host = "127.0.0.1"
 		cfg.Server.HTTP.OperatorPort = port
-		s, err := muster.New(Counter{}, cfg, muster.WithListener(l), quiet, muster.WithGuestTickets("/ticket"))
+		s, err := muster.New(Counter{}, cfg, muster.WithListener(loopback(t)), quiet, muster.WithGuestTickets("/ticket"))
 		if err != nil {
-			l.Close()
 			t.Fatal(err)
 		}
 		get := func(h http.Handler, method, path string) int {
@@ -195,19 +189,11 @@ func TestOperatorHandler(t *testing.T) {
 // naming its key and variable, and closes the game's listener it was given.
 func TestOperatorPortBusy(t *testing.T) {
 	t.Parallel()
-	busy, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer busy.Close()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default()
+	busy, l := loopback(t), loopback(t)
+	cfg := muster.DefaultConfig()
 	cfg.Server.HTTP.Host = "127.0.0.1"
 	cfg.Server.HTTP.OperatorPort = busy.Addr().(*net.TCPAddr).Port
-	err = muster.Serve(t.Context(), Counter{}, cfg, muster.WithListener(l), quiet)
+	err := muster.Serve(t.Context(), Counter{}, cfg, muster.WithListener(l), quiet)
 	if err == nil || !strings.Contains(err.Error(), "muster.server.http.operator-port / MUSTER__SERVER__HTTP__OPERATOR_PORT: port "+strconv.Itoa(cfg.Server.HTTP.OperatorPort)+" is in use") {
 		t.Fatalf("Serve with a busy operator's port: %v, want the line naming muster.server.http.operator-port", err)
 	}

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -90,8 +88,8 @@ type Server struct {
 
 // New builds the server for game with cfg and opts. It starts nothing and
 // does not wait for Redis; Run serves. The node id is fixed here, once.
-// An error of a setting names its config.yml key and environment
-// variable. With muster.federation.home-url set, the server is a server of
+// It checks cfg with CheckConfig first: an error of a setting names its
+// config.yml key and environment variable. With muster.federation.home-url set, the server is a server of
 // a federation node: it admits players with home's tokens (each once in
 // the fleet) and reports its rooms to home, with no code of the game's.
 func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.Config, opts ...Option) (*Server, error) {
@@ -99,7 +97,7 @@ func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := CheckConfig(cfg); err != nil {
 		return nil, err
 	}
 	if err := o.check(); err != nil {
@@ -109,7 +107,7 @@ func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.
 	if logger == nil {
 		logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, nodeID: cfg.NodeID(), l: o.listener, idleTimeout: idleTimeout, bodyTimeout: bodyTimeout}
+	s := &Server{cfg: cfg, nodeID: nodeID(cfg), l: o.listener, idleTimeout: idleTimeout, bodyTimeout: bodyTimeout}
 	if o.idleTimeout > 0 {
 		s.idleTimeout = o.idleTimeout
 	}
@@ -120,7 +118,7 @@ func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.
 
 	s.bp = o.backplane
 	if s.bp == nil {
-		bp, err := cfg.OpenBackplane()
+		bp, err := openBackplane(cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -131,7 +129,7 @@ func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.
 		reg = prometheus.NewRegistry()
 	}
 	// The fleet names the node in its lines itself.
-	fl, err := fleet.New(cfg.FleetConfig(s.nodeID, config.MachineIP()), metrics.Instrument(s.bp, reg), logger)
+	fl, err := fleet.New(fleetConfig(cfg, s.nodeID, machineIP()), metrics.Instrument(s.bp, reg), logger)
 	if err != nil {
 		s.closeBackplane()
 		return nil, err
@@ -147,7 +145,7 @@ func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.
 		o.watchers = append(o.watchers, s.fed.rooms)
 	}
 
-	h, err := room.New(game, cfg.RoomConfig(), s.logger)
+	h, err := room.New(game, roomConfig(cfg), s.logger)
 	if err != nil {
 		s.closeBackplane()
 		return nil, err
@@ -165,7 +163,7 @@ func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.
 	}
 	s.host = h
 	modules := o.modules
-	mmCfg, playlists := cfg.MatchmakingConfig()
+	mmCfg, playlists := matchmakingConfig(cfg)
 	mmCfg.Ratings = o.ratings
 	for _, pl := range o.playlists {
 		if i := slices.IndexFunc(playlists, func(c matchmaking.Playlist) bool { return c.Name == pl.Name }); i >= 0 {
@@ -187,7 +185,7 @@ func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.
 		modules = append(modules, mm)
 	}
 	if o.lobbies {
-		lb, err := lobby.New(cfg.LobbyConfig())
+		lb, err := lobby.New(lobbyConfig(cfg))
 		if err != nil {
 			s.closeBackplane()
 			return nil, err
@@ -200,7 +198,7 @@ func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.
 			return nil, err
 		}
 	}
-	rl, err := relay.New(cfg.RelayConfig(s.nodeID), fl, s.logger)
+	rl, err := relay.New(relayConfig(cfg, s.nodeID), fl, s.logger)
 	if err != nil {
 		s.closeBackplane()
 		return nil, err
@@ -219,12 +217,12 @@ func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.
 	op := chi.NewRouter()
 	// The drain's loopback right is decided behind the same RealIP as on
 	// the game's port: a request a trusted proxy forwarded is not local.
-	op.Use(cfg.RealIP())
+	op.Use(realIP(cfg))
 	operatorRoutes(op)
 	s.operator = op
 
 	r := chi.NewRouter()
-	r.Use(cfg.RealIP()) // the client behind the load balancer
+	r.Use(realIP(cfg)) // the client behind the load balancer
 	r.Use(rl.Middleware)
 	if cfg.Server.HTTP.OperatorPort == 0 {
 		operatorRoutes(r)
@@ -309,14 +307,14 @@ func (s *Server) Run(ctx context.Context) error {
 	l := s.l
 	if l == nil {
 		var err error
-		if l, err = s.cfg.Listen(ctx); err != nil {
+		if l, err = listen(ctx, s.cfg); err != nil {
 			return err
 		}
 	}
 	var ol net.Listener // the operator's port, when it is set
 	if s.cfg.Server.HTTP.OperatorPort != 0 {
 		var err error
-		if ol, err = s.cfg.ListenOperator(ctx); err != nil {
+		if ol, err = listenOperator(ctx, s.cfg); err != nil {
 			l.Close()
 			return err
 		}
@@ -410,29 +408,4 @@ func (s *Server) closeBackplane() {
 		s.bp.Close()
 		s.bp = nil
 	}
-}
-
-// localURL is the URL a developer opens for a server listening on addr.
-func localURL(addr net.Addr) string {
-	host, port, err := net.SplitHostPort(addr.String())
-	if err != nil {
-		return "http://" + addr.String() + "/"
-	}
-	// localhost is the wildcard's and the usual loopback address's name;
-	// another loopback address, as each server of a fleet on one machine
-	// has, is reached only by its own.
-	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() || ip.Equal(net.IPv4(127, 0, 0, 1)) || ip.Equal(net.IPv6loopback) {
-		host = "localhost"
-	}
-	return (&url.URL{Scheme: "http", Host: net.JoinHostPort(host, port), Path: "/"}).String()
-}
-
-// LoadConfig reads ./config.yml when there is one, then the MUSTER__
-// environment variables: what a server started from its directory uses.
-func LoadConfig() (config.Config, error) {
-	path := "config.yml"
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		path = ""
-	}
-	return config.Load(path, os.Environ())
 }

@@ -32,15 +32,11 @@ var quiet = muster.WithLogger(slog.New(slog.DiscardHandler))
 // A port that is taken fails Run with a line naming the variable that
 // moves it; it used to exit silently.
 func TestBusyPortNamesVariable(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	cfg := config.Default()
+	l := loopback(t)
+	cfg := muster.DefaultConfig()
 	cfg.Server.HTTP.Host = "127.0.0.1"
 	cfg.Server.HTTP.Port = l.Addr().(*net.TCPAddr).Port
-	err = muster.Serve(t.Context(), Counter{}, cfg, quiet)
+	err := muster.Serve(t.Context(), Counter{}, cfg, quiet)
 	if err == nil || !strings.Contains(err.Error(), "MUSTER__SERVER__HTTP__PORT") || !strings.Contains(err.Error(), "muster.server.http.port") {
 		t.Fatalf("Serve on a busy port: %v, want an error naming muster.server.http.port and MUSTER__SERVER__HTTP__PORT", err)
 	}
@@ -49,7 +45,7 @@ func TestBusyPortNamesVariable(t *testing.T) {
 // A host that does not resolve fails Run with a line naming the key and
 // variable that set it; it used to be the resolver's error alone.
 func TestUnresolvableHostNamesVariable(t *testing.T) {
-	cfg := config.Default()
+	cfg := muster.DefaultConfig()
 	cfg.Server.HTTP.Host = "-5" // a name the resolver refuses without asking DNS
 	cfg.Server.HTTP.Port = 1
 	err := muster.Serve(t.Context(), Counter{}, cfg, quiet)
@@ -59,11 +55,7 @@ func TestUnresolvableHostNamesVariable(t *testing.T) {
 }
 
 func TestRunTwice(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := muster.New(Counter{}, config.Default(), muster.WithListener(l), quiet)
+	s, err := muster.New(Counter{}, muster.DefaultConfig(), muster.WithListener(loopback(t)), quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,17 +156,24 @@ func TestHandlerServesEverything(t *testing.T) {
 	}
 }
 
-// newServer builds a server on a loopback port of its own, which is run
-// (and stopped at once) when the test ends, to close what New opened.
-func newServer(t *testing.T, opts ...muster.Option) *muster.Server {
+// loopback listens on a port of 127.0.0.1 of its own, closed when the test
+// ends if a server's Run has not closed it before.
+func loopback(t *testing.T) net.Listener {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := muster.New(Counter{}, config.Default(), append([]muster.Option{muster.WithListener(l), quiet}, opts...)...)
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// newServer builds a server on a loopback port of its own, which is run
+// (and stopped at once) when the test ends, to close what New opened.
+func newServer(t *testing.T, opts ...muster.Option) *muster.Server {
+	t.Helper()
+	s, err := muster.New(Counter{}, muster.DefaultConfig(), append([]muster.Option{muster.WithListener(loopback(t)), quiet}, opts...)...)
 	if err != nil {
-		l.Close()
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -204,7 +203,7 @@ func (w watcher) RoomChanged(s room.RoomState) { w <- s }
 // WithRoomWatchers is told of the rooms.
 func TestCheckersAndWatchers(t *testing.T) {
 	rooms := make(watcher, 16)
-	s, addr := startServer(t, config.Default(), muster.WithTicketCheckers(homeTokens{}), muster.WithRoomWatchers(rooms))
+	s, addr := startServer(t, muster.DefaultConfig(), muster.WithTicketCheckers(homeTokens{}), muster.WithRoomWatchers(rooms))
 	ctx := t.Context()
 	c, _, err := websocket.Dial(ctx, "ws://"+addr+"/play?ticket=home-token-1", nil)
 	if err != nil {
@@ -227,7 +226,7 @@ func TestCheckersAndWatchers(t *testing.T) {
 
 // Playlists from config.yml run a queue without WithPlaylists.
 func TestConfigPlaylists(t *testing.T) {
-	cfg, err := config.Parse([]byte("muster:\n  matchmaking:\n    playlists:\n      - name: from-config\n"), nil)
+	cfg, err := config.Parse([]byte("muster:\n  matchmaking:\n    playlists:\n      - name: from-config\n"), nil, muster.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,13 +285,9 @@ func runServer(t *testing.T, s *muster.Server) (stop func() error, ended <-chan 
 // own until the test ends, and returns it with its address.
 func startServer(t *testing.T, cfg config.Config, opts ...muster.Option) (*muster.Server, string) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := loopback(t)
 	s, err := muster.New(Counter{}, cfg, append([]muster.Option{muster.WithListener(l), quiet}, opts...)...)
 	if err != nil {
-		l.Close()
 		t.Fatal(err)
 	}
 	stop, ended := runServer(t, s)
@@ -318,16 +313,12 @@ func startServer(t *testing.T, cfg config.Config, opts ...muster.Option) (*muste
 // A configuration warning is logged once when Run starts, as Warnings
 // words it (it used to read "config: config: ...").
 func TestRunLogsConfigWarnings(t *testing.T) {
-	cfg, err := config.Load("", []string{"MUSTER_SERVER_HTTP_PORT=9000"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	cfg, err := config.Load("", []string{"MUSTER_SERVER_HTTP_PORT=9000"}, muster.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	var log strings.Builder
-	s, err := muster.New(Counter{}, cfg, muster.WithListener(l), muster.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
+	s, err := muster.New(Counter{}, cfg, muster.WithListener(loopback(t)), muster.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +378,7 @@ func (h *keysHandler) WithAttrs(as []slog.Attr) slog.Handler {
 // in WithPlaylists is refused with an error that says where each is.
 func TestPlaylistInConfigAndOption(t *testing.T) {
 	t.Parallel()
-	cfg, err := config.Load("", []string{"MUSTER__MATCHMAKING__PLAYLISTS__0__NAME=duo", "MUSTER__MATCHMAKING__PLAYLISTS__1__NAME=race"})
+	cfg, err := config.Load("", []string{"MUSTER__MATCHMAKING__PLAYLISTS__0__NAME=duo", "MUSTER__MATCHMAKING__PLAYLISTS__1__NAME=race"}, muster.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +394,7 @@ func TestPlaylistInConfigAndOption(t *testing.T) {
 func TestRatingsNeedARatedPlaylist(t *testing.T) {
 	t.Parallel()
 	ratings := muster.WithRatings(func(context.Context, string, string) (float64, error) { return 1000, nil })
-	cfg, err := config.Load("", nil)
+	cfg, err := config.Load("", nil, muster.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +420,7 @@ func TestTicketRoutesChecked(t *testing.T) {
 		"nil sign-in":   muster.WithSignIn("/login", nil),
 		"empty sign-in": muster.WithSignIn("", func(*http.Request) (string, error) { return "a", nil }),
 	} {
-		if _, err := muster.New(Counter{}, config.Default(), quiet, opt); err == nil {
+		if _, err := muster.New(Counter{}, muster.DefaultConfig(), quiet, opt); err == nil {
 			t.Errorf("%s: New accepted it", name)
 		}
 	}

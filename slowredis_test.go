@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"runtime"
 	"slices"
@@ -95,10 +93,7 @@ func startSlowServerWith(t *testing.T, redisAddr, id string, maxLoad int, heartb
 // startDrainingServer is startSlowServerWith with another drain timeout.
 func startDrainingServer(t *testing.T, redisAddr, id string, maxLoad int, heartbeat, drainTimeout time.Duration, logger muster.Option) *slowServer {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := loopback(t)
 	cfg, err := config.Parse(fmt.Appendf(nil, `muster:
   security:
     key: %s
@@ -118,15 +113,13 @@ func startDrainingServer(t *testing.T, redisAddr, id string, maxLoad int, heartb
     drain-grace: 100ms
     limits:
       store: backplane
-`, slowKey, maxLoad, drainTimeout, redisAddr, id, heartbeat, heartbeat, l.Addr(), slowRate), nil)
+`, slowKey, maxLoad, drainTimeout, redisAddr, id, heartbeat, heartbeat, l.Addr(), slowRate), nil, muster.DefaultConfig())
 	if err != nil {
-		l.Close()
 		t.Fatal(err)
 	}
 	srv, err := muster.New(tally{}, cfg, muster.WithListener(l), logger,
 		muster.WithPlaylists(matchmaking.Playlist{Name: "duel"}), muster.WithLobbies())
 	if err != nil {
-		l.Close()
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -808,17 +801,8 @@ func TestStalledRedisCountsInMemoryAtOnce(t *testing.T) {
 // its /metrics.
 func increments(t *testing.T, s *slowServer) int {
 	t.Helper()
-	resp, err := http.Get("http://" + s.addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const name = `muster_backplane_request_duration_seconds_count{operation="increment"} `
-	for line := range strings.Lines(string(b)) {
+	for line := range strings.Lines(metricsOf(t, s.addr)) {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name); ok {
 			n, err := strconv.Atoi(v)
 			if err != nil {

@@ -13,7 +13,8 @@ import (
 )
 
 // Config is Muster's configuration: the keys under the root key muster of
-// config.yml. Start from Default; a zero Config is not valid.
+// config.yml. Start from a server's defaults (muster.DefaultConfig, the
+// packages' own); a zero Config is not valid.
 type Config struct {
 	// Server configures this game server and its fleet.
 	Server Server `yaml:"server"`
@@ -156,22 +157,6 @@ type Security struct {
 	Key string `yaml:"key"`
 }
 
-// Default returns the default configuration, the one config.yml spells out.
-func Default() Config {
-	return Config{Room: defaultRoom(), Matchmaking: defaultMatchmaking(), Lobby: defaultLobby(),
-		Federation: Federation{AnnounceEvery: Duration(time.Minute)}, Server: Server{
-			HTTP:     HTTP{Host: "0.0.0.0", Port: 8080},
-			Capacity: Capacity{MaxLoad: 200},
-			Drain:    Drain{Timeout: Duration(30 * time.Second)},
-			Fleet: Fleet{
-				Cluster:      "default",
-				RedisTimeout: Duration(500 * time.Millisecond),
-				Heartbeat:    Duration(2 * time.Second),
-				NodeParam:    "node",
-			},
-		}}
-}
-
 // Secret returns the relay signature key: muster.server.fleet.secret, or
 // else muster.security.key. "" means nothing is relayed.
 func (c Config) Secret() string {
@@ -193,6 +178,22 @@ func (c Config) InternalAddress(ip string) string {
 		return net.JoinHostPort(ip, port) // brackets an IPv6 ip
 	}
 	return a
+}
+
+// Addr returns the address to listen on: muster.server.http.host and
+// port, such as "0.0.0.0:8080".
+func (c Config) Addr() string {
+	return net.JoinHostPort(c.Server.HTTP.Host, strconv.Itoa(c.Server.HTTP.Port))
+}
+
+// OperatorAddr returns the address of the operator's port:
+// muster.server.http.host and operator-port, such as "0.0.0.0:9090"; ""
+// when operator-port is 0.
+func (c Config) OperatorAddr() string {
+	if c.Server.HTTP.OperatorPort == 0 {
+		return ""
+	}
+	return net.JoinHostPort(c.Server.HTTP.Host, strconv.Itoa(c.Server.HTTP.OperatorPort))
 }
 
 // PublicAddress returns muster.server.fleet.public-address with {node-id}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,42 +20,26 @@ type file struct {
 	Muster config.Config `yaml:"muster"`
 }
 
-func TestDefaultIsConfigYML(t *testing.T) {
-	t.Parallel()
+// defaults returns config.yml's settings, parsed over a zero Config: the
+// file spells out every key. They are the documented defaults, the base
+// these tests load over; package muster's tests check that they are
+// muster.DefaultConfig, the packages' own.
+func defaults(t testing.TB) config.Config {
+	t.Helper()
+	c, err := ymlDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+var ymlDefaults = sync.OnceValues(func() (config.Config, error) {
 	data, err := os.ReadFile("../config.yml")
 	if err != nil {
-		t.Fatal(err)
+		return config.Config{}, err
 	}
-	got, err := config.Parse(data, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := config.Default(); !reflect.DeepEqual(got, want) {
-		t.Errorf("config.yml = %+v, Default() = %+v", got, want)
-	}
-
-	// Decoded over a zero Config, config.yml must still give the defaults:
-	// it spells out every key.
-	var f file
-	dec := yaml.NewDecoder(strings.NewReader(string(data)))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil {
-		t.Fatal(err)
-	}
-	if len(f.Muster.Matchmaking.Playlists) == 0 {
-		f.Muster.Matchmaking.Playlists = nil // [] in the file
-	}
-	if want := config.Default(); !reflect.DeepEqual(f.Muster, want) {
-		t.Errorf("config.yml over a zero Config = %+v, want %+v", f.Muster, want)
-	}
-}
-
-func TestDefaultIsValid(t *testing.T) {
-	t.Parallel()
-	if err := config.Default().Validate(); err != nil {
-		t.Fatal(err)
-	}
-}
+	return config.Parse(data, nil, config.Config{})
+})
 
 func TestOverrides(t *testing.T) {
 	t.Parallel()
@@ -159,7 +144,7 @@ func TestOverrides(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := config.Default()
+			want := defaults(t)
 			tt.want(&want)
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("got  %+v\nwant %+v", got, want)
@@ -173,13 +158,13 @@ func TestOverrides(t *testing.T) {
 func load(t *testing.T, content string, environ []string) (config.Config, error) {
 	t.Helper()
 	if content == "" {
-		return config.Load("", environ)
+		return config.Load("", environ, defaults(t))
 	}
 	path := filepath.Join(t.TempDir(), "config.yml")
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return config.Load(path, environ)
+	return config.Load(path, environ, defaults(t))
 }
 
 // TestEveryKeyFromEnv sets each setting of Config by its variable.
@@ -241,287 +226,116 @@ func TestEveryKeyFromEnv(t *testing.T) {
 	}
 }
 
-func TestBadConfig(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name    string
-		file    string   // parsed when environ is nil
-		environ []string // loaded with no file
-		want    string   // the whole message
-		err     error
-	}{
-		{
-			name: "YAML syntax",
-			file: "muster:\n  server:\n    http: [\n",
-			want: "config: did not find expected node content (line 3)",
-			err:  config.ErrSyntax,
-		},
-		{
-			name: "YAML syntax without a line",
-			file: "muster: *nowhere\n",
-			want: "config: unknown anchor 'nowhere' referenced",
-			err:  config.ErrSyntax,
-		},
-		{
-			name: "duplicate key",
-			file: "muster:\n  server:\n    http:\n      port: 1\n      port: 2\n",
-			want: "config: muster.server.http.port / MUSTER__SERVER__HTTP__PORT: key written twice (line 5)",
-			err:  config.ErrSyntax,
-		},
-		{
-			name: "empty file",
-			want: "config: missing root key muster",
-			err:  config.ErrNoRoot,
-		},
-		{
-			name: "no root key",
-			file: "Muster:\n  server: {}\n",
-			want: `config: missing root key muster; did you mean muster, not "Muster"? (line 1)`,
-			err:  config.ErrNoRoot,
-		},
-		{
-			name: "root not a mapping",
-			file: "- muster\n",
-			want: "config: missing root key muster",
-			err:  config.ErrNoRoot,
-		},
-		{
-			name: "unknown key",
-			file: "muster:\n  server:\n    fleet:\n      redis: \"\"\n      hearbeat: 5\n",
-			want: "config: muster.server.fleet.hearbeat / MUSTER__SERVER__FLEET__HEARBEAT: unknown key; did you mean muster.server.fleet.heartbeat? (line 5)",
-			err:  config.ErrUnknownKey,
-		},
-		{
-			name: "unknown top key",
-			file: "muster:\n  servr: {}\n",
-			want: "config: muster.servr / MUSTER__SERVR: unknown key; did you mean muster.server? (line 2)",
-			err:  config.ErrUnknownKey,
-		},
-		{
-			name: "wrong type",
-			file: "muster:\n  server:\n    capacity:\n      max-load: abc\n",
-			want: `config: muster.server.capacity.max-load / MUSTER__SERVER__CAPACITY__MAX_LOAD: want an integer, got "abc" (line 4)`,
-			err:  config.ErrInvalid,
-		},
-		{
-			name: "list for a value",
-			file: "muster:\n  server:\n    fleet:\n      redis: [a, b]\n",
-			want: "config: muster.server.fleet.redis / MUSTER__SERVER__FLEET__REDIS: want a value, got a list (line 4)",
-			err:  config.ErrInvalid,
-		},
-		{
-			name: "value for a section",
-			file: "muster:\n  server:\n    http: 8080\n",
-			want: `config: muster.server.http / MUSTER__SERVER__HTTP: want a mapping, got "8080" (line 3)`,
-			err:  config.ErrInvalid,
-		},
-		{
-			name: "newline in a value",
-			file: "muster:\n  server:\n    http:\n      port: \"80\\n80\"\n",
-			want: `config: muster.server.http.port / MUSTER__SERVER__HTTP__PORT: want an integer, got "80\n80" (line 4)`,
-			err:  config.ErrInvalid,
-		},
-		{
-			name:    "real-ip-header not a header name",
-			environ: []string{"MUSTER__SERVER__HTTP__REAL_IP_HEADER=X Real IP"},
-			want:    `config: muster.server.http.real-ip-header / MUSTER__SERVER__HTTP__REAL_IP_HEADER: want a header name such as X-Real-IP, or "", got "X Real IP" (from the environment)`,
-			err:     config.ErrInvalid,
-		},
-		{
-			name: "port out of range",
-			file: "muster:\n  server:\n    http:\n      port: 70000\n",
-			want: "config: muster.server.http.port / MUSTER__SERVER__HTTP__PORT: want a port number 1-65535, got 70000 (line 4)",
-			err:  config.ErrInvalid,
-		},
-		{
-			name:    "port out of range from environment",
-			environ: []string{"MUSTER__SERVER__HTTP__PORT=0"},
-			want:    "config: muster.server.http.port / MUSTER__SERVER__HTTP__PORT: want a port number 1-65535, got 0 (from the environment)",
-			err:     config.ErrInvalid,
-		},
-		{
-			name:    "operator-port negative",
-			environ: []string{"MUSTER__SERVER__HTTP__OPERATOR_PORT=-1"},
-			want:    "config: muster.server.http.operator-port / MUSTER__SERVER__HTTP__OPERATOR_PORT: want 0 (the operator's paths on muster.server.http.port) or a port number 1-65535, got -1 (from the environment)",
-			err:     config.ErrInvalid,
-		},
-		{
-			name: "operator-port out of range",
-			file: "muster:\n  server:\n    http:\n      operator-port: 70000\n",
-			want: "config: muster.server.http.operator-port / MUSTER__SERVER__HTTP__OPERATOR_PORT: want 0 (the operator's paths on muster.server.http.port) or a port number 1-65535, got 70000 (line 4)",
-			err:  config.ErrInvalid,
-		},
-		{
-			name: "operator-port is the game's port",
-			file: "muster:\n  server:\n    http:\n      port: 9090\n      operator-port: 9090\n",
-			want: "config: muster.server.http.operator-port / MUSTER__SERVER__HTTP__OPERATOR_PORT: want a port other than muster.server.http.port (9090), or 0 to serve the operator's paths on it (line 5)",
-			err:  config.ErrInvalid,
-		},
-		{
-			name:    "operator-port is the default game port",
-			environ: []string{"MUSTER__SERVER__HTTP__OPERATOR_PORT=8080"},
-			want:    "config: muster.server.http.operator-port / MUSTER__SERVER__HTTP__OPERATOR_PORT: want a port other than muster.server.http.port (8080), or 0 to serve the operator's paths on it (from the environment)",
-			err:     config.ErrInvalid,
-		},
-		{
-			name: "bad host",
-			file: "muster:\n  server:\n    http:\n      host: \"a b\"\n",
-			want: `config: muster.server.http.host / MUSTER__SERVER__HTTP__HOST: want a host name or IP address, got "a b" (line 4)`,
-			err:  config.ErrInvalid,
-		},
-		{
-			name: "zero max-load",
-			file: "muster:\n  server:\n    capacity:\n      max-load: 0\n",
-			want: "config: muster.server.capacity.max-load / MUSTER__SERVER__CAPACITY__MAX_LOAD: want a positive integer, got 0 (line 4)",
-			err:  config.ErrInvalid,
-		},
-		{
-			name:    "negative drain timeout",
-			environ: []string{"MUSTER__SERVER__DRAIN__TIMEOUT=-1"},
-			want:    "config: muster.server.drain.timeout / MUSTER__SERVER__DRAIN__TIMEOUT: want a positive duration, got -1s (from the environment)",
-			err:     config.ErrInvalid,
-		},
-		{
-			name: "bad duration",
-			file: "muster:\n  server:\n    drain:\n      timeout: soon\n",
-			want: `config: muster.server.drain.timeout / MUSTER__SERVER__DRAIN__TIMEOUT: want seconds (2, 0.5) or a duration ("1500ms"), got "soon" (line 4)`,
-			err:  config.ErrInvalid,
-		},
-		{
-			name: "infinite duration",
-			file: "muster:\n  server:\n    drain:\n      timeout: .inf\n",
-			want: `config: muster.server.drain.timeout / MUSTER__SERVER__DRAIN__TIMEOUT: want seconds (2, 0.5) or a duration ("1500ms"), got ".inf" (line 4)`,
-			err:  config.ErrInvalid,
-		},
-		{
-			name: "heartbeat too short",
-			file: "muster:\n  server:\n    fleet:\n      heartbeat: 0.05\n",
-			want: "config: muster.server.fleet.heartbeat / MUSTER__SERVER__FLEET__HEARTBEAT: want 100ms to 1m, got 50ms (line 4)",
-			err:  config.ErrInvalid,
-		},
-		{
-			// 3 heartbeats, a server record's time to live, would wrap
-			// round to a negative duration.
-			name:    "heartbeat too long",
-			environ: []string{"MUSTER__SERVER__FLEET__HEARTBEAT=2562047h"},
-			want:    "config: muster.server.fleet.heartbeat / MUSTER__SERVER__FLEET__HEARTBEAT: want 100ms to 1m, got 2562047h0m0s (from the environment)",
-			err:     config.ErrInvalid,
-		},
-		{
-			name:    "drain timeout too long",
-			environ: []string{"MUSTER__SERVER__DRAIN__TIMEOUT=8760h"},
-			want:    "config: muster.server.drain.timeout / MUSTER__SERVER__DRAIN__TIMEOUT: want at most 24h, got 8760h0m0s (from the environment)",
-			err:     config.ErrInvalid,
-		},
-		{
-			name:    "bad redis",
-			environ: []string{"MUSTER__SERVER__FLEET__REDIS=http://redis:6379"},
-			want:    `config: muster.server.fleet.redis / MUSTER__SERVER__FLEET__REDIS: scheme "http": want redis://, rediss:// or unix:// (Sentinel and Cluster are redis:// with master_name= or cluster=true); got "http://redis:6379" (from the environment)`,
-			err:     config.ErrInvalid,
-		},
-		{
-			name:    "redis without port",
-			environ: []string{"MUSTER__SERVER__FLEET__REDIS=redis"},
-			want:    `config: muster.server.fleet.redis / MUSTER__SERVER__FLEET__REDIS: "redis": want host:port; got "redis" (from the environment)`,
-			err:     config.ErrInvalid,
-		},
-		{
-			name: "empty cluster",
-			file: "muster:\n  server:\n    fleet:\n      cluster: \"\"\n",
-			want: `config: muster.server.fleet.cluster / MUSTER__SERVER__FLEET__CLUSTER: want a name of 1-256 bytes without { } : or NUL, got "" (line 4)`,
-			err:  config.ErrInvalid,
-		},
-		{
-			name:    "cluster with a brace",
-			environ: []string{"MUSTER__SERVER__FLEET__CLUSTER=a{b}"},
-			want:    `config: muster.server.fleet.cluster / MUSTER__SERVER__FLEET__CLUSTER: want a name of 1-256 bytes without { } : or NUL, got "a{b}" (from the environment)`,
-			err:     config.ErrInvalid,
-		},
-		{
-			name: "internal address without port",
-			file: "muster:\n  server:\n    fleet:\n      internal-address: \"{ip}\"\n",
-			want: `config: muster.server.fleet.internal-address / MUSTER__SERVER__FLEET__INTERNAL_ADDRESS: want host:port or {ip}:port, got "{ip}" (line 4)`,
-			err:  config.ErrInvalid,
-		},
-		{
-			name: "internal address with another placeholder",
-			file: "muster:\n  server:\n    fleet:\n      internal-address: \"{node-id}:8000\"\n",
-			want: `config: muster.server.fleet.internal-address / MUSTER__SERVER__FLEET__INTERNAL_ADDRESS: want host:port or {ip}:port, got "{node-id}:8000" (line 4)`,
-			err:  config.ErrInvalid,
-		},
-		{
-			name: "public address with another placeholder",
-			file: "muster:\n  server:\n    fleet:\n      public-address: \"wss://{ip}.example.com\"\n",
-			want: `config: muster.server.fleet.public-address / MUSTER__SERVER__FLEET__PUBLIC_ADDRESS: want an address or URL, which may hold {node-id}, got "wss://{ip}.example.com" (line 4)`,
-			err:  config.ErrInvalid,
-		},
-		{
-			name:    "bad node-param",
-			environ: []string{"MUSTER__SERVER__FLEET__NODE_PARAM=a&b"},
-			want:    `config: muster.server.fleet.node-param / MUSTER__SERVER__FLEET__NODE_PARAM: want a query parameter name of letters, digits and - . _ ~, got "a&b" (from the environment)`,
-			err:     config.ErrInvalid,
-		},
-		{
-			name: "bad node-id",
-			file: "muster:\n  server:\n    fleet:\n      node-id: \"a:b\"\n",
-			want: `config: muster.server.fleet.node-id / MUSTER__SERVER__FLEET__NODE_ID: want a name of at most 256 bytes without spaces, control characters, { } : or NUL, got "a:b" (line 4)`,
-			err:  config.ErrInvalid,
-		},
-		{
-			name:    "node-id with a space and an escape",
-			environ: []string{"MUSTER__SERVER__FLEET__NODE_ID=a b\x1b[31mred"},
-			want:    `config: muster.server.fleet.node-id / MUSTER__SERVER__FLEET__NODE_ID: want a name of at most 256 bytes without spaces, control characters, { } : or NUL, got "a b\x1b[31mred" (from the environment)`,
-			err:     config.ErrInvalid,
-		},
-		{
-			name:    "unknown variable",
-			environ: []string{"MUSTER__SERVER__FLEET__REDIS_URL=x"},
-			want:    "config: muster.server.fleet.redis-url / MUSTER__SERVER__FLEET__REDIS_URL: unknown key; did you mean MUSTER__SERVER__FLEET__REDIS? (from the environment)",
-			err:     config.ErrUnknownKey,
-		},
-		{
-			name:    "variable for a section",
-			environ: []string{"MUSTER__SERVER__HTTP=x"},
-			want:    "config: muster.server.http / MUSTER__SERVER__HTTP: names a section, not a setting (from the environment)",
-			err:     config.ErrUnknownKey,
-		},
-		{
-			name:    "variable with a newline",
-			environ: []string{"MUSTER__SERVER\n=x"},
-			want:    `config: "muster.server\n" / "MUSTER__SERVER\n": unknown key; did you mean MUSTER__SERVER? (from the environment)`,
-			err:     config.ErrUnknownKey,
-		},
-		{
-			name:    "wrong type from environment",
-			environ: []string{"MUSTER__SERVER__CAPACITY__MAX_LOAD=abc"},
-			want:    `config: muster.server.capacity.max-load / MUSTER__SERVER__CAPACITY__MAX_LOAD: want an integer, got "abc" (from the environment)`,
-			err:     config.ErrInvalid,
-		},
-		{
-			name:    "set twice",
-			environ: []string{"MUSTER__SERVER__HTTP__PORT=1", "muster__server__http__port=2"},
-			want:    "config: muster.server.http.port / muster__server__http__port: also set by MUSTER__SERVER__HTTP__PORT (from the environment)",
-			err:     config.ErrInvalid,
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+// A badCase is a configuration that loading refuses: file (parsed when
+// environ is nil) or environ (loaded with no file), over the defaults.
+type badCase struct {
+	name    string
+	file    string
+	environ []string
+	want    string // the whole message
+	err     error  // the sentinel it wraps
+}
+
+// refuses runs each case in parallel: loading must fail with tc.want, on
+// one line, wrapping tc.err.
+func refuses(t *testing.T, cases []badCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := config.Parse([]byte(tt.file), nil)
-			if tt.environ != nil {
-				_, err = config.Load("", tt.environ)
+			var err error
+			if tc.environ != nil {
+				_, err = config.Load("", tc.environ, defaults(t))
+			} else {
+				_, err = config.Parse([]byte(tc.file), nil, defaults(t))
 			}
-			if err == nil {
-				t.Fatal("no error")
-			}
-			if msg := err.Error(); msg != tt.want || strings.ContainsAny(msg, "\r\n") {
-				t.Errorf("error\n got %s\nwant %s", msg, tt.want)
-			}
-			if !errors.Is(err, tt.err) {
-				t.Errorf("error %v is not %v", err, tt.err)
+			if err == nil || err.Error() != tc.want || strings.ContainsAny(err.Error(), "\r\n") || !errors.Is(err, tc.err) {
+				t.Errorf("error\n got %v\nwant %s (%v)", err, tc.want, tc.err)
 			}
 		})
 	}
+}
+
+func TestBadConfig(t *testing.T) {
+	t.Parallel()
+	refuses(t, []badCase{
+		{name: "YAML syntax", file: "muster:\n  server:\n    http: [\n",
+			want: "config: did not find expected node content (line 3)", err: config.ErrSyntax},
+		{name: "YAML syntax without a line", file: "muster: *nowhere\n",
+			want: "config: unknown anchor 'nowhere' referenced", err: config.ErrSyntax},
+		{name: "duplicate key", file: "muster:\n  server:\n    http:\n      port: 1\n      port: 2\n",
+			want: "config: muster.server.http.port / MUSTER__SERVER__HTTP__PORT: key written twice (line 5)", err: config.ErrSyntax},
+		{name: "empty file",
+			want: "config: missing root key muster", err: config.ErrNoRoot},
+		{name: "no root key", file: "Muster:\n  server: {}\n",
+			want: `config: missing root key muster; did you mean muster, not "Muster"? (line 1)`, err: config.ErrNoRoot},
+		{name: "root not a mapping", file: "- muster\n",
+			want: "config: missing root key muster", err: config.ErrNoRoot},
+		{name: "unknown key", file: "muster:\n  server:\n    fleet:\n      redis: \"\"\n      hearbeat: 5\n",
+			want: "config: muster.server.fleet.hearbeat / MUSTER__SERVER__FLEET__HEARBEAT: unknown key; did you mean muster.server.fleet.heartbeat? (line 5)", err: config.ErrUnknownKey},
+		{name: "unknown top key", file: "muster:\n  servr: {}\n",
+			want: "config: muster.servr / MUSTER__SERVR: unknown key; did you mean muster.server? (line 2)", err: config.ErrUnknownKey},
+		{name: "wrong type", file: "muster:\n  server:\n    capacity:\n      max-load: abc\n",
+			want: `config: muster.server.capacity.max-load / MUSTER__SERVER__CAPACITY__MAX_LOAD: want an integer, got "abc" (line 4)`, err: config.ErrInvalid},
+		{name: "list for a value", file: "muster:\n  server:\n    fleet:\n      redis: [a, b]\n",
+			want: "config: muster.server.fleet.redis / MUSTER__SERVER__FLEET__REDIS: want a value, got a list (line 4)", err: config.ErrInvalid},
+		{name: "value for a section", file: "muster:\n  server:\n    http: 8080\n",
+			want: `config: muster.server.http / MUSTER__SERVER__HTTP: want a mapping, got "8080" (line 3)`, err: config.ErrInvalid},
+		{name: "newline in a value", file: "muster:\n  server:\n    http:\n      port: \"80\\n80\"\n",
+			want: `config: muster.server.http.port / MUSTER__SERVER__HTTP__PORT: want an integer, got "80\n80" (line 4)`, err: config.ErrInvalid},
+		{name: "real-ip-header not a header name", environ: []string{"MUSTER__SERVER__HTTP__REAL_IP_HEADER=X Real IP"},
+			want: `config: muster.server.http.real-ip-header / MUSTER__SERVER__HTTP__REAL_IP_HEADER: want a header name such as X-Real-IP, or "", got "X Real IP" (from the environment)`, err: config.ErrInvalid},
+		{name: "port out of range", file: "muster:\n  server:\n    http:\n      port: 70000\n",
+			want: "config: muster.server.http.port / MUSTER__SERVER__HTTP__PORT: want a port number 1-65535, got 70000 (line 4)", err: config.ErrInvalid},
+		{name: "port out of range from environment", environ: []string{"MUSTER__SERVER__HTTP__PORT=0"},
+			want: "config: muster.server.http.port / MUSTER__SERVER__HTTP__PORT: want a port number 1-65535, got 0 (from the environment)", err: config.ErrInvalid},
+		{name: "operator-port negative", environ: []string{"MUSTER__SERVER__HTTP__OPERATOR_PORT=-1"},
+			want: "config: muster.server.http.operator-port / MUSTER__SERVER__HTTP__OPERATOR_PORT: want 0 (the operator's paths on muster.server.http.port) or a port number 1-65535, got -1 (from the environment)", err: config.ErrInvalid},
+		{name: "operator-port out of range", file: "muster:\n  server:\n    http:\n      operator-port: 70000\n",
+			want: "config: muster.server.http.operator-port / MUSTER__SERVER__HTTP__OPERATOR_PORT: want 0 (the operator's paths on muster.server.http.port) or a port number 1-65535, got 70000 (line 4)", err: config.ErrInvalid},
+		{name: "operator-port is the game's port", file: "muster:\n  server:\n    http:\n      port: 9090\n      operator-port: 9090\n",
+			want: "config: muster.server.http.operator-port / MUSTER__SERVER__HTTP__OPERATOR_PORT: want a port other than muster.server.http.port (9090), or 0 to serve the operator's paths on it (line 5)", err: config.ErrInvalid},
+		{name: "operator-port is the default game port", environ: []string{"MUSTER__SERVER__HTTP__OPERATOR_PORT=8080"},
+			want: "config: muster.server.http.operator-port / MUSTER__SERVER__HTTP__OPERATOR_PORT: want a port other than muster.server.http.port (8080), or 0 to serve the operator's paths on it (from the environment)", err: config.ErrInvalid},
+		{name: "bad host", file: "muster:\n  server:\n    http:\n      host: \"a b\"\n",
+			want: `config: muster.server.http.host / MUSTER__SERVER__HTTP__HOST: want a host name or IP address, got "a b" (line 4)`, err: config.ErrInvalid},
+		{name: "zero max-load", file: "muster:\n  server:\n    capacity:\n      max-load: 0\n",
+			want: "config: muster.server.capacity.max-load / MUSTER__SERVER__CAPACITY__MAX_LOAD: want a positive integer, got 0 (line 4)", err: config.ErrInvalid},
+		{name: "load-step below -1", environ: []string{"MUSTER__SERVER__CAPACITY__LOAD_STEP=-2"},
+			want: "config: muster.server.capacity.load-step / MUSTER__SERVER__CAPACITY__LOAD_STEP: want 0 (max-load/20), -1 (exact) or a positive step, got -2 (from the environment)", err: config.ErrInvalid},
+		{name: "negative drain timeout", environ: []string{"MUSTER__SERVER__DRAIN__TIMEOUT=-1"},
+			want: "config: muster.server.drain.timeout / MUSTER__SERVER__DRAIN__TIMEOUT: want a positive duration, got -1s (from the environment)", err: config.ErrInvalid},
+		{name: "bad duration", file: "muster:\n  server:\n    drain:\n      timeout: soon\n",
+			want: `config: muster.server.drain.timeout / MUSTER__SERVER__DRAIN__TIMEOUT: want seconds (2, 0.5) or a duration ("1500ms"), got "soon" (line 4)`, err: config.ErrInvalid},
+		{name: "infinite duration", file: "muster:\n  server:\n    drain:\n      timeout: .inf\n",
+			want: `config: muster.server.drain.timeout / MUSTER__SERVER__DRAIN__TIMEOUT: want seconds (2, 0.5) or a duration ("1500ms"), got ".inf" (line 4)`, err: config.ErrInvalid},
+		{name: "heartbeat too short", file: "muster:\n  server:\n    fleet:\n      heartbeat: 0.05\n",
+			want: "config: muster.server.fleet.heartbeat / MUSTER__SERVER__FLEET__HEARTBEAT: want 100ms to 1m, got 50ms (line 4)", err: config.ErrInvalid},
+		// 3 heartbeats, a server record's time to live, would wrap
+		// round to a negative duration.
+		{name: "heartbeat too long", environ: []string{"MUSTER__SERVER__FLEET__HEARTBEAT=2562047h"},
+			want: "config: muster.server.fleet.heartbeat / MUSTER__SERVER__FLEET__HEARTBEAT: want 100ms to 1m, got 2562047h0m0s (from the environment)", err: config.ErrInvalid},
+		{name: "drain timeout too long", environ: []string{"MUSTER__SERVER__DRAIN__TIMEOUT=8760h"},
+			want: "config: muster.server.drain.timeout / MUSTER__SERVER__DRAIN__TIMEOUT: want at most 24h, got 8760h0m0s (from the environment)", err: config.ErrInvalid},
+		{name: "internal address without port", file: "muster:\n  server:\n    fleet:\n      internal-address: \"{ip}\"\n",
+			want: `config: muster.server.fleet.internal-address / MUSTER__SERVER__FLEET__INTERNAL_ADDRESS: want host:port or {ip}:port, got "{ip}" (line 4)`, err: config.ErrInvalid},
+		{name: "internal address with another placeholder", file: "muster:\n  server:\n    fleet:\n      internal-address: \"{node-id}:8000\"\n",
+			want: `config: muster.server.fleet.internal-address / MUSTER__SERVER__FLEET__INTERNAL_ADDRESS: want host:port or {ip}:port, got "{node-id}:8000" (line 4)`, err: config.ErrInvalid},
+		{name: "public address with another placeholder", file: "muster:\n  server:\n    fleet:\n      public-address: \"wss://{ip}.example.com\"\n",
+			want: `config: muster.server.fleet.public-address / MUSTER__SERVER__FLEET__PUBLIC_ADDRESS: want an address or URL, which may hold {node-id}, got "wss://{ip}.example.com" (line 4)`, err: config.ErrInvalid},
+		{name: "bad node-param", environ: []string{"MUSTER__SERVER__FLEET__NODE_PARAM=a&b"},
+			want: `config: muster.server.fleet.node-param / MUSTER__SERVER__FLEET__NODE_PARAM: want a query parameter name of letters, digits and - . _ ~, got "a&b" (from the environment)`, err: config.ErrInvalid},
+		{name: "unknown variable", environ: []string{"MUSTER__SERVER__FLEET__REDIS_URL=x"},
+			want: "config: muster.server.fleet.redis-url / MUSTER__SERVER__FLEET__REDIS_URL: unknown key; did you mean MUSTER__SERVER__FLEET__REDIS? (from the environment)", err: config.ErrUnknownKey},
+		{name: "variable for a section", environ: []string{"MUSTER__SERVER__HTTP=x"},
+			want: "config: muster.server.http / MUSTER__SERVER__HTTP: names a section, not a setting (from the environment)", err: config.ErrUnknownKey},
+		{name: "variable with a newline", environ: []string{"MUSTER__SERVER\n=x"},
+			want: `config: "muster.server\n" / "MUSTER__SERVER\n": unknown key; did you mean MUSTER__SERVER? (from the environment)`, err: config.ErrUnknownKey},
+		{name: "wrong type from environment", environ: []string{"MUSTER__SERVER__CAPACITY__MAX_LOAD=abc"},
+			want: `config: muster.server.capacity.max-load / MUSTER__SERVER__CAPACITY__MAX_LOAD: want an integer, got "abc" (from the environment)`, err: config.ErrInvalid},
+		{name: "set twice", environ: []string{"MUSTER__SERVER__HTTP__PORT=1", "muster__server__http__port=2"},
+			want: "config: muster.server.http.port / muster__server__http__port: also set by MUSTER__SERVER__HTTP__PORT (from the environment)", err: config.ErrInvalid},
+	})
 }
 
 func TestLoadNamesFile(t *testing.T) {
@@ -531,33 +345,33 @@ func TestLoadNamesFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := config.Load(path, nil)
+	_, err := config.Load(path, nil, defaults(t))
 	want := "config: muster.server.capacity.max-load / MUSTER__SERVER__CAPACITY__MAX_LOAD: want a positive integer, got -3 (" + path + " line 4)"
 	if err == nil || err.Error() != want {
 		t.Errorf("Load = %v, want %s", err, want)
 	}
 
 	// The environment's value is the one to blame.
-	_, err = config.Load(path, []string{"MUSTER__SERVER__CAPACITY__MAX_LOAD=-4"})
+	_, err = config.Load(path, []string{"MUSTER__SERVER__CAPACITY__MAX_LOAD=-4"}, defaults(t))
 	want = "config: muster.server.capacity.max-load / MUSTER__SERVER__CAPACITY__MAX_LOAD: want a positive integer, got -4 (from the environment)"
 	if err == nil || err.Error() != want {
 		t.Errorf("Load = %v, want %s", err, want)
 	}
 
-	if _, err := config.Load(filepath.Join(t.TempDir(), "missing.yml"), nil); !errors.Is(err, os.ErrNotExist) {
+	if _, err := config.Load(filepath.Join(t.TempDir(), "missing.yml"), nil, defaults(t)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Load of a missing file = %v, want os.ErrNotExist", err)
 	}
 }
 
 func TestApplyEnvKeepsConfigOnError(t *testing.T) {
 	t.Parallel()
-	c := config.Default()
+	c := defaults(t)
 	err := config.ApplyEnv(&c, []string{"MUSTER__SERVER__HTTP__PORT=1", "MUSTER__NOPE=1"})
 	var e *config.Error
 	if !errors.As(err, &e) || e.Var != "MUSTER__NOPE" || e.Key != "muster.nope" {
 		t.Fatalf("ApplyEnv = %#v, want an *Error for MUSTER__NOPE", err)
 	}
-	if !reflect.DeepEqual(c, config.Default()) {
+	if !reflect.DeepEqual(c, defaults(t)) {
 		t.Errorf("config changed to %+v", c)
 	}
 }
@@ -590,7 +404,7 @@ func TestDuration(t *testing.T) {
 
 func TestMarshalRoundTrip(t *testing.T) {
 	t.Parallel()
-	want := config.Default()
+	want := defaults(t)
 	want.Server.Drain.Timeout = config.Duration(1500 * time.Millisecond)
 	want.Server.Fleet.Redis = "redis://:pw@redis:6379/1"
 	want.Security.Key = "0123456789abcdef"
@@ -602,76 +416,46 @@ func TestMarshalRoundTrip(t *testing.T) {
 	if !strings.Contains(string(data), "timeout: 1.5\n") {
 		t.Errorf("timeout not marshalled as seconds:\n%s", data)
 	}
-	got, err := config.Parse(data, nil)
+	got, err := config.Parse(data, nil, defaults(t))
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("Parse(Marshal(c)) = %+v, %v; want %+v", got, err, want)
 	}
 }
 
+// same fails the test unless got, what a method returned, is want.
+func same(t *testing.T, what, got, want string) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s = %q, want %q", what, got, want)
+	}
+}
+
 func TestAddresses(t *testing.T) {
 	t.Parallel()
-	c := config.Default()
-	if got := c.InternalAddress("10.0.0.7"); got != "10.0.0.7:8080" {
-		t.Errorf("default InternalAddress = %q", got)
-	}
-	if got := c.InternalAddress("fd00::7"); got != "[fd00::7]:8080" {
-		t.Errorf("default InternalAddress for IPv6 = %q", got)
-	}
+	c := defaults(t)
+	same(t, "default InternalAddress", c.InternalAddress("10.0.0.7"), "10.0.0.7:8080")
+	same(t, "default InternalAddress for IPv6", c.InternalAddress("fd00::7"), "[fd00::7]:8080")
+	same(t, "default PublicAddress", c.PublicAddress("eu-1"), "")
+	same(t, "default Addr", c.Addr(), "0.0.0.0:8080")
+	same(t, "OperatorAddr with operator-port 0", c.OperatorAddr(), "")
 	c.Server.Fleet.InternalAddress = "{ip}:8000"
-	if got := c.InternalAddress("fd00::7"); got != "[fd00::7]:8000" {
-		t.Errorf("{ip}:8000 InternalAddress = %q", got)
-	}
+	same(t, "{ip}:8000 InternalAddress", c.InternalAddress("fd00::7"), "[fd00::7]:8000")
 	c.Server.Fleet.InternalAddress = "game-3.internal:8000"
-	if got := c.InternalAddress("10.0.0.7"); got != "game-3.internal:8000" {
-		t.Errorf("fixed InternalAddress = %q", got)
-	}
-	if got := c.PublicAddress("eu-1"); got != "" {
-		t.Errorf("default PublicAddress = %q", got)
-	}
+	same(t, "fixed InternalAddress", c.InternalAddress("10.0.0.7"), "game-3.internal:8000")
 	c.Server.Fleet.PublicAddress = "wss://{node-id}.example.com"
-	if got := c.PublicAddress("eu-1"); got != "wss://eu-1.example.com" {
-		t.Errorf("PublicAddress = %q", got)
-	}
+	same(t, "PublicAddress", c.PublicAddress("eu-1"), "wss://eu-1.example.com")
+	c.Server.HTTP.Host, c.Server.HTTP.OperatorPort = "127.0.0.1", 9090
+	same(t, "OperatorAddr", c.OperatorAddr(), "127.0.0.1:9090")
 }
 
 func TestSecret(t *testing.T) {
 	t.Parallel()
-	c := config.Default()
-	if c.Secret() != "" {
-		t.Errorf("default Secret = %q", c.Secret())
-	}
+	c := defaults(t)
+	same(t, "default Secret", c.Secret(), "")
 	c.Security.Key = "key"
-	if c.Secret() != "key" {
-		t.Errorf("Secret = %q, want the security key", c.Secret())
-	}
+	same(t, "Secret with a security key", c.Secret(), "key")
 	c.Server.Fleet.Secret = "relay"
-	if c.Secret() != "relay" {
-		t.Errorf("Secret = %q, want fleet.secret", c.Secret())
-	}
-}
-
-func TestWiring(t *testing.T) {
-	c := config.Default()
-	c.Server.Fleet.InternalAddress = "{ip}:8000"
-	c.Server.Fleet.PublicAddress = "https://{node-id}.example.test"
-	c.Security.Key = "a key that is long enough"
-	id := c.NodeID()
-	if id == "" || id == c.NodeID() {
-		t.Fatalf("generated node ids %q and %q: want fresh ones", id, c.NodeID())
-	}
-	f := c.FleetConfig("n1", "10.1.2.3")
-	if f.InternalAddress != "10.1.2.3:8000" || f.PublicAddress != "https://n1.example.test" ||
-		f.MaxLoad != 200 || f.Heartbeat != 2*time.Second || f.DrainTimeout != 30*time.Second {
-		t.Fatalf("FleetConfig = %+v", f)
-	}
-	if r := c.RelayConfig("n1"); r.Secret != c.Security.Key || r.NodeParam != "node" {
-		t.Fatalf("RelayConfig = %+v", r)
-	}
-	bp, err := c.OpenBackplane()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bp.Close()
+	same(t, "Secret with fleet.secret", c.Secret(), "relay")
 }
 
 // The README's configuration reference is config.yml, as it stands.

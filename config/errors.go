@@ -69,6 +69,15 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
+// Invalid returns the *Error of a bad value of key, a dotted key path
+// such as "muster.server.fleet.redis": problem says what is wrong and what
+// is wanted, such as `want host:port; got "redis"` (quote a value with its
+// URL password hidden: RedactURL). It wraps ErrInvalid. A Check returns
+// one; Load adds where the value came from.
+func Invalid(key, problem string) *Error {
+	return &Error{Key: key, Problem: problem, Err: ErrInvalid}
+}
+
 // EnvName returns the environment variable that sets the dotted key path
 // key: "muster.server.http.port" gives MUSTER__SERVER__HTTP__PORT.
 func EnvName(key string) string {

@@ -27,16 +27,16 @@ func checkError(t *testing.T, err error) {
 func FuzzApplyEnv(f *testing.F) {
 	f.Fuzz(func(t *testing.T, env string) {
 		environ := strings.Split(env, "\n")
-		c := config.Default()
+		c := defaults(t)
 		err := config.ApplyEnv(&c, environ)
 		checkError(t, err)
 		if err != nil {
-			if !reflect.DeepEqual(c, config.Default()) {
+			if !reflect.DeepEqual(c, defaults(t)) {
 				t.Fatalf("ApplyEnv failed but changed the config to %+v", c)
 			}
 			return
 		}
-		_, err = config.Load("", environ)
+		_, err = config.Load("", environ, defaults(t))
 		checkError(t, err)
 	})
 }
@@ -44,7 +44,7 @@ func FuzzApplyEnv(f *testing.F) {
 // FuzzParse drives the YAML parser.
 func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := config.Parse(data, nil)
+		c, err := config.Parse(data, nil, defaults(t))
 		checkError(t, err)
 		if err == nil {
 			if err := c.Validate(); err != nil {

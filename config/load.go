@@ -13,12 +13,20 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// Load reads the configuration: Default, overridden by the file at path
-// ("" for none), overridden by the MUSTER__ variables of environ (pass
-// os.Environ(); nil for none), then validated. Errors other than an
-// unreadable file are *Error.
-func Load(path string, environ []string) (Config, error) {
-	l := newLoader(path)
+// A Check is a rule on a whole Config beyond Validate's, such as one that
+// only the package a setting configures can decide. It returns an *Error
+// naming the key (see Invalid), or nil.
+type Check func(Config) error
+
+// Load reads the configuration: base (a server's defaults, such as
+// muster.DefaultConfig()), overridden by the file at path ("" for none),
+// overridden by the MUSTER__ variables of environ (pass os.Environ(); nil
+// for none), then checked by each of checks in order and by Validate. An
+// *Error from any of them names where its key's value came from. Errors
+// other than an unreadable file are *Error, unless a check returns
+// another.
+func Load(path string, environ []string, base Config, checks ...Check) (Config, error) {
+	l := newLoader(path, base)
 	if path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -28,22 +36,22 @@ func Load(path string, environ []string) (Config, error) {
 			return Config{}, err
 		}
 	}
-	return l.finish(environ)
+	return l.finish(environ, checks)
 }
 
-// Parse is Load for file content already in memory: Default, overridden by
+// Parse is Load for file content already in memory: base, overridden by
 // data (which must hold the root key muster), overridden by environ, then
-// validated.
-func Parse(data []byte, environ []string) (Config, error) {
-	l := newLoader("")
+// checked by checks and Validate.
+func Parse(data []byte, environ []string, base Config, checks ...Check) (Config, error) {
+	l := newLoader("", base)
 	if err := l.file(data); err != nil {
 		return Config{}, err
 	}
-	return l.finish(environ)
+	return l.finish(environ, checks)
 }
 
 // A loader builds a Config and remembers where each key's value came from,
-// so that Validate's errors can point there.
+// so that the checks' errors can point there.
 type loader struct {
 	cfg      Config
 	path     string
@@ -51,21 +59,24 @@ type loader struct {
 	warnings []string
 }
 
-func newLoader(path string) *loader {
-	return &loader{cfg: Default(), path: path, origins: make(map[string]origin)}
+func newLoader(path string, base Config) *loader {
+	base.warnings = nil
+	return &loader{cfg: base, path: path, origins: make(map[string]origin)}
 }
 
-func (l *loader) finish(environ []string) (Config, error) {
+func (l *loader) finish(environ []string, checks []Check) (Config, error) {
 	if err := l.env(environ); err != nil {
 		return Config{}, err
 	}
-	if err := l.cfg.Validate(); err != nil {
-		var e *Error
-		if errors.As(err, &e) {
-			o := l.origins[e.Key]
-			e.Var, e.File, e.Line = o.Var, o.File, o.Line
+	for _, check := range append(checks[:len(checks):len(checks)], Config.Validate) {
+		if err := check(l.cfg); err != nil {
+			var e *Error
+			if errors.As(err, &e) {
+				o := l.origins[e.Key]
+				e.Var, e.File, e.Line = o.Var, o.File, o.Line
+			}
+			return Config{}, err
 		}
-		return Config{}, err
 	}
 	l.cfg.warnings = l.warnings
 	return l.cfg, nil

@@ -13,11 +13,7 @@ import (
 // with the nearest real one.
 func TestDidYouMean(t *testing.T) {
 	t.Parallel()
-	for _, tt := range []struct {
-		name, file string
-		environ    []string
-		want       string
-	}{
+	cases := []badCase{
 		{name: "misspelt in the file", file: "muster:\n  server:\n    capacity:\n      max-lod: 3\n",
 			want: "config: muster.server.capacity.max-lod / MUSTER__SERVER__CAPACITY__MAX_LOD: unknown key; did you mean muster.server.capacity.max-load? (line 4)"},
 		{name: "underscore in the file", file: "muster:\n  server:\n    fleet:\n      node_id: a\n",
@@ -30,20 +26,11 @@ func TestDidYouMean(t *testing.T) {
 			want: "config: muster.security.token / MUSTER__SECURITY__TOKEN: unknown key; did you mean MUSTER__SERVER__DRAIN__TOKEN? (from the environment)"},
 		{name: "nothing near", environ: []string{"MUSTER__COLOUR=blue"},
 			want: "config: muster.colour / MUSTER__COLOUR: unknown key (from the environment)"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			var err error
-			if tt.environ != nil {
-				_, err = config.Load("", tt.environ)
-			} else {
-				_, err = config.Parse([]byte(tt.file), nil)
-			}
-			if err == nil || err.Error() != tt.want || !errors.Is(err, config.ErrUnknownKey) {
-				t.Errorf("error\n got %v\nwant %s", err, tt.want)
-			}
-		})
 	}
+	for i := range cases {
+		cases[i].err = config.ErrUnknownKey
+	}
+	refuses(t, cases)
 }
 
 // TestSingleUnderscoreWarning: a MUSTER_ variable with single underscores
@@ -57,7 +44,7 @@ func TestSingleUnderscoreWarning(t *testing.T) {
 		"MUSTER_DRAIN_TOKEN=t",     // the muster command's own
 		"MUSTER_HOME_URL=http://h", // not near any setting
 		"MUSTER_=1",
-	})
+	}, defaults(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,8 +59,8 @@ func TestSingleUnderscoreWarning(t *testing.T) {
 	if got := c.Warnings(); !slices.Equal(got, want) {
 		t.Errorf("Warnings =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if d := config.Default(); len(d.Warnings()) != 0 {
-		t.Errorf("Default().Warnings() = %q", d.Warnings())
+	if d := defaults(t); len(d.Warnings()) != 0 {
+		t.Errorf("defaults' Warnings() = %q", d.Warnings())
 	}
 }
 
@@ -96,7 +83,7 @@ func TestYAMLSyntaxLine(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := config.Parse([]byte(tt.file), nil)
+			_, err := config.Parse([]byte(tt.file), nil, defaults(t))
 			var e *config.Error
 			if !errors.As(err, &e) || !errors.Is(err, config.ErrSyntax) {
 				t.Fatalf("Parse = %v, want a syntax error", err)

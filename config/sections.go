@@ -7,10 +7,6 @@ import (
 	"strings"
 	"time"
 	"unicode"
-
-	"github.com/muster-gg/muster/lobby"
-	"github.com/muster-gg/muster/matchmaking"
-	"github.com/muster-gg/muster/room"
 )
 
 // Room is muster.room: the room host (room.Config, whose fields and
@@ -145,100 +141,6 @@ type Lobby struct {
 	CodeLockout Duration `yaml:"code-lockout"`
 }
 
-// The sections' defaults, as config.yml spells them out.
-func defaultRoom() Room {
-	return Room{
-		Rate: 60, MaxCatchUp: 4, ReadLimit: 32 << 10, SendQueue: 32,
-		PingInterval: Duration(10 * time.Second), HelloTimeout: Duration(10 * time.Second),
-		TicketTTL: Duration(30 * time.Second), MoveCooldown: Duration(3 * time.Second),
-		AwayTimeout: Duration(time.Minute), DrainGrace: Duration(2 * time.Second),
-		Limits: RoomLimits{
-			Store: room.StoreMemory, Connects: 120, Window: Duration(time.Minute), Open: room.DefaultOpen,
-			Failures: 20, Lockout: Duration(5 * time.Minute),
-			Messages: 120, Burst: 240,
-		},
-	}
-}
-
-func defaultMatchmaking() Matchmaking {
-	return Matchmaking{Tick: Duration(100 * time.Millisecond)}
-}
-
-func defaultLobby() Lobby {
-	return Lobby{
-		CodeLength: 5, MaxMembers: 8, RoomKind: "lobby",
-		Tick: Duration(250 * time.Millisecond), ArrivalTimeout: Duration(30 * time.Second),
-		CodeFailures: 20, CodeLockout: Duration(10 * time.Minute),
-	}
-}
-
-// RoomConfig returns the room host's configuration: muster.room, with
-// muster.security.key as the ticket key.
-func (c Config) RoomConfig() room.Config {
-	r := c.Room
-	return room.Config{
-		Rate:         r.Rate,
-		Workers:      r.Workers,
-		MaxCatchUp:   r.MaxCatchUp,
-		ReadLimit:    int64(r.ReadLimit),
-		SendQueue:    r.SendQueue,
-		PingInterval: time.Duration(r.PingInterval),
-		HelloTimeout: time.Duration(r.HelloTimeout),
-		Secret:       c.Security.Key,
-		TicketTTL:    time.Duration(r.TicketTTL),
-		MoveCooldown: time.Duration(r.MoveCooldown),
-		AwayTimeout:  time.Duration(r.AwayTimeout),
-		DrainGrace:   time.Duration(r.DrainGrace),
-		Limits: room.Limits{
-			Store:    r.Limits.Store,
-			Connects: r.Limits.Connects,
-			Window:   time.Duration(r.Limits.Window),
-			Open:     openCap(r.Limits.Open),
-			Failures: r.Limits.Failures,
-			Lockout:  time.Duration(r.Limits.Lockout),
-			Messages: r.Limits.Messages,
-			Burst:    r.Limits.Burst,
-		},
-	}
-}
-
-// openCap is room.Limits.Open for muster.room.limits.open n: n, or
-// math.MaxInt (no cap) for 0.
-func openCap(n int) int {
-	if n == 0 {
-		return math.MaxInt
-	}
-	return n
-}
-
-// MatchmakingConfig returns the matchmaking module's configuration and the
-// playlists of muster.matchmaking.playlists, for matchmaking.New.
-func (c Config) MatchmakingConfig() (matchmaking.Config, []matchmaking.Playlist) {
-	m := c.Matchmaking
-	var pls []matchmaking.Playlist
-	for _, p := range m.Playlists {
-		pls = append(pls, matchmaking.Playlist{
-			Name: p.Name, Teams: p.Teams, TeamSize: p.TeamSize,
-			Rating: matchmaking.RatingRule{Window: p.Rating.Window, Widen: p.Rating.Widen, Max: p.Rating.Max, Default: p.Rating.Default},
-		})
-	}
-	return matchmaking.Config{Tick: time.Duration(m.Tick), Hold: time.Duration(m.Hold)}, pls
-}
-
-// LobbyConfig returns the lobby module's configuration: muster.lobby.
-func (c Config) LobbyConfig() lobby.Config {
-	l := c.Lobby
-	return lobby.Config{
-		CodeLength:     l.CodeLength,
-		MaxMembers:     l.MaxMembers,
-		RoomKind:       l.RoomKind,
-		Tick:           time.Duration(l.Tick),
-		ArrivalTimeout: time.Duration(l.ArrivalTimeout),
-		CodeFailures:   l.CodeFailures,
-		CodeLockout:    time.Duration(l.CodeLockout),
-	}
-}
-
 // positiveUpTo refuses a duration that is not positive, or above hi: every
 // duration key has a bound, as the packages add to them (a ticket's
 // nonce is kept ttl + 1m, a server's record 3 heartbeats, a room's absence
@@ -268,8 +170,8 @@ func shortDuration(d Duration) string {
 }
 
 // validateSections checks muster.room, muster.matchmaking and muster.lobby
-// with the rules of room.New, matchmaking.New and lobby.New, and the bounds
-// above.
+// with the rules of room.New, matchmaking.New and lobby.New that need none
+// of their bounds (muster.CheckConfig checks those), and the bounds above.
 func (c Config) validateSections() error {
 	bad := func(key, format string, args ...any) error {
 		return origin{}.errorf(ErrInvalid, "muster."+key, format, args...)
@@ -281,13 +183,6 @@ func (c Config) validateSections() error {
 		}
 		return nil
 	}
-	// upTo refuses a count outside 1-hi; unit names what is counted.
-	upTo := func(key, unit string, v int, hi int64) error {
-		if v < 1 || int64(v) > hi {
-			return bad(key, "want 1-%d %s, got %d", hi, unit, v)
-		}
-		return nil
-	}
 	r, l := c.Room, c.Room.Limits
 	for _, err := range []error{
 		func() error {
@@ -296,27 +191,12 @@ func (c Config) validateSections() error {
 			}
 			return nil
 		}(),
-		func() error {
-			if r.Workers < 0 || r.Workers > room.MaxWorkers {
-				return bad("room.workers", "want 0 (one per CPU) to %d, got %d", room.MaxWorkers, r.Workers)
-			}
-			return nil
-		}(),
-		upTo("room.max-catch-up", "steps", r.MaxCatchUp, room.MaxCatchUpSteps),
-		upTo("room.read-limit", "bytes (1 MiB)", r.ReadLimit, room.MaxReadLimit),
-		upTo("room.send-queue", "frames", r.SendQueue, room.MaxSendQueue),
 		positiveUpTo("room.ping-interval", r.PingInterval, 5*minute),
 		positiveUpTo("room.hello-timeout", r.HelloTimeout, 5*minute),
 		positiveUpTo("room.ticket-ttl", r.TicketTTL, hour),
 		positiveUpTo("room.move-cooldown", r.MoveCooldown, hour),
 		positiveUpTo("room.away-timeout", r.AwayTimeout, day),
 		positiveUpTo("room.drain-grace", r.DrainGrace, 5*minute),
-		func() error {
-			if l.Store != room.StoreMemory && l.Store != room.StoreBackplane {
-				return bad("room.limits.store", "want memory or backplane, got %s", quote(l.Store))
-			}
-			return nil
-		}(),
 		atLeast("room.limits.connects", l.Connects, 1),
 		positiveUpTo("room.limits.window", l.Window, day),
 		atLeast("room.limits.open", l.Open, 0),
@@ -340,7 +220,6 @@ func (c Config) validateSections() error {
 			}
 			return nil
 		}(),
-		upTo("lobby.max-members", "members", c.Lobby.MaxMembers, lobby.MaxMembersLimit),
 		positiveUpTo("lobby.tick", c.Lobby.Tick, minute),
 		positiveUpTo("lobby.arrival-timeout", c.Lobby.ArrivalTimeout, hour),
 		atLeast("lobby.code-failures", c.Lobby.CodeFailures, 1),

@@ -1,26 +1,26 @@
 package config
 
 import (
-	"errors"
 	"net"
 	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/muster-gg/muster/backplane"
-	"github.com/muster-gg/muster/backplane/redis"
-	"github.com/muster-gg/muster/fleet"
 )
 
-// Validate reports the first bad setting as an *Error naming its key.
+// Validate reports the first bad setting as an *Error naming its key, by
+// the rules that need no other package. The rest (the Redis address, the
+// names of the cluster and the node, the room host's and lobby's bounds,
+// federation's home URL) are muster.CheckConfig's, which checks them and
+// then runs Validate: a server and muster config check run it, and Load
+// runs it when given it as a Check.
 func (c Config) Validate() error {
 	h, f := c.Server.HTTP, c.Server.Fleet
 	bad := func(key, format string, args ...any) error {
 		return origin{}.errorf(ErrInvalid, "muster."+key, format, args...)
 	}
-	redisErr := c.validateRedis()
+	redisErr := c.validateRedisFiles()
 	drainErr := positiveUpTo("server.drain.timeout", c.Server.Drain.Timeout, Duration(24*time.Hour))
 	switch {
 	case h.Host != "" && !validHost(h.Host):
@@ -43,8 +43,6 @@ func (c Config) Validate() error {
 		return drainErr
 	case redisErr != nil:
 		return redisErr
-	case backplane.ValidateName("cluster", f.Cluster) != nil:
-		return bad("server.fleet.cluster", "want a name of 1-256 bytes without { } : or NUL, got %s", quote(f.Cluster))
 	case f.Heartbeat < Duration(100*time.Millisecond) || f.Heartbeat > Duration(time.Minute):
 		// A server is gone after 3 missed heartbeats: a minute's
 		// heartbeat takes 3 minutes to notice a dead one.
@@ -55,8 +53,6 @@ func (c Config) Validate() error {
 		return bad("server.fleet.public-address", "want an address or URL, which may hold {node-id}, got %s", quote(f.PublicAddress))
 	case f.NodeParam == "" || strings.ContainsFunc(f.NodeParam, notUnreserved):
 		return bad("server.fleet.node-param", "want a query parameter name of letters, digits and - . _ ~, got %s", quote(f.NodeParam))
-	case f.NodeID != "" && fleet.ValidateNodeID(f.NodeID) != nil:
-		return bad("server.fleet.node-id", "want a name of at most 256 bytes without spaces, control characters, { } : or NUL, got %s", quote(f.NodeID))
 	}
 	if err := c.validateKeys(); err != nil {
 		return err
@@ -103,11 +99,6 @@ func validHost(h string) bool {
 	})
 }
 
-func validHostPort(s string) bool {
-	host, port, err := net.SplitHostPort(s)
-	return err == nil && validHost(host) && validPort(port)
-}
-
 func validPort(s string) bool {
 	n, err := strconv.ParseUint(s, 10, 16)
 	return err == nil && n > 0
@@ -118,39 +109,24 @@ func validInternal(s string) bool {
 	return err == nil && (host == "{ip}" || validHost(host)) && validPort(port)
 }
 
-// validateRedis checks muster.server.fleet.redis and its TLS files and
-// timeout with the parser and file checks that Open uses, so that a
-// configuration that passes never fails at start-up. No password is
-// echoed.
-func (c Config) validateRedis() error {
+// validateRedisFiles checks muster.server.fleet.redis-timeout, and that
+// no redis-tls-* file is given without muster.server.fleet.redis. The
+// address and the files themselves are checked by muster.CheckConfig, with
+// the parser and file checks that the backplane opens them with.
+func (c Config) validateRedisFiles() error {
 	f := c.Server.Fleet
-	bad := func(key, format string, args ...any) error {
-		return origin{}.errorf(ErrInvalid, "muster."+key, format, args...)
-	}
 	if err := positiveUpTo("server.fleet.redis-timeout", f.RedisTimeout, Duration(time.Minute)); err != nil {
 		return err
 	}
-	if f.Redis == "" {
-		for key, file := range map[string]string{
-			"redis-tls-ca-file": f.RedisTLSCAFile, "redis-tls-cert-file": f.RedisTLSCertFile, "redis-tls-key-file": f.RedisTLSKeyFile,
-		} {
-			if file != "" {
-				return bad("server.fleet."+key, "given, but muster.server.fleet.redis is empty (an in-memory backplane)")
-			}
-		}
+	if f.Redis != "" {
 		return nil
 	}
-	err := c.RedisConfig().Check()
-	var ae *redis.AddressError
-	var fe *redis.TLSFileError
-	switch {
-	case errors.As(err, &ae):
-		return bad("server.fleet.redis", "%s; got %s", ae.Problem, strconv.Quote(ae.Address))
-	case errors.As(err, &fe):
-		key := map[string]string{"TLSCAFile": "redis-tls-ca-file", "TLSCertFile": "redis-tls-cert-file", "TLSKeyFile": "redis-tls-key-file"}[fe.Field]
-		return bad("server.fleet."+key, "%v, file %s", fe.Err, strconv.Quote(fe.Path))
-	case err != nil:
-		return bad("server.fleet.redis", "%v", err)
+	for key, file := range map[string]string{
+		"redis-tls-ca-file": f.RedisTLSCAFile, "redis-tls-cert-file": f.RedisTLSCertFile, "redis-tls-key-file": f.RedisTLSKeyFile,
+	} {
+		if file != "" {
+			return origin{}.errorf(ErrInvalid, "muster.server.fleet."+key, "given, but muster.server.fleet.redis is empty (an in-memory backplane)")
+		}
 	}
 	return nil
 }

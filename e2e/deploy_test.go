@@ -17,6 +17,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/muster-gg/muster"
 	"github.com/muster-gg/muster/config"
 	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/testbin"
@@ -35,14 +36,14 @@ const loadMetric = "muster_server_load"
 
 // checkEnv checks a recipe's environment: every MUSTER__ variable must be
 // one config.ApplyEnv accepts, and together, on the defaults, they must
-// make a valid configuration. Values that the platform fills in ($(POD_IP),
-// ${VAR:-default}) are replaced by examples first. It returns the
-// resulting configuration.
+// make a configuration muster.CheckConfig accepts. Values that the
+// platform fills in ($(POD_IP), ${VAR:-default}) are replaced by examples
+// first. It returns the resulting configuration.
 func checkEnv(t *testing.T, where string, env map[string]string) config.Config {
 	t.Helper()
 	subst := strings.NewReplacer("$(POD_IP)", "10.1.2.3", "$(POD_NAME)", "duel-7d9f-x2x4q")
 	fallback := regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*:-([^}]*)\}`)
-	cfg := config.Default()
+	cfg := muster.DefaultConfig()
 	var vars []string
 	for name, value := range env {
 		if !strings.HasPrefix(name, "MUSTER__") {
@@ -57,7 +58,7 @@ func checkEnv(t *testing.T, where string, env map[string]string) config.Config {
 	if len(vars) == 0 {
 		t.Errorf("%s sets no MUSTER__ variable", where)
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := muster.CheckConfig(cfg); err != nil {
 		t.Errorf("%s: the configuration is not valid: %v", where, err)
 	}
 	if cfg.Server.Fleet.Redis == "" {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/muster-gg/muster"
 	"github.com/muster-gg/muster/backplane/memory"
-	"github.com/muster-gg/muster/config"
 	"github.com/muster-gg/muster/federation"
 	"github.com/muster-gg/muster/internal/fedtest"
 	"github.com/muster-gg/muster/internal/hosttest"
@@ -56,7 +55,7 @@ func TestGameServerWiredToHome(t *testing.T) {
 		t.Fatal(err)
 	}
 	rooms := federation.NewRoomReporter(node, quiet)
-	srv, err := muster.New(&hosttest.Game{}, config.Default(),
+	srv, err := muster.New(&hosttest.Game{}, muster.DefaultConfig(),
 		muster.WithListener(l), muster.WithLogger(quiet),
 		muster.WithPlaylists(matchmaking.Playlist{Name: "duel"}),
 		muster.WithTicketCheckers(tokens), muster.WithRoomWatchers(rooms))

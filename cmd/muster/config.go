@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/muster-gg/muster"
 	"github.com/muster-gg/muster/config"
 )
 
@@ -18,7 +19,7 @@ type checked struct {
 
 // configCheck loads a configuration file as a server would, the MUSTER__
 // environment included, and reports the first problem. It runs the same
-// config.Validate a server runs at start, so the two agree. Warnings (a
+// muster.CheckConfig a server runs at start, so the two agree. Warnings (a
 // variable that looks like a setting but is ignored) go to stderr and do
 // not fail the check.
 func configCheck(args []string, stdout, stderr io.Writer) error {
@@ -29,7 +30,7 @@ func configCheck(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	file := pos[0]
-	cfg, err := config.Load(file, os.Environ())
+	cfg, err := config.Load(file, os.Environ(), muster.DefaultConfig(), muster.CheckConfig)
 	warnings := cfg.Warnings()
 	if o.json {
 		res := checked{File: file, OK: err == nil, Warnings: warnings}

@@ -59,7 +59,7 @@ func TestQueueRedirectCarriesTicket(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg := config.Default()
+		cfg := muster.DefaultConfig()
 		cfg.Security.Key = "0123456789abcdef0123456789abcdef"
 		cfg.Server.Fleet.NodeID = id
 		cfg.Server.Fleet.InternalAddress = l.Addr().String()

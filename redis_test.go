@@ -1,4 +1,4 @@
-package config_test
+package muster
 
 import (
 	"errors"
@@ -26,11 +26,11 @@ func TestRedisDeployments(t *testing.T) {
 		"host lists": "n1:7000,n2:7001",
 	} {
 		t.Run(name, func(t *testing.T) {
-			c, err := config.Load("", []string{"MUSTER__SERVER__FLEET__REDIS=" + addr, "MUSTER__SECURITY__KEY=0123456789abcdef"})
+			c, err := loadConfig("", []string{"MUSTER__SERVER__FLEET__REDIS=" + addr, "MUSTER__SECURITY__KEY=" + key16})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := c.RedisConfig().Check(); err != nil {
+			if err := redisConfig(c).Check(); err != nil {
 				t.Fatalf("validation passed, the backplane refuses: %v", err)
 			}
 		})
@@ -44,7 +44,7 @@ func TestRedisSettingsRefused(t *testing.T) {
 	if err := os.WriteFile(notPEM, []byte("not a certificate"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	key := "MUSTER__SECURITY__KEY=0123456789abcdef"
+	key := "MUSTER__SECURITY__KEY=" + key16
 	for _, tt := range []struct {
 		name    string
 		environ []string
@@ -68,7 +68,7 @@ func TestRedisSettingsRefused(t *testing.T) {
 			`muster.server.fleet.redis-timeout / MUSTER__SERVER__FLEET__REDIS_TIMEOUT: want a positive duration, got 0s`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := config.Load("", append(tt.environ, key))
+			_, err := loadConfig("", append(tt.environ, key))
 			if !errors.Is(err, config.ErrInvalid) {
 				t.Fatalf("error %v, want ErrInvalid", err)
 			}
@@ -81,13 +81,45 @@ func TestRedisSettingsRefused(t *testing.T) {
 
 func TestRedisConfig(t *testing.T) {
 	t.Parallel()
-	c, err := config.Load("", []string{"MUSTER__SERVER__FLEET__REDIS=rediss://h:1", "MUSTER__SERVER__FLEET__REDIS_TIMEOUT=1.5",
-		"MUSTER__SERVER__FLEET__CLUSTER=eu", "MUSTER__SECURITY__KEY=0123456789abcdef"})
+	c, err := loadConfig("", []string{"MUSTER__SERVER__FLEET__REDIS=rediss://h:1", "MUSTER__SERVER__FLEET__REDIS_TIMEOUT=1.5",
+		"MUSTER__SERVER__FLEET__CLUSTER=eu", "MUSTER__SECURITY__KEY=" + key16})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc := c.RedisConfig()
+	rc := redisConfig(c)
 	if rc.URL != "rediss://h:1" || rc.Cluster != "eu" || rc.Timeout != 1500*time.Millisecond {
-		t.Errorf("RedisConfig() = %+v", rc)
+		t.Errorf("redisConfig = %+v", rc)
+	}
+}
+
+// TestRedisPasswordNeverShown: a Redis URL's password appears in no error,
+// whatever is wrong with the URL and wherever it was written.
+func TestRedisPasswordNeverShown(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, file string
+		environ    []string
+		want       string // a part of the message
+	}{
+		{name: "bad scheme from the environment", environ: []string{"MUSTER__SERVER__FLEET__REDIS=http://user:S3cret@redis:6379"},
+			want: `got "http://user:xxxxx@redis:6379" (from the environment)`},
+		{name: "no host in the file", file: "muster:\n  server:\n    fleet:\n      redis: \"redis://:S3cret@\"\n",
+			want: `got "redis://:xxxxx@"`},
+		{name: "unparseable", environ: []string{"MUSTER__SERVER__FLEET__REDIS=redis://user:S3c@ret@h:1:2"},
+			want: `got "redis://user:xxxxx@h:1:2"`},
+		{name: "in another key", environ: []string{"MUSTER__SERVER__CAPACITY__MAX_LOAD=redis://u:S3cret@h:1"},
+			want: `want an integer, got "redis://u:xxxxx@h:1"`},
+		{name: "for a section", file: "muster:\n  server:\n    fleet: \"redis://u:S3cret@h:1\"\n",
+			want: `want a mapping, got "redis://u:xxxxx@h:1"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := loadConfig(tt.file, tt.environ)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if msg := err.Error(); strings.Contains(msg, "S3c") || !strings.Contains(msg, tt.want) {
+				t.Errorf("error %q: want %q in it and no password", msg, tt.want)
+			}
+		})
 	}
 }

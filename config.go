@@ -1,0 +1,84 @@
+package muster
+
+import (
+	"errors"
+	"os"
+	"time"
+
+	"github.com/muster-gg/muster/backplane/redis"
+	"github.com/muster-gg/muster/config"
+	"github.com/muster-gg/muster/federation"
+	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/lobby"
+	"github.com/muster-gg/muster/matchmaking"
+	"github.com/muster-gg/muster/room"
+)
+
+// The HTTP server's defaults, muster.server.http's: every interface, port
+// 8080.
+const (
+	defaultHost = "0.0.0.0"
+	defaultPort = 8080
+)
+
+// DefaultConfig returns the default configuration, the one config.yml
+// spells out: each package's own defaults (room.DefaultConfig,
+// matchmaking.DefaultConfig, lobby.DefaultConfig, fleet.DefaultConfig,
+// redis.DefaultTimeout and federation.DefaultAnnounceEvery), listening on
+// 0.0.0.0:8080. It is the base config.Load and config.Parse start from.
+func DefaultConfig() config.Config {
+	f, m := fleet.DefaultConfig(), matchmaking.DefaultConfig()
+	return config.Config{
+		Server: config.Server{
+			HTTP:     config.HTTP{Host: defaultHost, Port: defaultPort},
+			Capacity: config.Capacity{MaxLoad: f.MaxLoad, LoadStep: f.LoadStep},
+			Drain:    config.Drain{Timeout: config.Duration(f.DrainTimeout)},
+			Fleet: config.Fleet{
+				Cluster: f.Cluster, Heartbeat: config.Duration(f.Heartbeat), NodeParam: f.NodeParam,
+				RedisTimeout: config.Duration(redis.DefaultTimeout),
+			},
+		},
+		Room:        defaultRoom(),
+		Matchmaking: config.Matchmaking{Tick: config.Duration(m.Tick), Hold: config.Duration(m.Hold)},
+		Lobby:       defaultLobby(),
+		Federation:  config.Federation{AnnounceEvery: config.Duration(federation.DefaultAnnounceEvery)},
+	}
+}
+
+// defaultRoom is muster.room of room.DefaultConfig.
+func defaultRoom() config.Room {
+	r := room.DefaultConfig()
+	l := r.Limits
+	d := func(v time.Duration) config.Duration { return config.Duration(v) }
+	return config.Room{
+		Rate: r.Rate, Workers: r.Workers, MaxCatchUp: r.MaxCatchUp, ReadLimit: int(r.ReadLimit), SendQueue: r.SendQueue,
+		PingInterval: d(r.PingInterval), HelloTimeout: d(r.HelloTimeout), TicketTTL: d(r.TicketTTL),
+		MoveCooldown: d(r.MoveCooldown), AwayTimeout: d(r.AwayTimeout), DrainGrace: d(r.DrainGrace),
+		Limits: config.RoomLimits{
+			Store: l.Store, Connects: l.Connects, Window: d(l.Window), Open: openSetting(l.Open),
+			Failures: l.Failures, Lockout: d(l.Lockout), Messages: l.Messages, Burst: l.Burst,
+		},
+	}
+}
+
+// defaultLobby is muster.lobby of lobby.DefaultConfig.
+func defaultLobby() config.Lobby {
+	l := lobby.DefaultConfig()
+	return config.Lobby{
+		CodeLength: l.CodeLength, MaxMembers: l.MaxMembers, RoomKind: l.RoomKind,
+		Tick: config.Duration(l.Tick), ArrivalTimeout: config.Duration(l.ArrivalTimeout),
+		CodeFailures: l.CodeFailures, CodeLockout: config.Duration(l.CodeLockout),
+	}
+}
+
+// LoadConfig reads ./config.yml when there is one, then the MUSTER__
+// environment variables, over DefaultConfig, and checks the result with
+// CheckConfig: what a server started from its directory uses. An error of
+// a setting names its key, its variable and where its value came from.
+func LoadConfig() (config.Config, error) {
+	path := "config.yml"
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		path = ""
+	}
+	return config.Load(path, os.Environ(), DefaultConfig(), CheckConfig)
+}
