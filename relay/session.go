@@ -99,6 +99,10 @@ func linger(c net.Conn) {
 	_ = c.Close()
 }
 
+// defaultProbeTimeout is how long a client has to answer the relay's ping
+// after the node pinged.
+const defaultProbeTimeout = 15 * time.Second
+
 // probeClient is called when the node pings. Pings are answered hop by
 // hop, so the relay answers the node's ping itself; to keep the node's
 // ping-based detection of dead clients working, it then pings the client,
