@@ -56,8 +56,41 @@ func (e *refusal) write(w http.ResponseWriter) {
 // dial opens the upstream half of a relayed connection: the client's
 // upgrade request, with its end-to-end headers and subprotocols, plus the
 // signed identity, sent to the target node's internal address. Only addr
-// is dialled, whatever the request says.
+// is dialled, whatever the request says. Its phases: upgradeRequest
+// builds the request, handshake sends it and reads the node's answer
+// within DialTimeout, and checkUpgrade checks that answer.
 func (rl *Relay) dial(r *http.Request, target, addr string, client netip.AddrPort) (_ upstream, err error) {
+	req, key, offered, err := rl.upgradeRequest(r, target, addr, client)
+	if err != nil {
+		return upstream{}, err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), rl.cfg.DialTimeout)
+	defer cancel()
+	conn, err := rl.dialNet(ctx, "tcp", addr)
+	if err != nil {
+		return upstream{}, err
+	}
+	defer func() {
+		if err != nil {
+			_ = conn.Close()
+		}
+	}()
+	br, resp, err := handshake(ctx, conn, req)
+	if err != nil {
+		return upstream{}, err
+	}
+	proto, err := checkUpgrade(resp, key, offered)
+	if err != nil {
+		return upstream{}, err
+	}
+	data, _ := br.Peek(br.Buffered())
+	return upstream{conn: conn, data: data, header: resp.Header, subprotocol: proto}, nil
+}
+
+// upgradeRequest returns the upgrade request dial sends to the node at
+// addr, the Sec-WebSocket-Key it carries, and the subprotocols the client
+// offered, which it offers on.
+func (rl *Relay) upgradeRequest(r *http.Request, target, addr string, client netip.AddrPort) (req *http.Request, key string, offered []string, err error) {
 	s := sign(rl.key, client, ClientScheme(r), r.Host, target, r.URL.Path, rl.now())
 	h := forwardHeaders(r.Header)
 	s.setHeaders(h)
@@ -72,46 +105,42 @@ func (rl *Relay) dial(r *http.Request, target, addr string, client netip.AddrPor
 	}
 	u, err := upstreamURL(addr, r.URL)
 	if err != nil {
-		return upstream{}, err
+		return nil, "", nil, err
 	}
-	req, err := http.NewRequest(http.MethodGet, "http"+strings.TrimPrefix(u, "ws"), nil)
+	req, err = http.NewRequest(http.MethodGet, "http"+strings.TrimPrefix(u, "ws"), nil)
 	if err != nil {
-		return upstream{}, err
+		return nil, "", nil, err
 	}
 	var nonce [16]byte
 	_, _ = rand.Read(nonce[:])
-	key := base64.StdEncoding.EncodeToString(nonce[:])
+	key = base64.StdEncoding.EncodeToString(nonce[:])
 	h.Set("Upgrade", "websocket")
 	h.Set("Connection", "Upgrade")
 	h.Set("Sec-WebSocket-Version", "13")
 	h.Set("Sec-WebSocket-Key", key)
-	offered := subprotocols(r.Header)
+	offered = subprotocols(r.Header)
 	if len(offered) > 0 {
 		h.Set("Sec-WebSocket-Protocol", strings.Join(offered, ", "))
 	}
 	req.Header = h
 	req.Host = r.Host
+	return req, key, offered, nil
+}
 
-	ctx, cancel := context.WithTimeout(r.Context(), rl.cfg.DialTimeout)
-	defer cancel()
-	conn, err := rl.dialNet(ctx, "tcp", addr)
-	if err != nil {
-		return upstream{}, err
-	}
-	defer func() {
-		if err != nil {
-			_ = conn.Close()
-		}
-	}()
+// handshake sends req on conn and reads the node's response, both bounded
+// by ctx. A 4xx answer is returned as a *refusal with up to
+// maxRefusalBody bytes of its body. br holds what the node sent after its
+// response.
+func handshake(ctx context.Context, conn net.Conn, req *http.Request) (br *bufio.Reader, resp *http.Response, err error) {
 	// The handshake is bounded by ctx: when it ends, the deadline ends
 	// any read or write in progress.
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	if err := req.Write(conn); err != nil {
 		stop()
-		return upstream{}, err
+		return nil, nil, err
 	}
-	br := bufio.NewReader(io.LimitReader(conn, maxHandshake))
-	resp, err := http.ReadResponse(br, req)
+	br = bufio.NewReader(io.LimitReader(conn, maxHandshake))
+	resp, err = http.ReadResponse(br, req)
 	var refused *refusal
 	if err == nil && resp.StatusCode >= 400 && resp.StatusCode < 500 {
 		// Read while ctx still bounds the read: a node that sends less
@@ -121,15 +150,22 @@ func (rl *Relay) dial(r *http.Request, target, addr string, client netip.AddrPor
 		refused = &refusal{status: resp.StatusCode, header: resp.Header, body: body}
 	}
 	if !stop() {
-		return upstream{}, fmt.Errorf("relay: handshake with the node: %w", context.Cause(ctx))
+		return nil, nil, fmt.Errorf("relay: handshake with the node: %w", context.Cause(ctx))
 	}
 	if err != nil {
-		return upstream{}, err
+		return nil, nil, err
 	}
 	if refused != nil {
-		return upstream{}, refused
+		return nil, nil, refused
 	}
 	_ = conn.SetDeadline(time.Time{})
+	return br, resp, nil
+}
+
+// checkUpgrade checks the node's response to an upgrade request that
+// carried key and offered the subprotocols offered, and returns the
+// subprotocol the node chose, if any.
+func checkUpgrade(resp *http.Response, key string, offered []string) (string, error) {
 	// Each field is one line: two lines mean the two values joined by a
 	// comma (RFC 9110, section 5.3), which is no accept key and no one
 	// subprotocol.
@@ -137,20 +173,19 @@ func (rl *Relay) dial(r *http.Request, target, addr string, client netip.AddrPor
 	proto := resp.Header.Get("Sec-WebSocket-Protocol")
 	switch {
 	case resp.StatusCode != http.StatusSwitchingProtocols:
-		return upstream{}, fmt.Errorf("relay: the node answered the upgrade with %s", resp.Status)
+		return "", fmt.Errorf("relay: the node answered the upgrade with %s", resp.Status)
 	case !headerHasToken(resp.Header, "Upgrade", "websocket") || !headerHasToken(resp.Header, "Connection", "upgrade"):
-		return upstream{}, errors.New("relay: the node's handshake response is not an upgrade")
+		return "", errors.New("relay: the node's handshake response is not an upgrade")
 	case len(accepts) != 1 || accepts[0] != acceptKey(key):
-		return upstream{}, errors.New("relay: the node's Sec-WebSocket-Accept is wrong")
+		return "", errors.New("relay: the node's Sec-WebSocket-Accept is wrong")
 	case len(resp.Header.Values("Sec-WebSocket-Extensions")) > 0:
-		return upstream{}, errors.New("relay: the node chose an extension that was not offered")
+		return "", errors.New("relay: the node chose an extension that was not offered")
 	case len(protos) > 1:
-		return upstream{}, fmt.Errorf("relay: the node chose subprotocols %q, not one", protos)
+		return "", fmt.Errorf("relay: the node chose subprotocols %q, not one", protos)
 	case proto != "" && !slices.Contains(offered, proto):
-		return upstream{}, fmt.Errorf("relay: the node chose subprotocol %q, which was not offered", proto)
+		return "", fmt.Errorf("relay: the node chose subprotocol %q, which was not offered", proto)
 	}
-	data, _ := br.Peek(br.Buffered())
-	return upstream{conn: conn, data: data, header: resp.Header, subprotocol: proto}, nil
+	return proto, nil
 }
 
 // accept completes the client's handshake with what the node answered, and

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -140,61 +141,101 @@ func (rl *Relay) Middleware(next http.Handler) http.Handler {
 }
 
 // tryRelay relays r to the node it names, if it can, and reports whether it
-// did; when it returns false nothing has been written to w.
+// did; when it returns false nothing has been written to w. Its phases:
+// route finds the node, connect dials it and has it accept the upgrade,
+// and relaySession accepts the client and relays until both sides end.
 func (rl *Relay) tryRelay(w http.ResponseWriter, r *http.Request) bool {
+	rt, ok, answered := rl.route(w, r)
+	if !ok {
+		return answered
+	}
+	up, ok, answered := rl.connect(w, r, rt)
+	if !ok {
+		return answered
+	}
+	return rl.relaySession(w, r, up)
+}
+
+// route is where a relayed request goes.
+type route struct {
+	target string         // the node's id
+	addr   string         // its internal address
+	client netip.AddrPort // the client's address
+}
+
+// route returns where r is to be relayed. When r is not to be relayed, ok
+// is false and answered reports whether route has answered the client
+// itself (a request target that is not a path, a draining server); if it
+// has not, nothing has been written to w.
+func (rl *Relay) route(w http.ResponseWriter, r *http.Request) (_ route, ok, answered bool) {
 	if rl.key == nil || rl.dir == nil || !isUpgrade(r) {
-		return false
+		return route{}, false, false
 	}
 	target := r.URL.Query().Get(rl.cfg.NodeParam)
 	if target == "" || target == rl.cfg.NodeID {
-		return false
+		return route{}, false, false
 	}
 	if !originForm(r) {
 		// Only a path may follow the node's address: anything else in the
 		// request line (a scheme, an authority, user info, an opaque
 		// part) could name another host, so nothing is dialled.
 		http.Error(w, "relay: the request target must be a path", http.StatusBadRequest)
-		return true
+		return route{}, false, true
 	}
-	addr, ok := rl.dir.InternalAddress(target)
-	if !ok || addr == "" {
-		return false
+	addr, live := rl.dir.InternalAddress(target)
+	if !live || addr == "" {
+		return route{}, false, false
 	}
-	client, ok := clientAddr(r.RemoteAddr)
-	if !ok {
-		return false
+	client, known := clientAddr(r.RemoteAddr)
+	if !known {
+		return route{}, false, false
 	}
 	rl.mu.Lock()
 	closing := rl.closing
 	rl.mu.Unlock()
 	if closing {
-		return false
+		return route{}, false, false
 	}
 	if rl.draining.Load() {
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "relay: this server is draining; connect through another", http.StatusServiceUnavailable)
-		return true
+		return route{}, false, true
 	}
+	return route{target: target, addr: addr, client: client}, true, false
+}
 
-	up, err := rl.dial(r, target, addr, client)
+// connect dials rt's node and has it accept the client's upgrade. When it
+// cannot, ok is false and answered reports whether the client has been
+// given the node's refusal; if it has not, the failure is counted and
+// logged, nothing has been written to w, and r is to be served locally.
+func (rl *Relay) connect(w http.ResponseWriter, r *http.Request, rt route) (_ upstream, ok, answered bool) {
+	up, err := rl.dial(r, rt.target, rt.addr, rt.client)
 	var refused *refusal
 	if errors.As(err, &refused) {
 		// The node refused the client, not the relay: the client gets the
 		// node's answer, as it would from the node directly.
 		rl.refused.Add(1)
-		rl.log.Debug("node refused the relayed client", "node_id", target, "status", refused.status, "remote_addr", r.RemoteAddr)
+		rl.log.Debug("node refused the relayed client", "node_id", rt.target, "status", refused.status, "remote_addr", r.RemoteAddr)
 		refused.write(w)
-		return true
+		return upstream{}, false, true
 	}
 	if err != nil {
 		rl.fallbacks.Add(1)
-		if log, suppressed := rl.failLog.failed(target, rl.now()); log {
-			rl.log.Warn("relay to node failed, serving locally", "node_id", target, "addr", addr, "err", err, "suppressed", suppressed)
+		if log, suppressed := rl.failLog.failed(rt.target, rl.now()); log {
+			rl.log.Warn("relay to node failed, serving locally", "node_id", rt.target, "addr", rt.addr, "err", err, "suppressed", suppressed)
 		} else {
-			rl.log.Debug("relay to node failed, serving locally", "node_id", target, "addr", addr, "err", err)
+			rl.log.Debug("relay to node failed, serving locally", "node_id", rt.target, "addr", rt.addr, "err", err)
 		}
-		return false
+		return upstream{}, false, false
 	}
+	return up, true, false
+}
+
+// relaySession tracks a session for up, the node's accepted half, accepts
+// the client with the node's handshake answer, and relays until both sides
+// have ended. It reports false, with nothing written to w, when the relay
+// began closing before the session was tracked.
+func (rl *Relay) relaySession(w http.ResponseWriter, r *http.Request, up upstream) bool {
 	s := newSession(rl, up.conn)
 	defer s.cancel()
 	if !rl.track(s) {
