@@ -44,7 +44,10 @@ type options struct {
 }
 
 // WithModules adds room modules: the game's own, or matchmaking and
-// lobby modules built by hand. The host runs each module's Run.
+// lobby modules built by hand. The host runs each module's Run. New
+// returns room.Host.Use's error for a module with a method named like an
+// optional module interface's that does not implement it
+// (room.ErrModuleHook).
 func WithModules(m ...room.Module) Option {
 	return func(o *options) { o.modules = append(o.modules, m...) }
 }

@@ -6,8 +6,10 @@
 // Admitter, RoomEnder, Loader, Redirector and DrainNotifier; New refuses
 // a game with a method named like one of these hooks but of another
 // signature, which would never be called). New makes a Host; Use adds
-// modules such as matchmaking and lobbies, UseServer binds capacity and
-// drain, UseFleet binds player claims, rejoin from anywhere and handoffs.
+// modules such as matchmaking and lobbies (and refuses, likewise, a module
+// whose method is named like an optional module interface's but does not
+// implement it), UseServer binds capacity and drain, UseFleet binds
+// player claims, rejoin from anywhere and handoffs.
 // Without a Redirector the host moves players with its own
 // RedirectPacket (a game opts out with a Redirect that returns nil);
 // without a DrainNotifier it sends DrainingPacket. AddRoomWatcher and

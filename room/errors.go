@@ -46,6 +46,15 @@ var (
 	// host would never call it. The error names the method, its
 	// signature and the one wanted.
 	ErrHook = errors.New("room: game hook does not match")
+
+	// ErrModuleHook is wrapped by Use's error for a module with a method
+	// named like one of an optional module interface's (Run,
+	// MessageTypes, HandleMessage, Arrived, Disconnected, RoomEnded,
+	// RoomChanged, Release, Drain, DrainLast) that does not implement
+	// the interface: the host would never call it. The error names the
+	// module's type, the method, its signature and the one wanted, or
+	// the method the interface also needs.
+	ErrModuleHook = errors.New("room: module hook does not match")
 )
 
 // configError names the config.yml key (under muster.room) and its

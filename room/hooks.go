@@ -1,16 +1,13 @@
 package room
 
-import (
-	"fmt"
-	"reflect"
-	"regexp"
-)
+import "reflect"
 
 // The optional hooks of a Game are one-method interfaces that the host
 // finds by type assertion. A method whose name is a hook's but whose
 // signature is not (other type arguments, another parameter, or declared
 // on *T for a game passed as a T) would never match and never be called,
-// without a word: New refuses such a game instead (checkHooks).
+// without a word: New refuses such a game instead (checkHooks, in
+// hookcheck.go).
 
 // BeforeStepper is an optional hook of a Game, called once before the
 // steps a worker runs for a room in one pass (usually one; more when the
@@ -85,7 +82,7 @@ type gameHooks[Sim, Input, Player any] struct {
 // (checkHooks) and returns those it implements.
 func findHooks[Sim, Input, Player any](game Game[Sim, Input, Player]) (gameHooks[Sim, Input, Player], error) {
 	var hs gameHooks[Sim, Input, Player]
-	err := checkHooks(game, []reflect.Type{
+	err := checkHooks(game, gameSubject, []reflect.Type{
 		reflect.TypeFor[BeforeStepper[Sim, Input, Player]](),
 		reflect.TypeFor[AfterStepper[Sim, Input, Player]](),
 		reflect.TypeFor[RoomEnder[Sim, Input, Player]](),
@@ -103,68 +100,4 @@ func findHooks[Sim, Input, Player any](game Game[Sim, Input, Player]) (gameHooks
 	hs.ender, _ = game.(RoomEnder[Sim, Input, Player])
 	hs.admit, _ = game.(Admitter[Sim, Input, Player])
 	return hs, nil
-}
-
-// checkHooks returns an error wrapping ErrHook for the first of ifaces
-// (the hooks' one-method interfaces) that game has a method for by name
-// but does not implement: the method's signature differs, or it is
-// declared on *T and game is a T, whose method set lacks it.
-func checkHooks(game any, ifaces []reflect.Type) error {
-	t := reflect.TypeOf(game)
-	if t == nil {
-		return nil
-	}
-	for _, hook := range ifaces {
-		want := hook.Method(0)
-		if t.Implements(hook) {
-			continue
-		}
-		if got, ok := t.MethodByName(want.Name); ok {
-			return hookMismatch(want, got)
-		}
-		if t.Kind() == reflect.Pointer {
-			continue
-		}
-		pt := reflect.PointerTo(t)
-		if got, ok := pt.MethodByName(want.Name); ok {
-			if !pt.Implements(hook) {
-				return hookMismatch(want, got)
-			}
-			return fmt.Errorf("%w: game method %s is declared on %s, but New was given a %s, whose method set lacks it; pass a %s to have it called as the %s hook",
-				ErrHook, want.Name, typeName(pt), typeName(t), typeName(pt), want.Name)
-		}
-	}
-	return nil
-}
-
-// hookMismatch is the error for a game method got named like the hook
-// method want, with another signature.
-func hookMismatch(want, got reflect.Method) error {
-	return fmt.Errorf("%w: game method %s has signature %s; want %s to be called as the %s hook",
-		ErrHook, want.Name, typeName(methodSignature(got)), typeName(want.Type), want.Name)
-}
-
-// methodSignature is the signature of method m of a concrete type, as it
-// is called: without its receiver.
-func methodSignature(m reflect.Method) reflect.Type {
-	ft := m.Type
-	in := make([]reflect.Type, 0, ft.NumIn()-1)
-	for i := 1; i < ft.NumIn(); i++ {
-		in = append(in, ft.In(i))
-	}
-	out := make([]reflect.Type, ft.NumOut())
-	for i := range out {
-		out[i] = ft.Out(i)
-	}
-	return reflect.FuncOf(in, out, ft.IsVariadic())
-}
-
-// importPath matches the import path before a package name in a type's
-// name: reflect spells the type arguments of a generic type with theirs
-// (room.Room[*example.com/game.Sim,...]).
-var importPath = regexp.MustCompile(`(?:[\w.~-]+/)+(\w+\.)`)
-
-// typeName is t's name with package names in place of import paths.
-func typeName(t reflect.Type) string {
-	return importPath.ReplaceAllString(t.String(), "$1")
 }

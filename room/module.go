@@ -3,14 +3,19 @@ package room
 import (
 	"context"
 	"log/slog"
+	"reflect"
 
 	"github.com/muster-gg/muster/fleet"
 )
 
 // Module extends a Host: matchmaking, lobbies, the game's own. A module
 // may also implement MessageHandler, ArrivalHandler, DisconnectHandler,
-// RoomEndHandler, RoomWatcher, Runner, Releaser and fleet.Drainer; the
-// host finds them by type assertion. A module is not generic: it sees the host through
+// RoomEndHandler, RoomWatcher, Runner, Releaser and fleet.Drainer (or
+// fleet.LastDrainer); the host finds them by type assertion. Use refuses
+// a module with a method named like one of theirs that does not
+// implement it (another signature, declared on *T for a module passed as
+// a T, or a MessageHandler without MessageTypes), since the host would
+// never call it. A module is not generic: it sees the host through
 // ModuleHost, whatever the game's types, so a game's own module gets
 // exactly what the built-in ones get.
 type Module interface {
@@ -19,7 +24,8 @@ type Module interface {
 }
 
 // Runner is a module with work of its own (a queue's matching loop): the
-// host's Run starts Run and waits for it to return after ctx ends.
+// host's Run starts Run and waits for it to return after ctx ends. Use
+// refuses a module whose Run has another signature.
 type Runner interface {
 	Run(ctx context.Context) error
 }
@@ -57,7 +63,8 @@ type ModuleHost interface {
 }
 
 // MessageHandler handles the client messages of the types it names, such
-// as "queue" or "lobby.create".
+// as "queue" or "lobby.create". Use refuses a module with one of the two
+// methods and not the other, or with either of another signature.
 type MessageHandler interface {
 	MessageTypes() []string
 	// HandleMessage handles one message of c. An error closes the
@@ -67,12 +74,14 @@ type MessageHandler interface {
 
 // ArrivalHandler is told of every client that said hello: with the
 // handoff written for it by the server that sent it here (Handoff.Kind is
-// "" when there was none).
+// "" when there was none). Use refuses a module whose Arrived has another
+// signature.
 type ArrivalHandler interface {
 	Arrived(ctx context.Context, c *Client, h Handoff)
 }
 
-// DisconnectHandler is told when a client's connection ends.
+// DisconnectHandler is told when a client's connection ends. Use refuses
+// a module whose Disconnected has another signature.
 type DisconnectHandler interface {
 	Disconnected(c *Client)
 }
@@ -80,7 +89,7 @@ type DisconnectHandler interface {
 // RoomEndHandler is told when a room ends. RoomEnded runs on the step
 // worker that ended the room, so it must not block and must do no I/O
 // (use Fleet.ReleaseLater, not Release): the worker's other rooms wait
-// for it.
+// for it. Use refuses a module whose RoomEnded has another signature.
 type RoomEndHandler interface {
 	RoomEnded(info Info, reason string)
 }
@@ -93,7 +102,8 @@ type RoomEndHandler interface {
 // kept of it (nil for nothing); or it reports moving when the module is
 // sending the player elsewhere itself, and the host leaves it to the
 // module. The host handles no client message from then on, so a module
-// takes on nobody after its Release.
+// takes on nobody after its Release. Use refuses a module whose Release
+// has another signature.
 type Releaser interface {
 	Release(id string) (ho *Handoff, moving bool)
 }
@@ -104,4 +114,25 @@ type Releaser interface {
 type Handoff struct {
 	Kind string `json:"kind"`
 	Data []byte `json:"data,omitempty"`
+}
+
+// moduleHooks are the optional interfaces of a module, found by type
+// assertion.
+var moduleHooks = []reflect.Type{
+	reflect.TypeFor[Runner](),
+	reflect.TypeFor[MessageHandler](),
+	reflect.TypeFor[ArrivalHandler](),
+	reflect.TypeFor[DisconnectHandler](),
+	reflect.TypeFor[RoomEndHandler](),
+	reflect.TypeFor[RoomWatcher](),
+	reflect.TypeFor[Releaser](),
+	reflect.TypeFor[fleet.Drainer](),
+	reflect.TypeFor[fleet.LastDrainer](),
+}
+
+// checkModuleHooks returns an error wrapping ErrModuleHook if m has a
+// method named like one of moduleHooks' that it does not implement (see
+// checkHooks).
+func checkModuleHooks(m Module) error {
+	return checkHooks(m, moduleSubject(m), moduleHooks)
 }

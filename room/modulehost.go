@@ -45,7 +45,19 @@ type Fleet interface {
 
 // Use adds a module. Its message types must not clash with another's.
 // Call Use before Run.
+//
+// Use refuses (with an error wrapping ErrModuleHook, before Attach) a
+// module with a method named like one of an optional module interface's
+// (Runner, MessageHandler, ArrivalHandler, DisconnectHandler,
+// RoomEndHandler, RoomWatcher, Releaser, fleet.Drainer,
+// fleet.LastDrainer) that does not implement it: of another signature,
+// declared on *T for a module passed as a T, or without the interface's
+// other method. The host would never call it. The error names the
+// module's type, the method, its signature and the one wanted.
 func (h *Host[Sim, Input, Player]) Use(m Module) error {
+	if err := checkModuleHooks(m); err != nil {
+		return err
+	}
 	if mh, ok := m.(MessageHandler); ok {
 		for _, typ := range mh.MessageTypes() {
 			if typ == msgHello || typ == msgInput || h.routes[typ] != nil {

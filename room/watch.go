@@ -24,7 +24,8 @@ type RoomState struct {
 //
 // RoomChanged may run on a step worker, with the room's other hooks: it
 // must not block and must not do I/O; hand the state to a goroutine of
-// its own. The states of one room arrive in order.
+// its own. The states of one room arrive in order. Use refuses a module
+// whose RoomChanged has another signature.
 type RoomWatcher interface {
 	RoomChanged(s RoomState)
 }
