@@ -3,6 +3,9 @@ package federation
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 
@@ -79,6 +82,25 @@ func (h *Home) routes() http.Handler {
 // ctx bounds a request's register calls.
 func (h *Home) ctx(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), h.cfg.RequestTimeout)
+}
+
+// readBody reads a JSON body of at most MaxBody bytes.
+func (h *Home) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	return h.readBodyLimit(w, r, h.cfg.MaxBody, "max-body")
+}
+
+// readBodyLimit reads a body of at most limit bytes; key names the config
+// key of the limit.
+func (h *Home) readBodyLimit(w http.ResponseWriter, r *http.Request, limit int64, key string) ([]byte, error) {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, fmt.Errorf("%w: limit is %d bytes (%s)", ErrTooLarge, mbe.Limit, key)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading body: %v", ErrInvalid, err)
+	}
+	return data, nil
 }
 
 // fail answers err as a JSON error. Server-side failures are logged here

@@ -147,22 +147,3 @@ func (h *Home) serveRegions(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "public, max-age=5")
 	writeJSON(w, http.StatusOK, list)
 }
-
-// readBody reads a JSON body of at most MaxBody bytes.
-func (h *Home) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	return h.readBodyLimit(w, r, h.cfg.MaxBody, "max-body")
-}
-
-// readBodyLimit reads a body of at most limit bytes; key names the config
-// key of the limit.
-func (h *Home) readBodyLimit(w http.ResponseWriter, r *http.Request, limit int64, key string) ([]byte, error) {
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return nil, fmt.Errorf("%w: limit is %d bytes (%s)", ErrTooLarge, mbe.Limit, key)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: reading body: %v", ErrInvalid, err)
-	}
-	return data, nil
-}
