@@ -3,8 +3,10 @@ package federation
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/muster-gg/muster/backplane"
 )
 
@@ -150,4 +152,70 @@ func (h *Home) revokeServer(ctx context.Context, serverID string, now time.Time)
 		return fmt.Errorf("%w: delete %s: %w", ErrUnavailable, collPresence, err)
 	}
 	return h.endRooms(ctx, func(r RoomSnapshot) bool { return r.ServerID == serverID })
+}
+
+// createNodeResponse is the answer to POST /nodes.
+type createNodeResponse struct {
+	Node NodeInfo `json:"node"`
+	// Key is the node key, shown this once.
+	Key string `json:"key"`
+}
+
+// serveCreateNode answers POST /nodes; the answer, which holds the node
+// key, is not to be stored.
+func (h *Home) serveCreateNode(w http.ResponseWriter, r *http.Request) {
+	data, err := h.readBody(w, r)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	spec, err := decodeNodeSpec(data)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	ctx, cancel := h.ctx(r)
+	defer cancel()
+	info, key, err := h.CreateNode(ctx, spec)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, createNodeResponse{Node: info, Key: key})
+}
+
+// nodeList is the answer to GET /nodes.
+func (h *Home) nodeList(ctx context.Context, _ string) (map[string][]NodeInfo, error) {
+	nodes, err := h.Nodes(ctx)
+	return map[string][]NodeInfo{"nodes": nodes}, err
+}
+
+// adminGet answers a GET of the admin API with what fn returns for the
+// path's {id} ("" where the path has none).
+func adminGet[T any](h *Home, fn func(context.Context, string) (T, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := h.ctx(r)
+		defer cancel()
+		v, err := fn(ctx, chi.URLParam(r, "id"))
+		if err != nil {
+			h.fail(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
+	}
+}
+
+// adminAction answers a POST of the admin API that fn carries out on the
+// path's {id}, with 204 No Content.
+func (h *Home) adminAction(fn func(context.Context, string) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := h.ctx(r)
+		defer cancel()
+		if err := fn(ctx, chi.URLParam(r, "id")); err != nil {
+			h.fail(w, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}
 }

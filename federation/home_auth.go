@@ -3,6 +3,8 @@ package federation
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 )
 
 // principal is who a request's key belongs to.
@@ -77,4 +79,82 @@ func (h *Home) current(ctx context.Context, p principal) (n nodeRecord, rawN []b
 		err = fmt.Errorf("server %q: %w", sv.ID, ErrRevoked)
 	}
 	return
+}
+
+// clientAddr is the address a request came from, for per-address limits.
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// limitAddress counts a request to the federation doors against its
+// client address's rate limit (Limits.PerIP) before any key is checked.
+func (h *Home) limitAddress(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := h.ctx(r)
+		ok := h.limiter.allow(ctx, "ip."+clientAddr(r), h.cfg.Limits.PerIP, h.cfg.Limits.Window)
+		cancel()
+		if !ok {
+			h.fail(w, fmt.Errorf("address %s: %w", clientAddr(r), ErrRateLimited))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// door authenticates a federation request with a key of the given kind and
+// counts it against the key's rate limit.
+func (h *Home) door(kind keyKind, name string, limit int, fn func(http.ResponseWriter, *http.Request, principal)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := h.ctx(r)
+		defer cancel()
+		p, err := h.authenticate(ctx, bearer(r))
+		if err != nil {
+			h.fail(w, err)
+			return
+		}
+		if p.kind != kind {
+			h.fail(w, fmt.Errorf("%s key at %s: %w", p.kind, name, ErrForbidden))
+			return
+		}
+		id := p.node.ID
+		if kind == kindServer {
+			id = p.server.ID
+		}
+		if !h.limiter.allow(ctx, name+"."+id, limit, h.cfg.Limits.Window) {
+			h.fail(w, fmt.Errorf("%s by %s: %w", name, id, ErrRateLimited))
+			return
+		}
+		fn(w, r, p)
+	}
+}
+
+// requireAdmin lets through requests bearing the admin token: 401 for no
+// or an unknown token, 403 for a federation key or when the admin API is
+// off.
+func (h *Home) requireAdmin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h.adminHash == "" {
+			h.fail(w, fmt.Errorf("admin API is off (no admin token configured): %w", ErrForbidden))
+			return
+		}
+		token := bearer(r)
+		if token != "" && hashesEqual(keyHash(token), h.adminHash) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if _, ok := keyKindOf(token); ok {
+			ctx, cancel := h.ctx(r)
+			p, err := h.authenticate(ctx, token)
+			cancel()
+			if err == nil {
+				h.fail(w, fmt.Errorf("%s key at the admin API: %w", p.kind, ErrForbidden))
+				return
+			}
+		}
+		h.fail(w, fmt.Errorf("admin token: %w", ErrUnauthorized))
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/http"
 
 	"github.com/muster-gg/muster/backplane"
 )
@@ -119,11 +120,10 @@ func (h *Home) announce(ctx context.Context, p principal, req announceRequest) (
 }
 
 // reportRoom stores a room snapshot unless home holds a newer one (the
-// answer says whether it did), and
-// keeps the server's room and player counts with it. Only a server of an
-// approved node that has announced within SilentAfter may report, up to
-// MaxRoomsPerServer open rooms. A room belongs to the server that
-// reported it first.
+// answer says whether it did), and keeps the server's room and player
+// counts with it. Only a server of an approved node that has announced
+// within SilentAfter may report, up to MaxRoomsPerServer open rooms. A
+// room belongs to the server that reported it first.
 func (h *Home) reportRoom(ctx context.Context, p principal, req roomRequest) (roomResponse, error) {
 	if req.NodeID != "" && req.NodeID != p.node.ID {
 		return roomResponse{}, fmt.Errorf("room report names node %q: %w", req.NodeID, ErrWrongNode)
@@ -197,4 +197,44 @@ func (h *Home) reportRoom(ctx context.Context, p principal, req roomRequest) (ro
 		}, nil
 	})
 	return roomResponse{Stored: stored}, err
+}
+
+// serveJoin, serveAnnounce and serveRoom are the JSON doors (PathJoin,
+// PathAnnounce, PathRooms), behind door.
+func (h *Home) serveJoin(w http.ResponseWriter, r *http.Request, p principal) {
+	serveDoor(h, w, r, p, h.cfg.MaxBody, "max-body", decodeJoin, h.join, http.StatusCreated)
+}
+
+func (h *Home) serveAnnounce(w http.ResponseWriter, r *http.Request, p principal) {
+	serveDoor(h, w, r, p, h.cfg.MaxBody, "max-body", decodeAnnounce, h.announce, http.StatusOK)
+}
+
+func (h *Home) serveRoom(w http.ResponseWriter, r *http.Request, p principal) {
+	serveDoor(h, w, r, p, h.cfg.MaxReportBytes, "max-report-bytes", decodeRoomReport, h.reportRoom, http.StatusOK)
+}
+
+// serveDoor answers a door's JSON request: it reads a body of at most
+// limit bytes (key names the limit's config key), decodes it, and answers
+// status with what do returns.
+func serveDoor[Req, Res any](h *Home, w http.ResponseWriter, r *http.Request, p principal,
+	limit int64, key string, decode func([]byte) (Req, error),
+	do func(context.Context, principal, Req) (Res, error), status int) {
+	data, err := h.readBodyLimit(w, r, limit, key)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	req, err := decode(data)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	ctx, cancel := h.ctx(r)
+	defer cancel()
+	res, err := do(ctx, p, req)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	writeJSON(w, status, res)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"time"
 )
@@ -179,4 +180,17 @@ func (h *Home) regions(ctx context.Context) (RegionList, error) {
 		h.cacheMu.Unlock()
 	}
 	return list, nil
+}
+
+// serveRegions serves the public regions list, cached for RegionsCache.
+func (h *Home) serveRegions(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := h.ctx(r)
+	defer cancel()
+	list, err := h.regions(ctx)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "public, max-age=5")
+	writeJSON(w, http.StatusOK, list)
 }

@@ -2,6 +2,10 @@ package federation
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
 	"time"
 
 	"github.com/muster-gg/muster/backplane"
@@ -51,4 +55,40 @@ func (h *Home) recordSelfTest(ctx context.Context, p principal, n int64, elapsed
 	h.log.Info("federation: self-test", "node_id", p.node.ID, "server_id", p.server.ID,
 		"bytes", n, "bytes_per_second", int64(res.BytesPerSecond), "passed", res.Passed)
 	return selfTestResponse{SelfTestResult: res, NextDueInSeconds: st.Due.Sub(now).Seconds()}, nil
+}
+
+// serveSelfTest measures the upload itself: the server cannot claim a rate
+// it did not reach.
+func (h *Home) serveSelfTest(w http.ResponseWriter, r *http.Request, p principal) {
+	body := http.MaxBytesReader(w, r.Body, h.cfg.SelfTestBytes)
+	var first [1]byte
+	start := time.Now()
+	n, err := io.ReadFull(body, first[:])
+	if err == nil {
+		start = time.Now() // from the first byte, not from the headers
+		var m int64
+		m, err = io.Copy(io.Discard, body)
+		n += int(m)
+	}
+	elapsed := time.Since(start)
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		h.fail(w, fmt.Errorf("%w: the self-test is %d bytes", ErrTooLarge, h.cfg.SelfTestBytes))
+		return
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		h.fail(w, fmt.Errorf("%w: empty self-test upload", ErrInvalid))
+		return
+	case err != nil:
+		h.fail(w, fmt.Errorf("%w: self-test upload: %v", ErrInvalid, err))
+		return
+	}
+	ctx, cancel := h.ctx(r)
+	defer cancel()
+	res, err := h.recordSelfTest(ctx, p, int64(n), elapsed)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
 }
