@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"time"
@@ -145,41 +146,27 @@ type RateLimits struct {
 }
 
 func (c HomeConfig) withDefaults() (HomeConfig, error) {
-	setDur(&c.AnnounceEvery, DefaultAnnounceEvery)
-	setDur(&c.SilentAfter, DefaultSilentAfter)
-	setDur(&c.SelfTestEvery, DefaultSelfTestEvery)
-	setDur(&c.SelfTestGrace, DefaultSelfTestGrace)
-	setDur(&c.RegionsCache, DefaultRegionsCache)
-	setDur(&c.RequestTimeout, DefaultRequestTimeout)
-	setDur(&c.Limits.Window, time.Minute)
-	if c.SelfTestBytes == 0 {
-		c.SelfTestBytes = DefaultSelfTestBytes
-	}
-	if c.MaxBody == 0 {
-		c.MaxBody = DefaultMaxBody
-	}
-	if c.MaxServersPerNode == 0 {
-		c.MaxServersPerNode = DefaultMaxServersPerNode
-	}
-	if c.MaxRoomsPerServer == 0 {
-		c.MaxRoomsPerServer = DefaultMaxRoomsPerServer
-	}
-	if c.MaxReportBytes == 0 {
-		c.MaxReportBytes = min(DefaultMaxReportBytes, c.MaxBody)
-	}
-	setInt(&c.Limits.Join, 10)
-	setInt(&c.Limits.Announce, 10)
-	setInt(&c.Limits.Rooms, 6000)
-	setInt(&c.Limits.SelfTest, 2)
-	setInt(&c.Limits.PerIP, 60000)
+	setDefault(&c.AnnounceEvery, DefaultAnnounceEvery)
+	setDefault(&c.SilentAfter, DefaultSilentAfter)
+	setDefault(&c.SelfTestEvery, DefaultSelfTestEvery)
+	setDefault(&c.SelfTestGrace, DefaultSelfTestGrace)
+	setDefault(&c.RegionsCache, DefaultRegionsCache)
+	setDefault(&c.RequestTimeout, DefaultRequestTimeout)
+	setDefault(&c.Limits.Window, time.Minute)
+	setDefault(&c.SelfTestBytes, DefaultSelfTestBytes)
+	setDefault(&c.MaxBody, DefaultMaxBody)
+	setDefault(&c.MaxServersPerNode, DefaultMaxServersPerNode)
+	setDefault(&c.MaxRoomsPerServer, DefaultMaxRoomsPerServer)
+	setDefault(&c.MaxReportBytes, min(DefaultMaxReportBytes, c.MaxBody))
+	setDefault(&c.Limits.Join, 10)
+	setDefault(&c.Limits.Announce, 10)
+	setDefault(&c.Limits.Rooms, 6000)
+	setDefault(&c.Limits.SelfTest, 2)
+	setDefault(&c.Limits.PerIP, 60000)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	services := make(map[string]string, len(c.Services))
-	for k, v := range c.Services {
-		services[k] = v
-	}
-	c.Services = services
+	c.Services = cloneServices(c.Services)
 	switch {
 	case c.AdminToken != "" && len(c.AdminToken) < minAdminToken:
 		return c, fmt.Errorf("%w: AdminToken must be at least %d bytes", ErrInvalidConfig, minAdminToken)
@@ -252,41 +239,38 @@ type NodeConfig struct {
 	OnAnnounce func(Announcement) `yaml:"-"`
 }
 
-func (c NodeConfig) withDefaults() (NodeConfig, error) {
-	setDur(&c.AnnounceEvery, DefaultAnnounceEvery)
-	setDur(&c.Timeout, DefaultNodeTimeout)
-	setDur(&c.SelfTestTimeout, DefaultSelfTestTimeout)
+func (c NodeConfig) withDefaults() (NodeConfig, *url.URL, error) {
+	setDefault(&c.AnnounceEvery, DefaultAnnounceEvery)
+	setDefault(&c.Timeout, DefaultNodeTimeout)
+	setDefault(&c.SelfTestTimeout, DefaultSelfTestTimeout)
 	if c.HTTPClient == nil {
 		c.HTTPClient = newHomeClient()
 	}
 	if c.Hardware == nil {
 		c.Hardware = ReadHardware
 	}
-	services := make(map[string]string, len(c.Services))
-	for k, v := range c.Services {
-		services[k] = v
-	}
-	c.Services = services
-	if err := checkBaseURL(c.HomeURL); err != nil {
-		return c, fmt.Errorf("%w: HomeURL: %w", ErrInvalidConfig, err)
+	c.Services = cloneServices(c.Services)
+	base, err := homeBaseURL(c.HomeURL)
+	if err != nil {
+		return c, nil, fmt.Errorf("%w: HomeURL: %w", ErrInvalidConfig, err)
 	}
 	switch {
 	case c.KeyFile == "":
-		return c, fmt.Errorf("%w: KeyFile is required", ErrInvalidConfig)
+		return c, nil, fmt.Errorf("%w: KeyFile is required", ErrInvalidConfig)
 	case c.AnnounceEvery < 0, c.Timeout < 0, c.SelfTestTimeout < 0:
-		return c, fmt.Errorf("%w: durations must not be negative", ErrInvalidConfig)
+		return c, nil, fmt.Errorf("%w: durations must not be negative", ErrInvalidConfig)
 	case c.NodeKey != "" && !validKeyFormat(c.NodeKey, kindNode):
-		return c, fmt.Errorf("%w: NodeKey is not a node key", ErrInvalidConfig)
+		return c, nil, fmt.Errorf("%w: NodeKey is not a node key", ErrInvalidConfig)
 	}
 	if c.Name != "" {
 		if err := checkLabel("Name", c.Name); err != nil {
-			return c, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+			return c, nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}
 	}
 	if err := validateServices(c.Services); err != nil {
-		return c, fmt.Errorf("%w: Services: %w", ErrInvalidConfig, err)
+		return c, nil, fmt.Errorf("%w: Services: %w", ErrInvalidConfig, err)
 	}
-	return c, nil
+	return c, base, nil
 }
 
 // PlacerConfig configures a Placer. The zero value of every field except
@@ -345,80 +329,68 @@ type PlacerConfig struct {
 	Now func() time.Time `yaml:"-"`
 }
 
-func (c PlacerConfig) withDefaults() (PlacerConfig, error) {
-	setDur(&c.PollEvery, DefaultPollEvery)
-	setDur(&c.MaxStale, DefaultMaxStale)
-	setDur(&c.LookupTimeout, DefaultLookupTimeout)
-	setDur(&c.CountryTTL, DefaultCountryTTL)
-	setDur(&c.TURNTTL, DefaultTURNTTL)
-	setDur(&c.Timeout, DefaultNodeTimeout)
-	if c.LookupWorkers == 0 {
-		c.LookupWorkers = DefaultLookupWorkers
-	}
-	if c.LookupQueue == 0 {
-		c.LookupQueue = DefaultLookupQueue
-	}
+func (c PlacerConfig) withDefaults() (PlacerConfig, *url.URL, error) {
+	setDefault(&c.PollEvery, DefaultPollEvery)
+	setDefault(&c.MaxStale, DefaultMaxStale)
+	setDefault(&c.LookupTimeout, DefaultLookupTimeout)
+	setDefault(&c.CountryTTL, DefaultCountryTTL)
+	setDefault(&c.TURNTTL, DefaultTURNTTL)
+	setDefault(&c.Timeout, DefaultNodeTimeout)
+	setDefault(&c.LookupWorkers, DefaultLookupWorkers)
+	setDefault(&c.LookupQueue, DefaultLookupQueue)
 	if c.HTTPClient == nil {
 		c.HTTPClient = newHomeClient()
 	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	services := make(map[string]string, len(c.HomeServices))
-	for k, v := range c.HomeServices {
-		services[k] = v
-	}
-	c.HomeServices = services
-	if err := checkBaseURL(c.HomeURL); err != nil {
-		return c, fmt.Errorf("%w: HomeURL: %w", ErrInvalidConfig, err)
+	c.HomeServices = cloneServices(c.HomeServices)
+	base, err := homeBaseURL(c.HomeURL)
+	if err != nil {
+		return c, nil, fmt.Errorf("%w: HomeURL: %w", ErrInvalidConfig, err)
 	}
 	switch {
 	case c.PollEvery < 0, c.MaxStale < 0, c.LookupTimeout < 0, c.CountryTTL < 0, c.TURNTTL < 0, c.Timeout < 0:
-		return c, fmt.Errorf("%w: durations must not be negative", ErrInvalidConfig)
+		return c, nil, fmt.Errorf("%w: durations must not be negative", ErrInvalidConfig)
 	case c.LookupWorkers < 0:
-		return c, fmt.Errorf("%w: LookupWorkers must not be negative", ErrInvalidConfig)
+		return c, nil, fmt.Errorf("%w: LookupWorkers must not be negative", ErrInvalidConfig)
 	case c.LookupQueue < 0:
-		return c, fmt.Errorf("%w: LookupQueue must not be negative", ErrInvalidConfig)
+		return c, nil, fmt.Errorf("%w: LookupQueue must not be negative", ErrInvalidConfig)
 	}
 	if err := validateServices(c.HomeServices); err != nil {
-		return c, fmt.Errorf("%w: HomeServices: %w", ErrInvalidConfig, err)
+		return c, nil, fmt.Errorf("%w: HomeServices: %w", ErrInvalidConfig, err)
 	}
-	return c, nil
+	return c, base, nil
 }
 
-// checkBaseURL checks home's base URL (baseurl.Valid): the paths of
-// home's API are joined to it.
-func checkBaseURL(s string) error {
+// homeBaseURL parses and checks home's base URL (baseurl.Valid): the
+// paths of home's API are joined to it.
+func homeBaseURL(s string) (*url.URL, error) {
 	if s == "" {
-		return fmt.Errorf("is required")
+		return nil, fmt.Errorf("is required")
 	}
 	u, err := url.Parse(s)
 	if err != nil {
-		return errors.New("is not a URL")
+		return nil, errors.New("is not a URL")
 	}
 	if !baseurl.Valid(u) {
-		return fmt.Errorf("%s: want an http(s) base URL without user, query or fragment; home's keys are sent as headers", u.Redacted())
+		return nil, fmt.Errorf("%s: want an http(s) base URL without user, query or fragment; home's keys are sent as headers", u.Redacted())
 	}
-	return nil
+	return u, nil
 }
 
-// newHomeClient returns the default client of requests to home. It follows
-// no redirect: home's API answers in place, and a redirect would carry a
-// key to another port or from https to plain http on the same host, which
-// Go's client keeps the Authorization header for.
-func newHomeClient() *http.Client {
-	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+// cloneServices returns a copy of services, never nil.
+func cloneServices(services map[string]string) map[string]string {
+	out := make(map[string]string, len(services))
+	maps.Copy(out, services)
+	return out
 }
 
-func setDur(d *time.Duration, def time.Duration) {
-	if *d == 0 {
-		*d = def
-	}
-}
-
-func setInt(n *int, def int) {
-	if *n == 0 {
-		*n = def
+// setDefault sets *v to def when it is zero.
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
 	}
 }
 

@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 )
@@ -70,13 +68,13 @@ func (h *Home) routes() http.Handler {
 	})
 	r.Route(PathAdmin, func(r chi.Router) {
 		r.Use(h.requireAdmin)
-		r.Get("/nodes", h.serveListNodes)
+		r.Get("/nodes", adminGet(h, h.nodeList))
 		r.Post("/nodes", h.serveCreateNode)
-		r.Get("/nodes/{id}", h.serveNode)
-		r.Post("/nodes/{id}/approve", h.serveApprove)
-		r.Post("/nodes/{id}/revoke", h.serveRevokeNode)
-		r.Post("/servers/{id}/revoke", h.serveRevokeServer)
-		r.Get("/rooms/{id}", h.serveRoomSnapshot)
+		r.Get("/nodes/{id}", adminGet(h, h.Node))
+		r.Post("/nodes/{id}/approve", h.adminAction(h.Approve))
+		r.Post("/nodes/{id}/revoke", h.adminAction(h.RevokeNode))
+		r.Post("/servers/{id}/revoke", h.adminAction(h.RevokeServer))
+		r.Get("/rooms/{id}", adminGet(h, h.Room))
 	})
 	return r
 }
@@ -84,54 +82,6 @@ func (h *Home) routes() http.Handler {
 // ctx bounds a request's register calls.
 func (h *Home) ctx(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), h.cfg.RequestTimeout)
-}
-
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
-
-func (h *Home) limitAddress(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := h.ctx(r)
-		ok := h.limiter.allow(ctx, "ip."+clientAddr(r), h.cfg.Limits.PerIP, h.cfg.Limits.Window)
-		cancel()
-		if !ok {
-			h.fail(w, fmt.Errorf("address %s: %w", clientAddr(r), ErrRateLimited))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// door authenticates a federation request with a key of the given kind and
-// counts it against the key's rate limit.
-func (h *Home) door(kind keyKind, name string, limit int, fn func(http.ResponseWriter, *http.Request, principal)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := h.ctx(r)
-		defer cancel()
-		p, err := h.authenticate(ctx, bearer(r))
-		if err != nil {
-			h.fail(w, err)
-			return
-		}
-		if p.kind != kind {
-			h.fail(w, fmt.Errorf("%s key at %s: %w", p.kind, name, ErrForbidden))
-			return
-		}
-		id := p.node.ID
-		if kind == kindServer {
-			id = p.server.ID
-		}
-		if !h.limiter.allow(ctx, name+"."+id, limit, h.cfg.Limits.Window) {
-			h.fail(w, fmt.Errorf("%s by %s: %w", name, id, ErrRateLimited))
-			return
-		}
-		fn(w, r, p)
-	}
 }
 
 // readBody reads a JSON body of at most MaxBody bytes.
@@ -151,230 +101,6 @@ func (h *Home) readBodyLimit(w http.ResponseWriter, r *http.Request, limit int64
 		return nil, fmt.Errorf("%w: reading body: %v", ErrInvalid, err)
 	}
 	return data, nil
-}
-
-func (h *Home) serveJoin(w http.ResponseWriter, r *http.Request, p principal) {
-	data, err := h.readBody(w, r)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	req, err := decodeJoin(data)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	ctx, cancel := h.ctx(r)
-	defer cancel()
-	res, err := h.join(ctx, p, req)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, res)
-}
-
-func (h *Home) serveAnnounce(w http.ResponseWriter, r *http.Request, p principal) {
-	data, err := h.readBody(w, r)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	req, err := decodeAnnounce(data)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	ctx, cancel := h.ctx(r)
-	defer cancel()
-	res, err := h.announce(ctx, p, req)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
-}
-
-// serveSelfTest measures the upload itself: the server cannot claim a rate
-// it did not reach.
-func (h *Home) serveSelfTest(w http.ResponseWriter, r *http.Request, p principal) {
-	body := http.MaxBytesReader(w, r.Body, h.cfg.SelfTestBytes)
-	var first [1]byte
-	start := time.Now()
-	n, err := io.ReadFull(body, first[:])
-	if err == nil {
-		start = time.Now() // from the first byte, not from the headers
-		var m int64
-		m, err = io.Copy(io.Discard, body)
-		n += int(m)
-	}
-	elapsed := time.Since(start)
-	var mbe *http.MaxBytesError
-	switch {
-	case errors.As(err, &mbe):
-		h.fail(w, fmt.Errorf("%w: the self-test is %d bytes", ErrTooLarge, h.cfg.SelfTestBytes))
-		return
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		h.fail(w, fmt.Errorf("%w: empty self-test upload", ErrInvalid))
-		return
-	case err != nil:
-		h.fail(w, fmt.Errorf("%w: self-test upload: %v", ErrInvalid, err))
-		return
-	}
-	ctx, cancel := h.ctx(r)
-	defer cancel()
-	res, err := h.recordSelfTest(ctx, p, int64(n), elapsed)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
-}
-
-func (h *Home) serveRoom(w http.ResponseWriter, r *http.Request, p principal) {
-	data, err := h.readBodyLimit(w, r, h.cfg.MaxReportBytes, "max-report-bytes")
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	req, err := decodeRoomReport(data)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	ctx, cancel := h.ctx(r)
-	defer cancel()
-	stored, err := h.reportRoom(ctx, p, req)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, roomResponse{Stored: stored})
-}
-
-func (h *Home) serveRegions(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := h.ctx(r)
-	defer cancel()
-	list, err := h.regions(ctx)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	w.Header().Set("Cache-Control", "public, max-age=5")
-	writeJSON(w, http.StatusOK, list)
-}
-
-// requireAdmin lets through requests bearing the admin token: 401 for no
-// or an unknown token, 403 for a federation key or when the admin API is
-// off.
-func (h *Home) requireAdmin(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if h.adminHash == "" {
-			h.fail(w, fmt.Errorf("admin API is off (no admin token configured): %w", ErrForbidden))
-			return
-		}
-		token := bearer(r)
-		if token != "" && hashesEqual(keyHash(token), h.adminHash) {
-			next.ServeHTTP(w, r)
-			return
-		}
-		if _, ok := keyKindOf(token); ok {
-			ctx, cancel := h.ctx(r)
-			p, err := h.authenticate(ctx, token)
-			cancel()
-			if err == nil {
-				h.fail(w, fmt.Errorf("%s key at the admin API: %w", p.kind, ErrForbidden))
-				return
-			}
-		}
-		h.fail(w, fmt.Errorf("admin token: %w", ErrUnauthorized))
-	})
-}
-
-// createNodeResponse is the answer to POST /nodes.
-type createNodeResponse struct {
-	Node NodeInfo `json:"node"`
-	// Key is the node key, shown this once.
-	Key string `json:"key"`
-}
-
-func (h *Home) serveCreateNode(w http.ResponseWriter, r *http.Request) {
-	data, err := h.readBody(w, r)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	spec, err := decodeNodeSpec(data)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	ctx, cancel := h.ctx(r)
-	defer cancel()
-	info, key, err := h.CreateNode(ctx, spec)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusCreated, createNodeResponse{Node: info, Key: key})
-}
-
-func (h *Home) serveListNodes(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := h.ctx(r)
-	defer cancel()
-	nodes, err := h.Nodes(ctx)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string][]NodeInfo{"nodes": nodes})
-}
-
-func (h *Home) serveNode(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := h.ctx(r)
-	defer cancel()
-	n, err := h.Node(ctx, chi.URLParam(r, "id"))
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, n)
-}
-
-func (h *Home) adminAction(fn func(context.Context, string) error) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := h.ctx(r)
-		defer cancel()
-		if err := fn(ctx, chi.URLParam(r, "id")); err != nil {
-			h.fail(w, err)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	}
-}
-
-func (h *Home) serveApprove(w http.ResponseWriter, r *http.Request) {
-	h.adminAction(h.Approve)(w, r)
-}
-
-func (h *Home) serveRevokeNode(w http.ResponseWriter, r *http.Request) {
-	h.adminAction(h.RevokeNode)(w, r)
-}
-
-func (h *Home) serveRevokeServer(w http.ResponseWriter, r *http.Request) {
-	h.adminAction(h.RevokeServer)(w, r)
-}
-
-func (h *Home) serveRoomSnapshot(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := h.ctx(r)
-	defer cancel()
-	room, err := h.Room(ctx, chi.URLParam(r, "id"))
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, room)
 }
 
 // fail answers err as a JSON error. Server-side failures are logged here

@@ -15,22 +15,15 @@ import (
 // backplane has no counters or cannot be reached.
 type limiter struct {
 	bp  backplane.Backplane
-	now func() time.Time
 	log *slog.Logger
+	mem *memCounter // the fallback
 
 	mu       sync.Mutex
-	mem      map[string]memCount
-	calls    int
 	degraded bool // the last backplane call failed (logged once)
 }
 
-type memCount struct {
-	n       int64
-	expires time.Time
-}
-
 func newLimiter(bp backplane.Backplane, now func() time.Time, log *slog.Logger) *limiter {
-	return &limiter{bp: bp, now: now, log: log, mem: make(map[string]memCount)}
+	return &limiter{bp: bp, log: log, mem: newMemCounter(now)}
 }
 
 // allow counts one request against key and reports whether it is within
@@ -52,27 +45,54 @@ func (l *limiter) allow(ctx context.Context, key string, limit int, window time.
 	return l.allowMemory(key, limit, window, err)
 }
 
+// allowMemory counts in memory what the backplane could not count.
 func (l *limiter) allowMemory(key string, limit int, window time.Duration, err error) bool {
-	now := l.now()
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if !l.degraded && !errors.Is(err, backplane.ErrUnsupported) {
 		l.degraded = true
 		l.log.Warn("federation: rate limits counted in memory while the backplane fails", "err", err)
 	}
-	l.calls++
-	if l.calls%1024 == 0 {
-		for k, c := range l.mem {
+	l.mu.Unlock()
+	n, _ := l.mem.Increment(context.Background(), key, window, 1)
+	return n <= int64(limit)
+}
+
+// memCounter is a room.Counter in memory, for one process: the fallback
+// of both the limiter and the TokenChecker.
+type memCounter struct {
+	now   func() time.Time
+	mu    sync.Mutex
+	m     map[string]memCount
+	calls int
+}
+
+type memCount struct {
+	n       int64
+	expires time.Time
+}
+
+func newMemCounter(now func() time.Time) *memCounter {
+	return &memCounter{now: now, m: make(map[string]memCount)}
+}
+
+// Increment implements room.Counter. Expired counts are swept every 1024
+// calls.
+func (m *memCounter) Increment(_ context.Context, key string, ttl time.Duration, by int64) (int64, error) {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.calls++; m.calls%1024 == 0 {
+		for k, c := range m.m {
 			if !now.Before(c.expires) {
-				delete(l.mem, k)
+				delete(m.m, k)
 			}
 		}
 	}
-	c := l.mem[key]
+	c := m.m[key]
 	if !now.Before(c.expires) {
-		c = memCount{expires: now.Add(window)}
+		c = memCount{expires: now.Add(ttl)}
 	}
-	c.n++
-	l.mem[key] = c
-	return c.n <= int64(limit)
+	c.n += by
+	m.m[key] = c
+	return c.n, nil
 }

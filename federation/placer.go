@@ -64,7 +64,7 @@ type RoomInfo struct {
 type Placer struct {
 	cfg     PlacerConfig
 	log     *slog.Logger
-	base    *url.URL // home, checked by checkBaseURL
+	base    *url.URL // home, checked by homeBaseURL
 	lookups chan lookup
 	running atomic.Bool
 
@@ -84,13 +84,9 @@ type countryEntry struct {
 
 // NewPlacer returns a Placer for cfg. It starts nothing.
 func NewPlacer(cfg PlacerConfig, logger *slog.Logger) (*Placer, error) {
-	cfg, err := cfg.withDefaults()
+	cfg, base, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
-	}
-	base, err := url.Parse(cfg.HomeURL)
-	if err != nil {
-		return nil, err // checked by withDefaults
 	}
 	return &Placer{
 		cfg:       cfg,

@@ -177,3 +177,21 @@ func (s snapshot) inRotation(h *Home, n nodeRecord, now time.Time) bool {
 	}
 	return false
 }
+
+// nodeRaw reads a node record with its raw bytes, or ErrNotFound.
+func (h *Home) nodeRaw(ctx context.Context, id string) (nodeRecord, []byte, error) {
+	var n nodeRecord
+	raw, err := h.read(ctx, collNodes, id, &n)
+	if err != nil {
+		return n, nil, err
+	}
+	if raw == nil {
+		return n, nil, fmt.Errorf("node %q: %w", id, ErrNotFound)
+	}
+	return n, raw, nil
+}
+
+func (h *Home) node(ctx context.Context, id string) (nodeRecord, error) {
+	n, _, err := h.nodeRaw(ctx, id)
+	return n, err
+}

@@ -55,7 +55,7 @@ func NewTokenChecker(cfg TokenCheckerConfig) (*TokenChecker, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.Counter == nil {
-		cfg.Counter = &memCounter{now: cfg.Now, m: map[string]memCount{}}
+		cfg.Counter = newMemCounter(cfg.Now)
 	}
 	return &TokenChecker{secret: append([]byte(nil), cfg.Secret...), nodeID: cfg.NodeID, counter: cfg.Counter, now: cfg.Now}, nil
 }
@@ -97,32 +97,4 @@ func (c *TokenChecker) CheckTicket(ctx context.Context, ticket string) (string, 
 		return "", fmt.Errorf("%w: home token already used", room.ErrTicket)
 	}
 	return t.PlayerID, nil
-}
-
-// memCounter is a room.Counter in memory, for one process.
-type memCounter struct {
-	now   func() time.Time
-	mu    sync.Mutex
-	m     map[string]memCount
-	calls int
-}
-
-func (m *memCounter) Increment(_ context.Context, key string, ttl time.Duration, by int64) (int64, error) {
-	now := m.now()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.calls++; m.calls%1024 == 0 {
-		for k, c := range m.m {
-			if !now.Before(c.expires) {
-				delete(m.m, k)
-			}
-		}
-	}
-	c := m.m[key]
-	if !now.Before(c.expires) {
-		c = memCount{expires: now.Add(ttl)}
-	}
-	c.n += by
-	m.m[key] = c
-	return c.n, nil
 }

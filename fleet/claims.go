@@ -26,16 +26,24 @@ func (f *Fleet) Claim(ctx context.Context, kind string, ids ...string) error {
 	if len(keys) == 0 {
 		return nil
 	}
+	return f.writeClaims(ctx, "claim", keys, f.holdLocked, f.bp.Claim)
+}
+
+// writeClaims marks each of keys held or not (holdLocked or dropLocked)
+// and cancels their queued releases, which the write supersedes, then
+// writes them with write in one round trip; op names it in an error.
+func (f *Fleet) writeClaims(ctx context.Context, op string, keys []backplane.Key,
+	markLocked func(backplane.Key), write func(context.Context, string, ...backplane.Key) error) error {
 	f.mu.Lock()
 	for _, k := range keys {
-		f.holdLocked(k)
+		markLocked(k)
 	}
 	f.cancelPendingLocked(keys)
 	f.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.CallTimeout)
 	defer cancel()
-	if err := f.bp.Claim(ctx, f.cfg.NodeID, keys...); err != nil {
-		return fmt.Errorf("claim %s: %w", describe(keys), err)
+	if err := write(ctx, f.cfg.NodeID, keys...); err != nil {
+		return fmt.Errorf("%s %s: %w", op, describe(keys), err)
 	}
 	return nil
 }
@@ -84,19 +92,7 @@ func (f *Fleet) Release(ctx context.Context, kind string, ids ...string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	keys := keysOf(kind, ids)
-	f.mu.Lock()
-	for _, k := range keys {
-		f.dropLocked(k)
-	}
-	f.cancelPendingLocked(keys) // written now
-	f.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, f.cfg.CallTimeout)
-	defer cancel()
-	if err := f.bp.Release(ctx, f.cfg.NodeID, keys...); err != nil {
-		return fmt.Errorf("release %s: %w", describe(keys), err)
-	}
-	return nil
+	return f.writeClaims(ctx, "release", keysOf(kind, ids), f.dropLocked, f.bp.Release)
 }
 
 // Holds reports whether this server holds a claim on kind/id.
@@ -220,109 +216,4 @@ func (f *Fleet) reassert(ctx context.Context) {
 			fn(k.Kind, k.ID)
 		}
 	}
-}
-
-// holdLocked adds k to the claims held, and notes the change in the
-// heartbeat's log. f.mu must be held.
-func (f *Fleet) holdLocked(k backplane.Key) {
-	if f.held[k] {
-		return
-	}
-	f.held[k] = true
-	if f.heldLog != nil {
-		f.heldLog[k] = true
-	}
-}
-
-// dropLocked removes k from the claims held, and notes the change in the
-// heartbeat's log. f.mu must be held.
-func (f *Fleet) dropLocked(k backplane.Key) {
-	if !f.held[k] {
-		return
-	}
-	delete(f.held, k)
-	if f.heldLog != nil {
-		f.heldLog[k] = false
-	}
-}
-
-// takeHeldLogLocked moves the releases ReleaseLater queued into the
-// claims, and returns the log of the claims changed since the last call,
-// starting a new one: with the log applied, the heartbeat's list holds
-// exactly the claims held now. The first call builds the list from the
-// claims instead, and returns nil. f.mu and beatMu must be held.
-func (f *Fleet) takeHeldLogLocked() map[backplane.Key]bool {
-	f.absorbLocked()
-	if f.heldLog == nil {
-		f.scanned += len(f.held)
-		f.beat = heldList{}
-		for k := range f.held {
-			f.beat.add(k)
-		}
-		f.heldLog = make(map[backplane.Key]bool)
-		return nil
-	}
-	log := f.heldLog
-	f.heldLog = f.spareLog
-	if f.heldLog == nil {
-		f.heldLog = make(map[backplane.Key]bool)
-	}
-	f.spareLog = nil
-	f.scanned += len(log)
-	return log
-}
-
-// applyHeldLog brings the heartbeat's list up to date with log, taken by
-// takeHeldLogLocked, and keeps the emptied log for the next one. beatMu
-// must be held, not f.mu.
-func (f *Fleet) applyHeldLog(log map[backplane.Key]bool) {
-	if log == nil {
-		return
-	}
-	for k, held := range log {
-		if held {
-			f.beat.add(k)
-		} else {
-			f.beat.remove(k)
-		}
-	}
-	clear(log)
-	f.spareLog = log
-}
-
-// heldList is a set of keys kept as a list, to pass on as it is, with an
-// index into it.
-type heldList struct {
-	keys []backplane.Key
-	at   map[backplane.Key]int
-}
-
-func (l *heldList) has(k backplane.Key) bool {
-	_, ok := l.at[k]
-	return ok
-}
-
-func (l *heldList) add(k backplane.Key) {
-	if l.has(k) {
-		return
-	}
-	if l.at == nil {
-		l.at = make(map[backplane.Key]int)
-	}
-	l.at[k] = len(l.keys)
-	l.keys = append(l.keys, k)
-}
-
-// remove takes k out, moving the last key into its place.
-func (l *heldList) remove(k backplane.Key) {
-	i, ok := l.at[k]
-	if !ok {
-		return
-	}
-	last := len(l.keys) - 1
-	l.keys[i] = l.keys[last]
-	l.at[l.keys[i]] = i
-	l.keys[last] = backplane.Key{} // keeps no strings alive
-	l.keys = l.keys[:last]
-	delete(l.at, k)
 }
