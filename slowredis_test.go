@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/muster-gg/muster"
 	"github.com/muster-gg/muster/config"
 	"github.com/muster-gg/muster/fleet"
@@ -66,18 +64,9 @@ const (
 	slowKey       = "slow-redis-fleet-key-0123456789"
 )
 
-// slowServer is a server of the test's fleet, built with muster.New from
-// a configuration as a game's would be, and run until the test ends.
-type slowServer struct {
-	*muster.Server
-	addr   string
-	cancel context.CancelFunc
-	done   chan error // Run's error, once
-}
-
 // startSlowServer runs server id with Redis at redisAddr, a load budget
 // of maxLoad, the duel playlist and lobbies.
-func startSlowServer(t *testing.T, redisAddr, id string, maxLoad int) *slowServer {
+func startSlowServer(t *testing.T, redisAddr, id string, maxLoad int) *testServer {
 	t.Helper()
 	return startSlowServerWith(t, redisAddr, id, maxLoad, slowHeartbeat, quiet)
 }
@@ -85,13 +74,15 @@ func startSlowServer(t *testing.T, redisAddr, id string, maxLoad int) *slowServe
 // startSlowServerWith is startSlowServer with another heartbeat and
 // logger. Redis's own timeout is the heartbeat, so that every call's
 // deadline is the fleet's: a quarter of the heartbeat.
-func startSlowServerWith(t *testing.T, redisAddr, id string, maxLoad int, heartbeat time.Duration, logger muster.Option) *slowServer {
+func startSlowServerWith(t *testing.T, redisAddr, id string, maxLoad int, heartbeat time.Duration, logger muster.Option) *testServer {
 	t.Helper()
 	return startDrainingServer(t, redisAddr, id, maxLoad, heartbeat, 2*time.Second, logger)
 }
 
 // startDrainingServer is startSlowServerWith with another drain timeout.
-func startDrainingServer(t *testing.T, redisAddr, id string, maxLoad int, heartbeat, drainTimeout time.Duration, logger muster.Option) *slowServer {
+// The server is built with muster.New from a configuration as a game's
+// would be.
+func startDrainingServer(t *testing.T, redisAddr, id string, maxLoad int, heartbeat, drainTimeout time.Duration, logger muster.Option) *testServer {
 	t.Helper()
 	l := loopback(t)
 	cfg, err := config.Parse(fmt.Appendf(nil, `muster:
@@ -117,43 +108,14 @@ func startDrainingServer(t *testing.T, redisAddr, id string, maxLoad int, heartb
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := muster.New(tally{}, cfg, muster.WithListener(l), logger,
-		muster.WithPlaylists(matchmaking.Playlist{Name: "duel"}), muster.WithLobbies())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &slowServer{Server: srv, addr: l.Addr().String(), cancel: cancel, done: make(chan error, 1)}
-	go func() { s.done <- srv.Run(ctx) }()
-	t.Cleanup(func() {
-		if err := s.stop(t); err != nil {
-			t.Errorf("%s: Run: %v", id, err)
-		}
-	})
-	waitUntil(t, id+" ready", func() bool { return srv.Fleet().State() == fleet.StateReady })
-	return s
-}
-
-// stop ends Run and returns its error; the test fails if Run does not
-// return within 20 s. Safe to call twice.
-func (s *slowServer) stop(t *testing.T) error {
-	t.Helper()
-	s.cancel()
-	select {
-	case err := <-s.done:
-		s.done <- err
-		return err
-	case <-time.After(20 * time.Second):
-		t.Fatalf("%s: Run has not returned 20 s after its context ended", s.NodeID())
-		return nil
-	}
+	return start(t, tally{}, cfg, l, logger, muster.WithPlaylists(matchmaking.Playlist{Name: "duel"}), muster.WithLobbies())
 }
 
 // slowPlayer is a player connected to a server over a WebSocket, with a
 // goroutine that reads everything it is sent.
 type slowPlayer struct {
 	id   string
-	conn *websocket.Conn
+	conn *playConn
 	done chan struct{} // closed when the reader has returned
 
 	mu      sync.Mutex
@@ -166,19 +128,9 @@ type slowPlayer struct {
 
 // connect connects player id to s with a new ticket of s's and says
 // hello with mode ("new" or "rejoin").
-func connect(t *testing.T, s *slowServer, id, mode string) *slowPlayer {
+func connect(t *testing.T, s *testServer, id, mode string) *slowPlayer {
 	t.Helper()
-	tk, err := s.Tickets().Issue(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	c, _, err := websocket.Dial(ctx, "ws://"+s.addr+"/play?ticket="+tk, nil)
-	if err != nil {
-		t.Fatalf("%s: dial %s: %v", id, s.NodeID(), err)
-	}
-	p := &slowPlayer{id: id, conn: c, done: make(chan struct{})}
+	p := &slowPlayer{id: id, conn: dialPlayer(t, s.addr, s.Tickets(), id, nil), done: make(chan struct{})}
 	go p.read()
 	t.Cleanup(p.close)
 	p.send(t, "hello", map[string]string{"mode": mode})
@@ -218,10 +170,7 @@ func (p *slowPlayer) read() {
 
 func (p *slowPlayer) send(t *testing.T, typ string, data any) {
 	t.Helper()
-	frame, _ := json.Marshal(map[string]any{"type": typ, "data": data})
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	if err := p.conn.Write(ctx, websocket.MessageText, frame); err != nil {
+	if err := p.conn.write(typ, data); err != nil {
 		t.Fatalf("%s: write %s: %v", p.id, typ, err)
 	}
 }
@@ -260,20 +209,6 @@ func (p *slowPlayer) state() (states, sum int, room string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.states, p.sum, p.room
-}
-
-// waitUntil polls cond every 2 ms until it holds; the test fails after
-// 15 s. A wait that fails says what it waited for, never how long it
-// took.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 15 s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 // stepWaitsOnBackplane returns the stack of a room step worker that is in
@@ -372,7 +307,7 @@ func keepTicking(t *testing.T, px *testbin.SlowProxy, held bool, input int, room
 // seat connects players ids to s, queues them on the duel playlist in
 // pairs, and waits until each has its room's states; it returns the
 // pairs.
-func seat(t *testing.T, s *slowServer, ids ...string) [][]*slowPlayer {
+func seat(t *testing.T, s *testServer, ids ...string) [][]*slowPlayer {
 	t.Helper()
 	var pairs [][]*slowPlayer
 	for i := 0; i+1 < len(ids); i += 2 {
@@ -410,7 +345,7 @@ func TestSlowRedisNeverStallsARoom(t *testing.T) {
 	// b is a witness, on Redis directly, that sees what a's claims say;
 	// full with a single player, it never gathers a playlist.
 	b := startSlowServer(t, rd.Addr, "b", 1)
-	for _, s := range []*slowServer{a, b} {
+	for _, s := range []*testServer{a, b} {
 		waitUntil(t, s.NodeID()+" sees the fleet", func() bool { return len(s.Fleet().Nodes()) == 2 })
 	}
 	rooms := seat(t, a, "p1", "p2", "p3", "p4")
@@ -538,7 +473,7 @@ func TestStopWhileRedisStalls(t *testing.T) {
 			stopped := time.Now()
 			switch how {
 			case "context":
-				a.cancel()
+				a.run.cancel()
 			case "drain":
 				resp, err := http.Post("http://"+a.addr+"/muster/server/drain", "", nil)
 				if err != nil {
@@ -549,16 +484,10 @@ func TestStopWhileRedisStalls(t *testing.T) {
 					t.Fatalf("drain: %s", resp.Status)
 				}
 			}
-			select {
-			case err := <-a.done:
-				a.done <- err
-				if err != nil {
-					t.Fatalf("Run: %v", err)
-				}
-				t.Logf("Run returned %v after the stop, Redis stalled", time.Since(stopped).Round(time.Millisecond))
-			case <-time.After(15 * time.Second):
-				t.Fatal("Run has not returned 15 s after the stop with Redis stalled")
+			if err := a.run.wait(t, 15*time.Second); err != nil {
+				t.Fatalf("Run: %v", err)
 			}
+			t.Logf("Run returned %v after the stop, Redis stalled", time.Since(stopped).Round(time.Millisecond))
 			_ = b
 		})
 	}
@@ -719,16 +648,6 @@ func heldTogether(t *testing.T, px *testbin.SlowProxy, n int, what string) {
 	}
 }
 
-// seesReady waits until s sees other ready: a server's first record says
-// it is starting, and the others read the next one a heartbeat later.
-func seesReady(t *testing.T, s, other *slowServer) {
-	t.Helper()
-	waitUntil(t, s.NodeID()+" sees "+other.NodeID()+" ready", func() bool {
-		n, ok := s.Fleet().Node(other.NodeID())
-		return ok && n.State == fleet.StateReady
-	})
-}
-
 // TestStalledRedisMovesLobbyTogether: a draining server whose Redis
 // stalls moves a lobby's members to another server together, not one
 // after another, a call deadline each (the move writes each member's
@@ -799,7 +718,7 @@ func TestStalledRedisCountsInMemoryAtOnce(t *testing.T) {
 
 // increments returns how many counts s has asked its backplane for, from
 // its /metrics.
-func increments(t *testing.T, s *slowServer) int {
+func increments(t *testing.T, s *testServer) int {
 	t.Helper()
 	const name = `muster_backplane_request_duration_seconds_count{operation="increment"} `
 	for line := range strings.Lines(metricsOf(t, s.addr)) {
