@@ -3,7 +3,6 @@ package muster_test
 import (
 	"log/slog"
 	"net/http/httptest"
-	"net/url"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -60,7 +59,7 @@ func TestFederationFromConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ticket := url.Values{"ticket": {tok}}
+	ticket := "ticket=" + tok
 	first := dialPlay(t, s.addr, ticket)
 	first.welcome(t, "alice")
 	first.CloseNow()

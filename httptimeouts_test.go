@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -44,7 +43,7 @@ func TestHTTPTimeouts(t *testing.T) {
 	// msgs has what a player's connection reads: it reads all the while,
 	// so that the server's pings are answered.
 	type msgs chan []byte
-	player := func(s *muster.Server, id string, query url.Values) (*playConn, msgs) {
+	player := func(s *muster.Server, id, query string) (*playConn, msgs) {
 		t.Helper()
 		c := dialPlayer(t, a.addr, s.Tickets(), id, query)
 		c.welcome(t, id)
@@ -65,8 +64,8 @@ func TestHTTPTimeouts(t *testing.T) {
 		}()
 		return c, in
 	}
-	direct, directIn := player(a.Server, "p1", nil)
-	relayed, relayedIn := player(b.Server, "p2", url.Values{"node": {"b"}})
+	direct, directIn := player(a.Server, "p1", "")
+	relayed, relayedIn := player(b.Server, "p2", "node=b")
 	if m := metricsOf(t, a.addr); !strings.Contains(m, "\nmuster_relay_connections_active 1\n") {
 		t.Fatalf("a relays no connection to b:\n%s", m)
 	}

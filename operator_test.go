@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strconv"
 	"strings"
 	"syscall"
@@ -111,7 +110,7 @@ func TestOperatorPort(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &tk); code != http.StatusOK || err != nil || tk.Ticket == "" {
 		t.Fatalf("POST /ticket on the game's port: %d %q", code, body)
 	}
-	c := dialPlay(t, game, url.Values{"ticket": {tk.Ticket}})
+	c := dialPlay(t, game, "ticket="+tk.Ticket)
 	c.welcome(t, tk.Player)
 	c.Close(websocket.StatusNormalClosure, "")
 

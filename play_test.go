@@ -2,9 +2,7 @@ package muster_test
 
 import (
 	"context"
-	"maps"
 	"net/http"
-	"net/url"
 	"slices"
 	"testing"
 	"time"
@@ -26,14 +24,13 @@ type playConn struct {
 	*websocket.Conn
 }
 
-// tryDialPlay connects to /play at addr (host:port) with query. It
-// returns the upgrade's response with the error, for a test of a refusal.
-// The test's cleanup closes the connection.
-func tryDialPlay(t *testing.T, addr string, query url.Values) (*playConn, *http.Response, error) {
+// tryDialPlay connects to /play?query at addr (host:port). It returns the
+// upgrade's response with the error, for a test of a refusal. The test's
+// cleanup closes the connection.
+func tryDialPlay(t *testing.T, addr, query string) (*playConn, *http.Response, error) {
 	ctx, cancel := context.WithTimeout(t.Context(), playTimeout)
 	defer cancel()
-	u := url.URL{Scheme: "ws", Host: addr, Path: "/play", RawQuery: query.Encode()}
-	c, resp, err := websocket.Dial(ctx, u.String(), nil)
+	c, resp, err := websocket.Dial(ctx, "ws://"+addr+"/play?"+query, nil)
 	if err != nil {
 		return nil, resp, err
 	}
@@ -42,33 +39,34 @@ func tryDialPlay(t *testing.T, addr string, query url.Values) (*playConn, *http.
 }
 
 // dialPlay is tryDialPlay that fails the test when the upgrade fails.
-func dialPlay(t *testing.T, addr string, query url.Values) *playConn {
+func dialPlay(t *testing.T, addr, query string) *playConn {
 	t.Helper()
 	c, _, err := tryDialPlay(t, addr, query)
 	if err != nil {
-		t.Fatalf("dial /play?%s on %s: %v", query.Encode(), addr, err)
+		t.Fatalf("dial /play?%s on %s: %v", query, addr, err)
 	}
 	return c
 }
 
-// dialPlayer is dialPlay as player id, with a ticket of tickets' added to
-// query (nil for none).
-func dialPlayer(t *testing.T, addr string, tickets *room.Tickets, id string, query url.Values) *playConn {
+// dialPlayer is dialPlay as player id, with a ticket of tickets' before
+// query's other parameters ("" for none).
+func dialPlayer(t *testing.T, addr string, tickets *room.Tickets, id, query string) *playConn {
 	t.Helper()
 	return dialPlay(t, addr, ticketed(t, tickets, id, query))
 }
 
-// ticketed returns query (nil for none) with a ticket of tickets' for
-// player id.
-func ticketed(t *testing.T, tickets *room.Tickets, id string, query url.Values) url.Values {
+// ticketed returns a query with a ticket of tickets' for player id before
+// query's other parameters ("" for none).
+func ticketed(t *testing.T, tickets *room.Tickets, id, query string) string {
 	t.Helper()
 	tk, err := tickets.Issue(id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := url.Values{"ticket": {tk}}
-	maps.Copy(q, query)
-	return q
+	if query != "" {
+		return "ticket=" + tk + "&" + query
+	}
+	return "ticket=" + tk
 }
 
 // write writes the packet {"type":typ,"data":data}.

@@ -3,7 +3,6 @@ package muster_test
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"testing"
 	"time"
 
@@ -23,7 +22,7 @@ func TestDrainingServerRelaysNoNewConnection(t *testing.T) {
 	b := startSlowServer(t, rd.Addr, "b", 100)
 	seesReady(t, a, b)
 	through := func(id string) (*playConn, *http.Response, error) {
-		return tryDialPlay(t, a.addr, ticketed(t, b.Tickets(), id, url.Values{"node": {"b"}}))
+		return tryDialPlay(t, a.addr, ticketed(t, b.Tickets(), id, "node=b"))
 	}
 	before, _, err := through("before")
 	if err != nil {

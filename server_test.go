@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -172,7 +171,7 @@ func (w watcher) RoomChanged(s room.RoomState) { w <- s }
 func TestCheckersAndWatchers(t *testing.T) {
 	rooms := make(watcher, 16)
 	s := startServer(t, muster.DefaultConfig(), muster.WithTicketCheckers(homeTokens{}), muster.WithRoomWatchers(rooms))
-	dialPlay(t, s.addr, url.Values{"ticket": {"home-token-1"}}).welcome(t, "visitor-1")
+	dialPlay(t, s.addr, "ticket=home-token-1").welcome(t, "visitor-1")
 
 	ctx := t.Context()
 	if err := s.Host().Open(ctx, room.Info{ID: "r1", Kind: "test", Players: []string{"visitor-1"}}); err != nil {
@@ -190,7 +189,7 @@ func TestConfigPlaylists(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := startServer(t, cfg)
-	c := dialPlayer(t, s.addr, s.Tickets(), "p1", nil)
+	c := dialPlayer(t, s.addr, s.Tickets(), "p1", "")
 	c.welcome(t, "p1")
 	c.send(t, "queue", map[string]string{"playlist": "from-config"})
 	if m := c.next(t, "queue.waiting", "queue.error", "error"); m["type"] != "queue.waiting" {

@@ -126,7 +126,7 @@ type slowPlayer struct {
 // hello with mode ("new" or "rejoin").
 func connect(t *testing.T, s *testServer, id, mode string) *slowPlayer {
 	t.Helper()
-	p := &slowPlayer{id: id, conn: dialPlayer(t, s.addr, s.Tickets(), id, nil), done: make(chan struct{})}
+	p := &slowPlayer{id: id, conn: dialPlayer(t, s.addr, s.Tickets(), id, ""), done: make(chan struct{})}
 	go p.read()
 	t.Cleanup(p.close)
 	p.send(t, "hello", map[string]string{"mode": mode})
