@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -57,7 +56,7 @@ func TestScrapeMovesWithActivity(t *testing.T) {
 	// Server b: the target of the relayed connection, an echo.
 	b := httptest.NewServer(http.HandlerFunc(echo))
 	t.Cleanup(b.Close)
-	bAddr := strings.TrimPrefix(b.URL, "http://")
+	bAddr := b.Listener.Addr().String()
 	rl, err := relay.New(relay.Config{NodeID: "a", Secret: testSecret}, relay.DirectoryFunc(func(id string) (string, bool) {
 		return bAddr, id == "b"
 	}), logger)
@@ -106,7 +105,7 @@ func TestScrapeMovesWithActivity(t *testing.T) {
 	}))
 
 	// A connection for node b is relayed, both ways.
-	conn, _, err := websocket.Dial(ctx, strings.Replace(a.URL, "http", "ws", 1)+"/play?node=b", nil)
+	conn, _, err := websocket.Dial(ctx, a.URL+"/play?node=b", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
