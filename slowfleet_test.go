@@ -76,8 +76,6 @@ func startSlowServerWith(t *testing.T, redisAddr, id string, maxLoad int, heartb
 }
 
 // startDrainingServer is startSlowServerWith with another drain timeout.
-// The server is built with muster.New from a configuration as a game's
-// would be.
 func startDrainingServer(t *testing.T, redisAddr, id string, maxLoad int, heartbeat, drainTimeout time.Duration, logger muster.Option) *testServer {
 	t.Helper()
 	l := loopback(t)
