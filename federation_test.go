@@ -1,12 +1,10 @@
 package muster_test
 
 import (
-	"errors"
 	"log/slog"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -51,8 +49,8 @@ func TestFederationFromConfig(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	s, addr := startServer(t, cfg)
-	poll(t, "the node in rotation with its game address", func() bool {
+	s := startServer(t, cfg)
+	waitWithin(t, time.Minute, "the node in rotation with its game address", func() bool {
 		list, err := home.Regions(ctx)
 		return err == nil && len(list.Regions) == 1 && slices.Contains(list.Regions[0].Services[federation.ServiceGame], "ws://127.0.0.1:1/play")
 	})
@@ -61,38 +59,21 @@ func TestFederationFromConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, want := range []string{`"player":"alice"`, "4001"} {
-		c, _, err := websocket.Dial(ctx, "ws://"+addr+"/play?ticket="+tok, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Write(ctx, websocket.MessageText, []byte(`{"type":"hello","data":{"mode":"new"}}`))
-		_, b, err := c.Read(ctx)
-		var ce websocket.CloseError
-		switch {
-		case i == 0 && (err != nil || !strings.Contains(string(b), want)):
-			t.Fatalf("a home token: %s %v, want a welcome for alice", b, err)
-		case i == 1 && (!errors.As(err, &ce) || ce.Code != 4001):
-			t.Fatalf("the home token again: %s %v, want close 4001", b, err)
-		}
-		c.CloseNow()
+	ticket := "ticket=" + tok
+	first := dialPlay(t, s.addr, ticket)
+	first.welcome(t, "alice")
+	first.CloseNow()
+	again := dialPlay(t, s.addr, ticket)
+	again.send(t, "hello", map[string]string{"mode": "new"})
+	if m, err := again.receive(); websocket.CloseStatus(err) != 4001 {
+		t.Fatalf("the home token again: %v %v, want close 4001", m, err)
 	}
 
 	if err := s.Host().Open(ctx, room.Info{ID: "r1", Kind: "test", Players: []string{"alice"}}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "room r1 at home", func() bool {
+	waitWithin(t, time.Minute, "room r1 at home", func() bool {
 		r, err := home.Room(ctx, "r1")
 		return err == nil && slices.Equal(r.Members, []string{"alice"}) && r.Properties["kind"] == "test"
 	})
-}
-
-// poll waits until cond holds, failing the test after a minute.
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited a minute for %s", what)
-		}
-	}
 }

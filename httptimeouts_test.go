@@ -2,19 +2,15 @@ package muster_test
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/coder/websocket"
 
 	"github.com/muster-gg/muster"
 	"github.com/muster-gg/muster/backplane/memory"
@@ -39,10 +35,7 @@ func TestHTTPTimeouts(t *testing.T) {
 	t.Cleanup(func() { bp.Close() }) // after the servers' own cleanups
 	a := startFleetServer(t, bp, "a", muster.WithHTTPTimeouts(idle, body), muster.WithGuestTickets("/ticket"))
 	b := startFleetServer(t, bp, "b", muster.WithHTTPTimeouts(idle, body))
-	waitUntil(t, "a sees b ready", func() bool {
-		n, ok := a.Fleet().Node(b.NodeID())
-		return ok && n.State == fleet.StateReady
-	})
+	seesReady(t, a, b)
 	ctx := t.Context()
 
 	// The players connect first: they are open and idle for as long as
@@ -50,24 +43,10 @@ func TestHTTPTimeouts(t *testing.T) {
 	// msgs has what a player's connection reads: it reads all the while,
 	// so that the server's pings are answered.
 	type msgs chan []byte
-	player := func(s *muster.Server, id string, query url.Values) (*websocket.Conn, msgs) {
+	player := func(s *muster.Server, id, query string) (*playConn, msgs) {
 		t.Helper()
-		tk, err := s.Tickets().Issue(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		query.Set("ticket", tk)
-		c, _, err := websocket.Dial(ctx, "ws://"+a.addr+"/play?"+query.Encode(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.CloseNow() })
-		if err := c.Write(ctx, websocket.MessageText, []byte(`{"type":"hello","data":{"mode":"new"}}`)); err != nil {
-			t.Fatal(err)
-		}
-		if _, msg, err := c.Read(ctx); err != nil || !strings.Contains(string(msg), `"player":"`+id+`"`) {
-			t.Fatalf("%s after hello: %s, %v; want a welcome", id, msg, err)
-		}
+		c := dialPlayer(t, a.addr, s.Tickets(), id, query)
+		c.welcome(t, id)
 		in := make(msgs, 64)
 		go func() {
 			defer close(in)
@@ -85,8 +64,8 @@ func TestHTTPTimeouts(t *testing.T) {
 		}()
 		return c, in
 	}
-	direct, directIn := player(a.Server, "p1", url.Values{})
-	relayed, relayedIn := player(b.Server, "p2", url.Values{"node": {"b"}})
+	direct, directIn := player(a.Server, "p1", "")
+	relayed, relayedIn := player(b.Server, "p2", "node=b")
 	if m := metricsOf(t, a.addr); !strings.Contains(m, "\nmuster_relay_connections_active 1\n") {
 		t.Fatalf("a relays no connection to b:\n%s", m)
 	}
@@ -105,14 +84,13 @@ func TestHTTPTimeouts(t *testing.T) {
 	// idle: each still reaches its room host.
 	for _, p := range []struct {
 		name string
-		c    *websocket.Conn
+		c    *playConn
 		in   msgs
 	}{{"the player's WebSocket", direct, directIn}, {"the relayed WebSocket", relayed, relayedIn}} {
-		wctx, cancel := context.WithTimeout(ctx, closedWithin)
-		defer cancel()
-		if err := p.c.Write(wctx, websocket.MessageText, []byte(`{"type":"queue","data":{"playlist":"duel"}}`)); err != nil {
+		if err := p.c.write("queue", map[string]string{"playlist": "duel"}); err != nil {
 			t.Fatalf("%s after the timeouts: %v", p.name, err)
 		}
+		wait := time.After(closedWithin)
 		for waiting := false; !waiting; {
 			select {
 			case msg, ok := <-p.in:
@@ -120,22 +98,16 @@ func TestHTTPTimeouts(t *testing.T) {
 					t.Fatalf("%s ended after the timeouts", p.name)
 				}
 				waiting = strings.Contains(string(msg), `"queue.waiting"`)
-			case <-wctx.Done():
+			case <-wait:
 				t.Fatalf("%s: no queue.waiting within %v", p.name, closedWithin)
 			}
 		}
 	}
 }
 
-// fleetServer is a server of TestHTTPTimeouts's fleet.
-type fleetServer struct {
-	*muster.Server
-	addr string
-}
-
 // startFleetServer runs server id of a fleet on bp, with the duel
 // playlist, until the test ends, and returns once it is ready.
-func startFleetServer(t *testing.T, bp *memory.Backplane, id string, opts ...muster.Option) fleetServer {
+func startFleetServer(t *testing.T, bp *memory.Backplane, id string, opts ...muster.Option) *testServer {
 	t.Helper()
 	l := loopback(t)
 	cfg, err := config.Parse(fmt.Appendf(nil, `muster:
@@ -149,30 +121,8 @@ func startFleetServer(t *testing.T, bp *memory.Backplane, id string, opts ...mus
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts = append([]muster.Option{muster.WithListener(l), muster.WithBackplane(bp), quiet,
-		muster.WithPlaylists(matchmaking.Playlist{Name: "duel"})}, opts...)
-	s, err := muster.New(Counter{}, cfg, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runServer(t, s)
-	waitUntil(t, id+" ready", func() bool { return s.Fleet().State() == fleet.StateReady })
-	return fleetServer{s, l.Addr().String()}
-}
-
-// metricsOf returns the /metrics page of the server at addr.
-func metricsOf(t *testing.T, addr string) string {
-	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return start(t, Counter{}, cfg, l, append([]muster.Option{muster.WithBackplane(bp), quiet,
+		muster.WithPlaylists(matchmaking.Playlist{Name: "duel"})}, opts...)...)
 }
 
 // rawConn opens a TCP connection to addr, closed when the test ends.

@@ -1,7 +1,6 @@
 package muster_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -54,7 +53,7 @@ func TestOperatorPort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop, _ := runServer(t, s)
+	run := runServer(t, s)
 	client := &http.Client{Timeout: closedWithin}
 	defer client.CloseIdleConnections()
 	waitUntil(t, "ready", func() bool { return s.Fleet().State() == fleet.StateReady })
@@ -111,17 +110,8 @@ func TestOperatorPort(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &tk); code != http.StatusOK || err != nil || tk.Ticket == "" {
 		t.Fatalf("POST /ticket on the game's port: %d %q", code, body)
 	}
-	c, _, err := websocket.Dial(t.Context(), "ws://"+game+"/play?ticket="+tk.Ticket, nil)
-	if err != nil {
-		t.Fatalf("/play on the game's port: %v", err)
-	}
-	defer c.CloseNow()
-	if err := c.Write(t.Context(), websocket.MessageText, []byte(`{"type":"hello","data":{"mode":"new"}}`)); err != nil {
-		t.Fatal(err)
-	}
-	if _, msg, err := c.Read(t.Context()); err != nil || !strings.Contains(string(msg), `"player":"`+tk.Player+`"`) {
-		t.Fatalf("after hello: %s, %v; want a welcome", msg, err)
-	}
+	c := dialPlay(t, game, "ticket="+tk.Ticket)
+	c.welcome(t, tk.Player)
 	c.Close(websocket.StatusNormalClosure, "")
 
 	// The operator's server has the game's timeouts: a quiet keep-alive
@@ -129,7 +119,7 @@ func TestOperatorPort(t *testing.T) {
 	idleConn, idleR := keptAlive(t, op, fleet.PathLive)
 	waitClosed(t, "the idle keep-alive connection to the operator's port", idleConn, idleR)
 
-	stop() // Run's error, if any, is reported at cleanup
+	run.stop(t) // Run's error, if any, is reported at cleanup
 	for _, addr := range []string{game, op} {
 		if c, err := net.Dial("tcp", addr); err == nil {
 			c.Close()
@@ -177,9 +167,7 @@ func TestOperatorHandler(t *testing.T) {
 			t.Errorf("operator-port %d: OperatorHandler: POST /ticket: %d, want 404", port, code)
 		}
 		// Run, stopped at once, closes what New opened.
-		ctx, stop := context.WithCancel(context.Background())
-		stop()
-		if err := s.Run(ctx); err != nil {
+		if err := runStopped(s); err != nil {
 			t.Errorf("operator-port %d: Run: %v", port, err)
 		}
 	}

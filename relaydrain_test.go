@@ -3,12 +3,8 @@ package muster_test
 import (
 	"context"
 	"net/http"
-	"net/url"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/coder/websocket"
 
 	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/testbin"
@@ -25,21 +21,13 @@ func TestDrainingServerRelaysNoNewConnection(t *testing.T) {
 	a := startDrainingServer(t, rd.Addr, "a", 100, slowHeartbeat, time.Minute, quiet)
 	b := startSlowServer(t, rd.Addr, "b", 100)
 	seesReady(t, a, b)
-	through := func(id string) (*websocket.Conn, *http.Response, error) {
-		tk, err := b.Tickets().Issue(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		u := url.URL{Scheme: "ws", Host: a.addr, Path: "/play", RawQuery: url.Values{"node": {"b"}, "ticket": {tk}}.Encode()}
-		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-		defer cancel()
-		return websocket.Dial(ctx, u.String(), nil)
+	through := func(id string) (*playConn, *http.Response, error) {
+		return tryDialPlay(t, a.addr, ticketed(t, b.Tickets(), id, "node=b"))
 	}
 	before, _, err := through("before")
 	if err != nil {
 		t.Fatalf("relayed to b before the drain: %v", err)
 	}
-	defer before.CloseNow()
 
 	// A part that holds the drain open until the test ends.
 	release := make(chan struct{})
@@ -69,18 +57,8 @@ func TestDrainingServerRelaysNoNewConnection(t *testing.T) {
 		return true
 	})
 	// b welcomes the player who connected through a before the drain.
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	if err := before.Write(ctx, websocket.MessageText, []byte(`{"type":"hello","data":{"mode":"new"}}`)); err != nil {
+	if err := before.write("hello", map[string]string{"mode": "new"}); err != nil {
 		t.Fatalf("the connection relayed before the drain: %v", err)
 	}
-	for {
-		_, msg, err := before.Read(ctx)
-		if err != nil {
-			t.Fatalf("the connection relayed before the drain: %v", err)
-		}
-		if strings.Contains(string(msg), `"type":"welcome"`) {
-			return
-		}
-	}
+	before.next(t, "welcome")
 }

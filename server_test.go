@@ -13,9 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/coder/websocket"
 	"github.com/go-chi/chi/v5"
 	"go.uber.org/goleak"
 
@@ -29,28 +27,29 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var quiet = muster.WithLogger(slog.New(slog.DiscardHandler))
 
-// A port that is taken fails Run with a line naming the variable that
-// moves it; it used to exit silently.
-func TestBusyPortNamesVariable(t *testing.T) {
-	l := loopback(t)
-	cfg := muster.DefaultConfig()
-	cfg.Server.HTTP.Host = "127.0.0.1"
-	cfg.Server.HTTP.Port = l.Addr().(*net.TCPAddr).Port
-	err := muster.Serve(t.Context(), Counter{}, cfg, quiet)
-	if err == nil || !strings.Contains(err.Error(), "MUSTER__SERVER__HTTP__PORT") || !strings.Contains(err.Error(), "muster.server.http.port") {
-		t.Fatalf("Serve on a busy port: %v, want an error naming muster.server.http.port and MUSTER__SERVER__HTTP__PORT", err)
-	}
-}
-
-// A host that does not resolve fails Run with a line naming the key and
-// variable that set it; it used to be the resolver's error alone.
-func TestUnresolvableHostNamesVariable(t *testing.T) {
-	cfg := muster.DefaultConfig()
-	cfg.Server.HTTP.Host = "-5" // a name the resolver refuses without asking DNS
-	cfg.Server.HTTP.Port = 1
-	err := muster.Serve(t.Context(), Counter{}, cfg, quiet)
-	if err == nil || !strings.Contains(err.Error(), "MUSTER__SERVER__HTTP__HOST") || !strings.Contains(err.Error(), "muster.server.http.host") {
-		t.Fatalf("Serve on host -5: %v, want an error naming muster.server.http.host and MUSTER__SERVER__HTTP__HOST", err)
+// A port that is taken, or a host that does not resolve, fails Run with
+// a line naming the key and variable that set it; Run used to exit
+// silently on the first and give the resolver's error alone on the
+// second.
+func TestServeNamesVariable(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		set      func(h *config.HTTP)
+		key, env string
+	}{
+		{"busy port", func(h *config.HTTP) {
+			h.Host, h.Port = "127.0.0.1", loopback(t).Addr().(*net.TCPAddr).Port
+		}, "muster.server.http.port", "MUSTER__SERVER__HTTP__PORT"},
+		{"unresolvable host", func(h *config.HTTP) {
+			h.Host, h.Port = "-5", 1 // a name the resolver refuses without asking DNS
+		}, "muster.server.http.host", "MUSTER__SERVER__HTTP__HOST"},
+	} {
+		cfg := muster.DefaultConfig()
+		tc.set(&cfg.Server.HTTP)
+		err := muster.Serve(t.Context(), Counter{}, cfg, quiet)
+		if err == nil || !strings.Contains(err.Error(), tc.env) || !strings.Contains(err.Error(), tc.key) {
+			t.Errorf("%s: Serve: %v, want an error naming %s and %s", tc.name, err, tc.key, tc.env)
+		}
 	}
 }
 
@@ -59,9 +58,7 @@ func TestRunTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, stop := context.WithCancel(t.Context())
-	stop()
-	if err := s.Run(ctx); err != nil {
+	if err := runStopped(s); err != nil {
 		t.Fatalf("first Run: %v", err)
 	}
 	if err := s.Run(t.Context()); err == nil {
@@ -156,36 +153,6 @@ func TestHandlerServesEverything(t *testing.T) {
 	}
 }
 
-// loopback listens on a port of 127.0.0.1 of its own, closed when the test
-// ends if a server's Run has not closed it before.
-func loopback(t *testing.T) net.Listener {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
-}
-
-// newServer builds a server on a loopback port of its own, which is run
-// (and stopped at once) when the test ends, to close what New opened.
-func newServer(t *testing.T, opts ...muster.Option) *muster.Server {
-	t.Helper()
-	s, err := muster.New(Counter{}, muster.DefaultConfig(), append([]muster.Option{muster.WithListener(loopback(t)), quiet}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, stop := context.WithCancel(context.Background())
-		stop()
-		if err := s.Run(ctx); err != nil {
-			t.Error(err)
-		}
-	})
-	return s
-}
-
 type homeTokens struct{}
 
 func (homeTokens) CheckTicket(_ context.Context, ticket string) (string, error) {
@@ -203,19 +170,10 @@ func (w watcher) RoomChanged(s room.RoomState) { w <- s }
 // WithRoomWatchers is told of the rooms.
 func TestCheckersAndWatchers(t *testing.T) {
 	rooms := make(watcher, 16)
-	s, addr := startServer(t, muster.DefaultConfig(), muster.WithTicketCheckers(homeTokens{}), muster.WithRoomWatchers(rooms))
-	ctx := t.Context()
-	c, _, err := websocket.Dial(ctx, "ws://"+addr+"/play?ticket=home-token-1", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseNow()
-	c.Write(ctx, websocket.MessageText, []byte(`{"type":"hello","data":{"mode":"new"}}`))
-	_, b, err := c.Read(ctx)
-	if err != nil || !strings.Contains(string(b), `"player":"visitor-1"`) {
-		t.Fatalf("after hello with a home token: %s, %v; want a welcome for visitor-1", b, err)
-	}
+	s := startServer(t, muster.DefaultConfig(), muster.WithTicketCheckers(homeTokens{}), muster.WithRoomWatchers(rooms))
+	dialPlay(t, s.addr, "ticket=home-token-1").welcome(t, "visitor-1")
 
+	ctx := t.Context()
 	if err := s.Host().Open(ctx, room.Info{ID: "r1", Kind: "test", Players: []string{"visitor-1"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -230,83 +188,12 @@ func TestConfigPlaylists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, addr := startServer(t, cfg)
-	ctx := t.Context()
-	tk, err := s.Tickets().Issue("p1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, _, err := websocket.Dial(ctx, "ws://"+addr+"/play?ticket="+tk, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseNow()
-	c.Write(ctx, websocket.MessageText, []byte(`{"type":"hello","data":{"mode":"new"}}`))
-	c.Write(ctx, websocket.MessageText, []byte(`{"type":"queue","data":{"playlist":"from-config"}}`))
-	for {
-		_, b, err := c.Read(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(string(b), `"queue.waiting"`) {
-			return // queued on the playlist config.yml declared
-		}
-		if strings.Contains(string(b), `"error"`) {
-			t.Fatalf("queue on a playlist from config.yml: %s", b)
-		}
-	}
-}
-
-// runServer runs s until the test ends or stop is called; ended is
-// closed when Run returns. stop ends Run, waits for it and gives its
-// error; the test's cleanup calls it too, and reports that error.
-func runServer(t *testing.T, s *muster.Server) (stop func() error, ended <-chan struct{}) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	var err error
-	go func() {
-		err = s.Run(ctx)
-		close(done)
-	}()
-	stop = sync.OnceValue(func() error {
-		cancel()
-		<-done
-		return err
-	})
-	t.Cleanup(func() {
-		if err := stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	return stop, done
-}
-
-// startServer runs a server with cfg and opts on a loopback port of its
-// own until the test ends, and returns it with its address.
-func startServer(t *testing.T, cfg config.Config, opts ...muster.Option) (*muster.Server, string) {
-	t.Helper()
-	l := loopback(t)
-	s, err := muster.New(Counter{}, cfg, append([]muster.Option{muster.WithListener(l), quiet}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop, ended := runServer(t, s)
-	// Run marks the server ready once it serves; until then /play says 503.
-	for {
-		resp, err := http.Get("http://" + l.Addr().String() + "/muster/server/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return s, l.Addr().String()
-			}
-		}
-		select {
-		case <-ended:
-			t.Fatalf("Run returned before the server was ready: %v", stop())
-		case <-t.Context().Done():
-			t.Fatal("the server never became ready")
-		case <-time.After(5 * time.Millisecond):
-		}
+	s := startServer(t, cfg)
+	c := dialPlayer(t, s.addr, s.Tickets(), "p1", "")
+	c.welcome(t, "p1")
+	c.send(t, "queue", map[string]string{"playlist": "from-config"})
+	if m := c.next(t, "queue.waiting", "queue.error", "error"); m["type"] != "queue.waiting" {
+		t.Fatalf("queue on a playlist from config.yml: %v", m)
 	}
 }
 
@@ -322,9 +209,7 @@ func TestRunLogsConfigWarnings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, stop := context.WithCancel(t.Context())
-	stop()
-	if err := s.Run(ctx); err != nil {
+	if err := runStopped(s); err != nil {
 		t.Fatal(err)
 	}
 	want := cfg.Warnings()[0]

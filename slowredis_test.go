@@ -2,395 +2,23 @@ package muster_test
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"runtime"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/muster-gg/muster"
-	"github.com/muster-gg/muster/config"
 	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/fleettest"
 	"github.com/muster-gg/muster/internal/testbin"
-	"github.com/muster-gg/muster/matchmaking"
-	"github.com/muster-gg/muster/room"
 )
 
 // A slow or failing Redis must never stall a room. These tests put a proxy
 // (testbin.SlowProxy) between a server and a real redis-server and make
 // every reply late, hold requests and replies back with the connections
 // open, or let replies through a byte at a time, while players play.
-
-// tallySim is the state of a tally room: the sum of its players' inputs.
-type tallySim struct{ sum int }
-
-// tally is a game whose rooms add up their players' inputs and send
-// {"type":"state","room","step","sum"} to every player after every pass.
-type tally struct{}
-
-type tallyRoom = room.Room[*tallySim, int, string]
-
-func (tally) NewSim(room.Info) *tallySim           { return &tallySim{} }
-func (tally) Join(_ *tallyRoom, id string) string  { return id }
-func (tally) Leave(*tallyRoom, string)             {}
-func (tally) Input(r *tallyRoom, _ string, in int) { r.Sim().sum += in }
-func (tally) FixedStep(*tallyRoom)                 {}
-
-// AfterSteps implements room.AfterStepper.
-func (tally) AfterSteps(r *tallyRoom) {
-	r.Broadcast(tallyState{Type: "state", Room: r.ID(), Step: r.Step(), Sum: r.Sim().sum})
-}
-
-type tallyState struct {
-	Type string `json:"type"`
-	Room string `json:"room"`
-	Step uint64 `json:"step"`
-	Sum  int    `json:"sum"`
-}
-
-// The fleet's timing: a heartbeat of 0.5 s makes every backplane call's
-// deadline 125 ms (a quarter of it) and a server alone 1.5 s after its
-// last heartbeat that reached Redis; rooms step 60 times a second.
-const (
-	slowHeartbeat = 500 * time.Millisecond
-	slowRate      = 60
-	slowKey       = "slow-redis-fleet-key-0123456789"
-)
-
-// slowServer is a server of the test's fleet, built with muster.New from
-// a configuration as a game's would be, and run until the test ends.
-type slowServer struct {
-	*muster.Server
-	addr   string
-	cancel context.CancelFunc
-	done   chan error // Run's error, once
-}
-
-// startSlowServer runs server id with Redis at redisAddr, a load budget
-// of maxLoad, the duel playlist and lobbies.
-func startSlowServer(t *testing.T, redisAddr, id string, maxLoad int) *slowServer {
-	t.Helper()
-	return startSlowServerWith(t, redisAddr, id, maxLoad, slowHeartbeat, quiet)
-}
-
-// startSlowServerWith is startSlowServer with another heartbeat and
-// logger. Redis's own timeout is the heartbeat, so that every call's
-// deadline is the fleet's: a quarter of the heartbeat.
-func startSlowServerWith(t *testing.T, redisAddr, id string, maxLoad int, heartbeat time.Duration, logger muster.Option) *slowServer {
-	t.Helper()
-	return startDrainingServer(t, redisAddr, id, maxLoad, heartbeat, 2*time.Second, logger)
-}
-
-// startDrainingServer is startSlowServerWith with another drain timeout.
-func startDrainingServer(t *testing.T, redisAddr, id string, maxLoad int, heartbeat, drainTimeout time.Duration, logger muster.Option) *slowServer {
-	t.Helper()
-	l := loopback(t)
-	cfg, err := config.Parse(fmt.Appendf(nil, `muster:
-  security:
-    key: %s
-  server:
-    capacity:
-      max-load: %d
-    drain:
-      timeout: %s
-    fleet:
-      redis: %s
-      node-id: %s
-      heartbeat: %s
-      redis-timeout: %s
-      internal-address: %s
-  room:
-    rate: %d
-    drain-grace: 100ms
-    limits:
-      store: backplane
-`, slowKey, maxLoad, drainTimeout, redisAddr, id, heartbeat, heartbeat, l.Addr(), slowRate), nil, muster.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := muster.New(tally{}, cfg, muster.WithListener(l), logger,
-		muster.WithPlaylists(matchmaking.Playlist{Name: "duel"}), muster.WithLobbies())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &slowServer{Server: srv, addr: l.Addr().String(), cancel: cancel, done: make(chan error, 1)}
-	go func() { s.done <- srv.Run(ctx) }()
-	t.Cleanup(func() {
-		if err := s.stop(t); err != nil {
-			t.Errorf("%s: Run: %v", id, err)
-		}
-	})
-	waitUntil(t, id+" ready", func() bool { return srv.Fleet().State() == fleet.StateReady })
-	return s
-}
-
-// stop ends Run and returns its error; the test fails if Run does not
-// return within 20 s. Safe to call twice.
-func (s *slowServer) stop(t *testing.T) error {
-	t.Helper()
-	s.cancel()
-	select {
-	case err := <-s.done:
-		s.done <- err
-		return err
-	case <-time.After(20 * time.Second):
-		t.Fatalf("%s: Run has not returned 20 s after its context ended", s.NodeID())
-		return nil
-	}
-}
-
-// slowPlayer is a player connected to a server over a WebSocket, with a
-// goroutine that reads everything it is sent.
-type slowPlayer struct {
-	id   string
-	conn *websocket.Conn
-	done chan struct{} // closed when the reader has returned
-
-	mu      sync.Mutex
-	states  int              // state packets received
-	sum     int              // the last state's sum
-	room    string           // the last state's room
-	packets []map[string]any // every other packet, in order
-	err     error            // why reading ended
-}
-
-// connect connects player id to s with a new ticket of s's and says
-// hello with mode ("new" or "rejoin").
-func connect(t *testing.T, s *slowServer, id, mode string) *slowPlayer {
-	t.Helper()
-	tk, err := s.Tickets().Issue(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	c, _, err := websocket.Dial(ctx, "ws://"+s.addr+"/play?ticket="+tk, nil)
-	if err != nil {
-		t.Fatalf("%s: dial %s: %v", id, s.NodeID(), err)
-	}
-	p := &slowPlayer{id: id, conn: c, done: make(chan struct{})}
-	go p.read()
-	t.Cleanup(p.close)
-	p.send(t, "hello", map[string]string{"mode": mode})
-	return p
-}
-
-func (p *slowPlayer) close() {
-	p.conn.CloseNow()
-	<-p.done
-}
-
-func (p *slowPlayer) read() {
-	defer close(p.done)
-	for {
-		_, data, err := p.conn.Read(context.Background())
-		if err != nil {
-			p.mu.Lock()
-			p.err = err
-			p.mu.Unlock()
-			return
-		}
-		var st tallyState
-		if json.Unmarshal(data, &st) == nil && st.Type == "state" {
-			p.mu.Lock()
-			p.states++
-			p.sum, p.room = st.Sum, st.Room
-			p.mu.Unlock()
-			continue
-		}
-		var m map[string]any
-		json.Unmarshal(data, &m)
-		p.mu.Lock()
-		p.packets = append(p.packets, m)
-		p.mu.Unlock()
-	}
-}
-
-func (p *slowPlayer) send(t *testing.T, typ string, data any) {
-	t.Helper()
-	frame, _ := json.Marshal(map[string]any{"type": typ, "data": data})
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	if err := p.conn.Write(ctx, websocket.MessageText, frame); err != nil {
-		t.Fatalf("%s: write %s: %v", p.id, typ, err)
-	}
-}
-
-// await waits for the first packet of one of types after the first from
-// packets, and returns it and its index.
-func (p *slowPlayer) await(t *testing.T, from int, types ...string) (map[string]any, int) {
-	t.Helper()
-	var got map[string]any
-	at := -1
-	waitUntil(t, fmt.Sprintf("%s: a packet of %q", p.id, types), func() bool {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		for i := from; i < len(p.packets); i++ {
-			if typ, _ := p.packets[i]["type"].(string); slices.Contains(types, typ) {
-				got, at = p.packets[i], i
-				return true
-			}
-		}
-		if p.err != nil {
-			t.Fatalf("%s: connection ended before a packet of %q: %v; got %v", p.id, types, p.err, p.packets[from:])
-		}
-		return false
-	})
-	return got, at
-}
-
-// count returns how many packets other than states the player got.
-func (p *slowPlayer) count() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.packets)
-}
-
-func (p *slowPlayer) state() (states, sum int, room string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.states, p.sum, p.room
-}
-
-// waitUntil polls cond every 2 ms until it holds; the test fails after
-// 15 s. A wait that fails says what it waited for, never how long it
-// took.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 15 s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
-// stepWaitsOnBackplane returns the stack of a room step worker that is in
-// a backplane or Redis call, or "".
-func stepWaitsOnBackplane() string {
-	buf := make([]byte, 4<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	for g := range strings.SplitSeq(string(buf), "\n\n") {
-		if !strings.Contains(g, "muster/room.(*scheduler).work") {
-			continue
-		}
-		for _, bad := range []string{"go-redis", "muster/backplane", "muster/fleet.(*Fleet).Claim", "muster/fleet.(*Fleet).Release(", "muster/fleet.(*Fleet).Locate",
-			"muster/fleet.(*Fleet).Arrive", "muster/fleet.(*Fleet).PutHandoff", "muster/fleet.(*Fleet).TakeHandoff", "muster/fleet.(*Fleet).Increment"} {
-			if strings.Contains(g, bad) {
-				return g
-			}
-		}
-	}
-	return ""
-}
-
-// keepTicking checks that the rooms of players keep stepping while the
-// proxy is slow: an input sent now is applied (every player of its room
-// sees the new sum), every player gets n more states, and no step worker
-// is ever found in a backplane call. With held, some player's room also
-// sends several states while one request or reply stays held in the
-// proxy, i.e. while a backplane call waits on Redis.
-func keepTicking(t *testing.T, px *testbin.SlowProxy, held bool, input int, rooms ...[]*slowPlayer) {
-	t.Helper()
-	check := func() {
-		t.Helper()
-		if g := stepWaitsOnBackplane(); g != "" {
-			t.Fatalf("a room step worker waits on the backplane:\n%s", g)
-		}
-	}
-	for _, players := range rooms {
-		_, before, _ := players[0].state()
-		players[0].send(t, "input", input)
-		for _, p := range players {
-			waitUntil(t, fmt.Sprintf("%s sees the input %d applied", p.id, input), func() bool {
-				check()
-				_, sum, _ := p.state()
-				return sum == before+input
-			})
-		}
-	}
-	var all []*slowPlayer
-	for _, players := range rooms {
-		all = append(all, players...)
-	}
-	start := make([]int, len(all))
-	for i, p := range all {
-		start[i], _, _ = p.state()
-	}
-	for i, p := range all {
-		waitUntil(t, fmt.Sprintf("%s gets %d more states", p.id, slowRate/2), func() bool {
-			check()
-			n, _, _ := p.state()
-			return n >= start[i]+slowRate/2
-		})
-	}
-	if !held {
-		return
-	}
-	// A backplane call waits on Redis while its request or reply is
-	// held: the rooms must send their states meanwhile. A call gives up
-	// at its deadline (125 ms), so on a busy machine a try may see the
-	// call end first; one try of many must see it.
-	p := all[0]
-	for try := 0; ; try++ {
-		if try == 200 {
-			t.Fatalf("%s never got 3 states while a backplane call was held in the proxy", p.id)
-		}
-		var ids []uint64
-		waitUntil(t, "a backplane call held in the proxy", func() bool {
-			check()
-			ids = px.Held()
-			return len(ids) > 0
-		})
-		n0, _, _ := p.state()
-		var n int
-		for {
-			check()
-			n, _, _ = p.state()
-			if n >= n0+3 || !slices.ContainsFunc(px.Held(), func(id uint64) bool { return slices.Contains(ids, id) }) {
-				break
-			}
-			time.Sleep(time.Millisecond)
-		}
-		if n >= n0+3 && slices.ContainsFunc(px.Held(), func(id uint64) bool { return slices.Contains(ids, id) }) {
-			return
-		}
-	}
-}
-
-// seat connects players ids to s, queues them on the duel playlist in
-// pairs, and waits until each has its room's states; it returns the
-// pairs.
-func seat(t *testing.T, s *slowServer, ids ...string) [][]*slowPlayer {
-	t.Helper()
-	var pairs [][]*slowPlayer
-	for i := 0; i+1 < len(ids); i += 2 {
-		pair := []*slowPlayer{connect(t, s, ids[i], "new"), connect(t, s, ids[i+1], "new")}
-		for _, p := range pair {
-			p.await(t, 0, "welcome")
-			p.send(t, "queue", map[string]string{"playlist": "duel"})
-		}
-		for _, p := range pair {
-			if m, _ := p.await(t, 0, "room", "queue.error"); m["type"] != "room" {
-				t.Fatalf("%s: queued and got %v, want a room", p.id, m)
-			}
-			waitUntil(t, p.id+" gets its room's state", func() bool { n, _, _ := p.state(); return n > 0 })
-		}
-		pairs = append(pairs, pair)
-	}
-	return pairs
-}
 
 // TestSlowRedisNeverStallsARoom makes Redis slow for a server with players
 // in rooms, in turn: every reply 50 ms late (calls still answered in
@@ -410,7 +38,7 @@ func TestSlowRedisNeverStallsARoom(t *testing.T) {
 	// b is a witness, on Redis directly, that sees what a's claims say;
 	// full with a single player, it never gathers a playlist.
 	b := startSlowServer(t, rd.Addr, "b", 1)
-	for _, s := range []*slowServer{a, b} {
+	for _, s := range []*testServer{a, b} {
 		waitUntil(t, s.NodeID()+" sees the fleet", func() bool { return len(s.Fleet().Nodes()) == 2 })
 	}
 	rooms := seat(t, a, "p1", "p2", "p3", "p4")
@@ -458,8 +86,7 @@ func TestSlowRedisNeverStallsARoom(t *testing.T) {
 
 	// A lobby needs a code unique in the fleet: while a still sees the
 	// others, it cannot be claimed, and the player is told to try again.
-	p9 := connect(t, a, "p9", "new")
-	p9.await(t, 0, "welcome")
+	p9 := join(t, a, "p9")[0]
 	if !a.Fleet().Alone() {
 		p9.send(t, "lobby.create", nil)
 		m, _ := p9.await(t, 0, "lobby.error", "lobby.state")
@@ -476,9 +103,8 @@ func TestSlowRedisNeverStallsARoom(t *testing.T) {
 	code, _ := m["code"].(string)
 	rooms = append(rooms, seat(t, a, "p5", "p6")...)
 	// A player who queues alone during the stall keeps its place.
-	p7 := connect(t, a, "p7", "new")
-	p7.await(t, 0, "welcome")
-	p7.send(t, "queue", map[string]string{"playlist": "duel"})
+	p7 := join(t, a, "p7")[0]
+	p7.queue(t)
 	p7.await(t, 0, "queue.waiting")
 	keepTicking(t, px, true, input, rooms...)
 	input *= 10
@@ -504,9 +130,8 @@ func TestSlowRedisNeverStallsARoom(t *testing.T) {
 		n, err := b.Fleet().Locate(t.Context(), fleet.KindLobby, code)
 		return err == nil && n.ID == "a"
 	})
-	p8 := connect(t, a, "p8", "new")
-	p8.await(t, 0, "welcome")
-	p8.send(t, "queue", map[string]string{"playlist": "duel"})
+	p8 := join(t, a, "p8")[0]
+	p8.queue(t)
 	for _, p := range []*slowPlayer{p7, p8} {
 		if m, _ := p.await(t, 0, "room", "queue.error"); m["type"] != "room" {
 			t.Fatalf("%s: queued and got %v, want a room", p.id, m)
@@ -527,9 +152,8 @@ func TestStopWhileRedisStalls(t *testing.T) {
 			b := startSlowServer(t, rd.Addr, "b", 1)
 			waitUntil(t, "a sees the fleet", func() bool { return len(a.Fleet().Nodes()) == 2 })
 			pairs := seat(t, a, "p1", "p2")
-			waiting := connect(t, a, "p3", "new")
-			waiting.await(t, 0, "welcome")
-			waiting.send(t, "queue", map[string]string{"playlist": "duel"})
+			waiting := join(t, a, "p3")[0]
+			waiting.queue(t)
 			waiting.await(t, 0, "queue.waiting")
 
 			px.Stall()
@@ -538,7 +162,7 @@ func TestStopWhileRedisStalls(t *testing.T) {
 			stopped := time.Now()
 			switch how {
 			case "context":
-				a.cancel()
+				a.run.cancel()
 			case "drain":
 				resp, err := http.Post("http://"+a.addr+"/muster/server/drain", "", nil)
 				if err != nil {
@@ -549,16 +173,10 @@ func TestStopWhileRedisStalls(t *testing.T) {
 					t.Fatalf("drain: %s", resp.Status)
 				}
 			}
-			select {
-			case err := <-a.done:
-				a.done <- err
-				if err != nil {
-					t.Fatalf("Run: %v", err)
-				}
-				t.Logf("Run returned %v after the stop, Redis stalled", time.Since(stopped).Round(time.Millisecond))
-			case <-time.After(15 * time.Second):
-				t.Fatal("Run has not returned 15 s after the stop with Redis stalled")
+			if err := a.run.wait(t, 15*time.Second); err != nil {
+				t.Fatalf("Run: %v", err)
 			}
+			t.Logf("Run returned %v after the stop, Redis stalled", time.Since(stopped).Round(time.Millisecond))
 			_ = b
 		})
 	}
@@ -578,35 +196,21 @@ func TestStalledRedisMatchesTogether(t *testing.T) {
 	// before any call of the second round reaches it.
 	a := startSlowServerWith(t, px.Addr, "a", 100, 20*time.Second, muster.WithLogger(slog.New(logs)))
 	waitUntil(t, "a attached", a.Fleet().Attached)
-	connectAll := func(ids ...string) []*slowPlayer {
-		var ps []*slowPlayer
-		for _, id := range ids {
-			ps = append(ps, connect(t, a, id, "new"))
-		}
-		for _, p := range ps {
-			p.await(t, 0, "welcome")
-		}
-		return ps
-	}
-	first := connectAll("first-1", "first-2")
-	var ids []string
-	for i := range 2 * pairs {
-		ids = append(ids, fmt.Sprintf("p%d", i))
-	}
-	players := connectAll(ids...)
+	first := join(t, a, "first-1", "first-2")
+	players := join(t, a, names("p", 2*pairs)...)
 	const claimFailed = "claim players; re-asserted when the backplane returns"
 
 	px.Stall()
 	// The first pair's round opens its room and waits for its claim; the
 	// others queue meanwhile, so that the next round matches them all.
 	for _, p := range first {
-		p.send(t, "queue", map[string]string{"playlist": "duel"})
+		p.queue(t)
 	}
 	for _, p := range first {
 		waitUntil(t, p.id+" plays", func() bool { n, _, _ := p.state(); return n > 0 })
 	}
 	for _, p := range players {
-		p.send(t, "queue", map[string]string{"playlist": "duel"})
+		p.queue(t)
 	}
 	for _, p := range players {
 		p.await(t, 0, "queue.waiting")
@@ -645,11 +249,10 @@ func TestStalledRedisKeepsArrivingPlaces(t *testing.T) {
 	a := startSlowServerWith(t, px.Addr, "a", 100, 2*time.Second, muster.WithLogger(slog.New(logs)))
 	b := startSlowServerWith(t, rd.Addr, "b", 1, 2*time.Second, quiet)
 	seesReady(t, b, a)
-	p := connect(t, b, "p", "new")
-	p.await(t, 0, "welcome")
+	p := join(t, b, "p")[0]
 
 	px.Stall()
-	p.send(t, "queue", map[string]string{"playlist": "duel"})
+	p.queue(t)
 	if m, _ := p.await(t, 0, "redirect", "queue.error"); m["type"] != "redirect" || m["node"] != "a" {
 		t.Fatalf("queued on b and got %v, want a redirect to a", m)
 	}
@@ -684,17 +287,11 @@ func TestStalledRedisHandsOverTogether(t *testing.T) {
 	a := startSlowServerWith(t, px.Addr, "a", 1, 2*time.Second, quiet)
 	b := startSlowServerWith(t, rd.Addr, "b", 100, 2*time.Second, quiet)
 	seesReady(t, a, b)
-	var players []*slowPlayer
-	for i := range waiting {
-		players = append(players, connect(t, a, fmt.Sprintf("p%d", i), "new"))
-	}
-	for _, p := range players {
-		p.await(t, 0, "welcome")
-	}
+	players := join(t, a, names("p", waiting)...)
 
 	px.Stall()
 	for _, p := range players {
-		p.send(t, "queue", map[string]string{"playlist": "duel"})
+		p.queue(t)
 	}
 	heldTogether(t, px, waiting, "hand-overs")
 	px.Pass()
@@ -703,30 +300,6 @@ func TestStalledRedisHandsOverTogether(t *testing.T) {
 			t.Fatalf("%s: queued on a and got %v, want a redirect to b", p.id, m)
 		}
 	}
-}
-
-// heldTogether waits until the stalled proxy holds n requests at once,
-// the n calls of what; it fails the test if that has not happened within
-// 15 s.
-func heldTogether(t *testing.T, px *testbin.SlowProxy, n int, what string) {
-	t.Helper()
-	most := 0
-	for deadline := time.Now().Add(15 * time.Second); most < n; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the %d %s never waited on Redis together: at most %d requests held at once", n, what, most)
-		}
-		most = max(most, len(px.Held()))
-	}
-}
-
-// seesReady waits until s sees other ready: a server's first record says
-// it is starting, and the others read the next one a heartbeat later.
-func seesReady(t *testing.T, s, other *slowServer) {
-	t.Helper()
-	waitUntil(t, s.NodeID()+" sees "+other.NodeID()+" ready", func() bool {
-		n, ok := s.Fleet().Node(other.NodeID())
-		return ok && n.State == fleet.StateReady
-	})
 }
 
 // TestStalledRedisMovesLobbyTogether: a draining server whose Redis
@@ -740,12 +313,7 @@ func TestStalledRedisMovesLobbyTogether(t *testing.T) {
 	a := startSlowServer(t, px.Addr, "a", 100)
 	b := startSlowServer(t, rd.Addr, "b", 100)
 	seesReady(t, a, b)
-	var players []*slowPlayer
-	for i := range members {
-		p := connect(t, a, fmt.Sprintf("m%d", i), "new")
-		p.await(t, 0, "welcome")
-		players = append(players, p)
-	}
+	players := join(t, a, names("m", members)...)
 	players[0].send(t, "lobby.create", nil)
 	m, _ := players[0].await(t, 0, "lobby.state")
 	code, _ := m["code"].(string)
@@ -782,15 +350,13 @@ func TestStalledRedisCountsInMemoryAtOnce(t *testing.T) {
 	a := startSlowServerWith(t, px.Addr, "a", 100, 8*time.Second, quiet)
 	before := increments(t, a)
 	px.Stall()
-	first := connect(t, a, "first", "new")
-	first.await(t, 0, "welcome")
+	join(t, a, "first")
 	if n := increments(t, a) - before; n != 1 {
 		t.Errorf("the first player after Redis stalled made %d counts in Redis, want 1", n)
 	}
 	before = increments(t, a)
-	for i := range 3 {
-		p := connect(t, a, fmt.Sprintf("next-%d", i), "new")
-		p.await(t, 0, "welcome")
+	for _, id := range names("next-", 3) {
+		join(t, a, id) // one after another
 	}
 	if n := increments(t, a) - before; n != 0 {
 		t.Errorf("the three players after the first made %d counts in Redis, want none", n)
@@ -799,7 +365,7 @@ func TestStalledRedisCountsInMemoryAtOnce(t *testing.T) {
 
 // increments returns how many counts s has asked its backplane for, from
 // its /metrics.
-func increments(t *testing.T, s *slowServer) int {
+func increments(t *testing.T, s *testServer) int {
 	t.Helper()
 	const name = `muster_backplane_request_duration_seconds_count{operation="increment"} `
 	for line := range strings.Lines(metricsOf(t, s.addr)) {

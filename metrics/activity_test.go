@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,22 +16,11 @@ import (
 	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/fleettest"
+	"github.com/muster-gg/muster/internal/hosttest"
 	"github.com/muster-gg/muster/metrics"
 	"github.com/muster-gg/muster/relay"
 	"github.com/muster-gg/muster/room"
 )
-
-// idle is a game whose rooms do nothing: the host still steps them, which
-// is what the lateness series measure.
-type idle struct{}
-
-type idleRoom = room.Room[struct{}, int, string]
-
-func (idle) NewSim(room.Info) struct{}          { return struct{}{} }
-func (idle) Join(_ *idleRoom, id string) string { return id }
-func (idle) Leave(*idleRoom, string)            {}
-func (idle) Input(*idleRoom, string, int)       {}
-func (idle) FixedStep(*idleRoom)                {}
 
 const testSecret = "metrics-test-secret-0123456789"
 
@@ -56,7 +44,9 @@ func TestScrapeMovesWithActivity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	host, err := room.New[struct{}, int, string](idle{}, room.Config{Rate: 100, Workers: 2, DrainGrace: 50 * time.Millisecond}, logger)
+	// The test game's rooms do nothing: the host still steps them, which
+	// is what the lateness series measure.
+	host, err := room.New[*hosttest.Sim, int, string](&hosttest.Game{}, room.Config{Rate: 100, Workers: 2, DrainGrace: 50 * time.Millisecond}, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +56,7 @@ func TestScrapeMovesWithActivity(t *testing.T) {
 	// Server b: the target of the relayed connection, an echo.
 	b := httptest.NewServer(http.HandlerFunc(echo))
 	t.Cleanup(b.Close)
-	bAddr := strings.TrimPrefix(b.URL, "http://")
+	bAddr := b.Listener.Addr().String()
 	rl, err := relay.New(relay.Config{NodeID: "a", Secret: testSecret}, relay.DirectoryFunc(func(id string) (string, bool) {
 		return bAddr, id == "b"
 	}), logger)
@@ -115,7 +105,7 @@ func TestScrapeMovesWithActivity(t *testing.T) {
 	}))
 
 	// A connection for node b is relayed, both ways.
-	conn, _, err := websocket.Dial(ctx, strings.Replace(a.URL, "http", "ws", 1)+"/play?node=b", nil)
+	conn, _, err := websocket.Dial(ctx, a.URL+"/play?node=b", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package metrics_test
 
 import (
+	"maps"
 	"math"
 	"net/http/httptest"
 	"testing"
@@ -105,9 +106,7 @@ func TestCollector(t *testing.T) {
 	union := func(ms ...map[string]float64) map[string]float64 {
 		out := map[string]float64{}
 		for _, m := range ms {
-			for k, v := range m {
-				out[k] = v
-			}
+			maps.Copy(out, m)
 		}
 		return out
 	}

@@ -72,31 +72,25 @@ func eventually(t *testing.T, url, what string, check func(m map[string]float64)
 
 // want returns a check that every series has its value (NaN matches NaN).
 func want(series map[string]float64) func(map[string]float64) string {
-	return func(m map[string]float64) string {
-		for name, v := range series {
-			got, ok := m[name]
-			switch {
-			case !ok:
-				return name + " is missing"
-			case math.IsNaN(v) && math.IsNaN(got):
-			case got != v:
-				return name + " = " + strconv.FormatFloat(got, 'g', -1, 64) + ", want " + strconv.FormatFloat(v, 'g', -1, 64)
-			}
-		}
-		return ""
-	}
+	return expect(series, "", func(got, v float64) bool { return got == v || math.IsNaN(v) && math.IsNaN(got) })
 }
 
 // atLeast returns a check that every series is at least its value.
 func atLeast(series map[string]float64) func(map[string]float64) string {
+	return expect(series, "at least ", func(got, v float64) bool { return got >= v })
+}
+
+// expect returns a check that every series is there and that ok holds of
+// its value and the one in series; a failure says "want <how><value>".
+func expect(series map[string]float64, how string, ok func(got, v float64) bool) func(map[string]float64) string {
 	return func(m map[string]float64) string {
 		for name, v := range series {
-			got, ok := m[name]
-			if !ok {
+			got, found := m[name]
+			switch {
+			case !found:
 				return name + " is missing"
-			}
-			if !(got >= v) {
-				return name + " = " + strconv.FormatFloat(got, 'g', -1, 64) + ", want at least " + strconv.FormatFloat(v, 'g', -1, 64)
+			case !ok(got, v):
+				return name + " = " + strconv.FormatFloat(got, 'g', -1, 64) + ", want " + how + strconv.FormatFloat(v, 'g', -1, 64)
 			}
 		}
 		return ""

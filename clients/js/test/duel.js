@@ -16,7 +16,8 @@ export function goMissing() {
   return res.error || res.status !== 0 ? 'go is not installed' : '';
 }
 
-function freePort() {
+// freePort resolves with a loopback port that was free a moment ago.
+export function freePort() {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.on('error', reject);

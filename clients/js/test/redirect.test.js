@@ -3,24 +3,21 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect, CloseCode } from '../dist/muster.js';
+import { next } from './events.js';
 import { fakeServer } from './fake.js';
-
-function next(session, event, ok = () => true) {
-  return new Promise((resolve) => {
-    const off = session.on(event, (ev) => {
-      if (ok(ev)) {
-        off();
-        resolve(ev);
-      }
-    });
-  });
-}
 
 // until resolves once cond() holds, looking every 10 ms, and fails the
 // test when it has not within 5 s.
 async function until(what, cond) {
   for (let i = 0; i < 500 && !cond(); i++) await new Promise((r) => setTimeout(r, 10));
   assert.ok(cond(), what);
+}
+
+// sendAway redirects connection c to node for reason, as a server does:
+// the redirect, then a normal close.
+function sendAway(c, node, reason, extra = {}) {
+  c.conn.send({ type: 'redirect', node, param: 'node', reason, ...extra });
+  c.conn.close(1000, 'redirect');
 }
 
 const lobbyState = (c) => c.conn.send({ type: 'lobby.state', code: 'K7QXM', host: 'ann', members: ['ann'], playing: false, node: c.node });
@@ -54,10 +51,7 @@ async function fleet(script, dead = [], create = lobbyState) {
 test('a redirect: at once, with its ticket and query, hello rejoin, and the node kept after', async () => {
   let tickets = 0;
   const f = await fleet((c) => {
-    if (c.n === 0) {
-      c.conn.send({ type: 'redirect', node: 'duel-2', param: 'node', reason: 'queue', ticket: 'from-redirect', query: 'node=duel-2&ticket=from-redirect' });
-      c.conn.close(1000, 'redirect');
-    }
+    if (c.n === 0) sendAway(c, 'duel-2', 'queue', { ticket: 'from-redirect', query: 'node=duel-2&ticket=from-redirect' });
     if (c.n === 2) c.conn.send({ type: 'queue.waiting', playlist: 'duel', waited_ms: 4200, node: 'duel-2' });
   });
   const s = connect({ url: f.url, ticket: async () => `fresh-${++tickets}` });
@@ -81,10 +75,7 @@ test('a redirect: at once, with its ticket and query, hello rejoin, and the node
 
 test('a redirect without ticket or query: a fresh ticket, the target named by param', async () => {
   const f = await fleet((c) => {
-    if (c.n === 0) {
-      c.conn.send({ type: 'redirect', node: 'duel-2', param: 'node', reason: 'lobby' });
-      c.conn.close(1000, 'redirect');
-    }
+    if (c.n === 0) sendAway(c, 'duel-2', 'lobby');
   });
   let tickets = 0;
   const s = connect({ url: f.url, ticket: async () => `t${++tickets}` });
@@ -97,10 +88,7 @@ test('a redirect without ticket or query: a fresh ticket, the target named by pa
 
 test('messages sent during a redirect go to the new server', async () => {
   const f = await fleet((c) => {
-    if (c.n === 0) {
-      c.conn.send({ type: 'redirect', node: 'duel-2', param: 'node', reason: 'drain' });
-      c.conn.close(1000, 'redirect');
-    }
+    if (c.n === 0) sendAway(c, 'duel-2', 'drain');
   });
   const s = connect({ url: f.url, ticket: async () => 't' });
   await next(s, 'redirect');
@@ -122,16 +110,14 @@ test('a queue a drain redirect crossed is sent again on the next server; one ans
     s.send('lobby.leave'); // not a request sent again
     await until('duel-1 got the queue', () => (f.conns[0].got ?? []).length === 2);
     // The draining server sends the player away without answering.
-    f.conns[0].conn.send({ type: 'redirect', node: 'duel-2', param: 'node', reason: 'drain' });
-    f.conns[0].conn.close(1000, 'redirect');
+    sendAway(f.conns[0], 'duel-2', 'drain');
     await until('duel-2 got the queue again', () => (f.conns[1]?.got ?? []).length > 0);
     assert.deepEqual(f.conns[1].got, [{ type: 'queue', data: { playlist: 'duel', rating: 1500 } }]);
 
     // Answered before the next drain redirect: not sent again.
     f.conns[1].conn.send({ type: 'queue.waiting', playlist: 'duel', waited_ms: 0, node: 'duel-2' });
     await next(s, 'queue');
-    f.conns[1].conn.send({ type: 'redirect', node: 'duel-3', param: 'node', reason: 'drain' });
-    f.conns[1].conn.close(1000, 'redirect');
+    sendAway(f.conns[1], 'duel-3', 'drain');
     await next(s, 'welcome', (w) => w.node === 'duel-3');
     s.send('ping');
     await until('duel-3 got the ping', () => (f.conns[2].got ?? []).length > 0);
@@ -158,8 +144,7 @@ test('a lobby.create a drain redirect crossed is sent again; "already in a lobby
     await next(s, 'welcome');
     s.createLobby();
     await until('duel-1 got the creation', () => (f.conns[0].got ?? []).length === 1);
-    f.conns[0].conn.send({ type: 'redirect', node: 'duel-2', param: 'node', reason: 'drain' });
-    f.conns[0].conn.close(1000, 'redirect');
+    sendAway(f.conns[0], 'duel-2', 'drain');
     await until('duel-2 got the creation again', () => (f.conns[1]?.got ?? []).length > 0);
     // A queue.left after the error: once it is here, so is the error.
     f.conns[1].conn.send({ type: 'queue.left', playlist: 'duel' });
@@ -178,10 +163,7 @@ test('sent back to a server the relay could not reach: waits before following', 
   // duel-3 is "dead": a request naming it is served by duel-1, which sends
   // the player straight back.
   const f = await fleet((c) => {
-    if (c.n < 3) {
-      c.conn.send({ type: 'redirect', node: 'duel-3', param: 'node', reason: 'rejoin' });
-      c.conn.close(1000, 'redirect');
-    }
+    if (c.n < 3) sendAway(c, 'duel-3', 'rejoin');
   }, ['duel-3']);
   const s = connect({ url: f.url, ticket: async () => 't', backoffInitial: 8, backoffMax: 64 });
   const closes = [];

@@ -3,19 +3,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect, CloseCode } from '../dist/muster.js';
-import { goMissing, startDuel } from './duel.js';
-
-// next resolves with the first event of a session that satisfies ok.
-function next(session, event, ok = () => true) {
-  return new Promise((resolve) => {
-    const off = session.on(event, (ev) => {
-      if (ok(ev)) {
-        off();
-        resolve(ev);
-      }
-    });
-  });
-}
+import { freePort, goMissing, startDuel } from './duel.js';
+import { next } from './events.js';
 
 // A WebSocket that the tests can watch and cut.
 function recorder() {
@@ -170,13 +159,7 @@ describe('against the duel', { skip: missing || false, timeout: 60000 }, () => {
 
 test('backoff: doubling to the cap, each wait a random half to whole of it', async () => {
   // A port nobody listens on: every attempt fails.
-  const { createServer } = await import('node:net');
-  const port = await new Promise((resolve) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const p = srv.address().port;
-      srv.close(() => resolve(p));
-    });
-  });
+  const port = await freePort();
   let tickets = 0;
   const s = connect({ url: `ws://127.0.0.1:${port}/play`, ticket: async () => `t${++tickets}`, backoffInitial: 4, backoffMax: 32 });
   const delays = [];
