@@ -23,7 +23,7 @@ import (
 	"github.com/muster-gg/muster/backplane"
 	"github.com/muster-gg/muster/backplane/redis"
 	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/hosttest"
+	"github.com/muster-gg/muster/internal/playtest"
 	"github.com/muster-gg/muster/internal/testbin"
 	"github.com/muster-gg/muster/room"
 )
@@ -482,7 +482,7 @@ type statePlayer struct {
 // until the test ends.
 func connectStatePlayer(t *testing.T, s *failoverServer, id string) *statePlayer {
 	t.Helper()
-	hp := hosttest.Connect(t, s.url, s.url, s.host.Tickets(), id)
+	hp := playtest.Connect(t, s.url, s.url, s.host.Tickets(), id)
 	p := &statePlayer{id: id, node: hp.Node, host: s}
 	want := "" // a host without a fleet names no node
 	if s.Fleet != nil {
@@ -491,7 +491,7 @@ func connectStatePlayer(t *testing.T, s *failoverServer, id string) *statePlayer
 	if p.node != want {
 		t.Fatalf("%s: welcomed by %q on %s", id, p.node, s.name)
 	}
-	conn := hp.Conn
+	conn := hp.Conn.Conn
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/fleettest"
+	"github.com/muster-gg/muster/internal/playtest"
+	"github.com/muster-gg/muster/internal/testrun"
 	"github.com/muster-gg/muster/relay"
 	"github.com/muster-gg/muster/room"
 )
@@ -119,7 +121,7 @@ func StartServers(tb testing.TB, o Sockets) []*Server {
 		})
 		out = append(out, &Server{Server: s, Host: h, URL: https[i].URL})
 	}
-	WaitFor(tb, "servers see each other", func() bool {
+	testrun.WaitFor(tb, "servers see each other", func() bool {
 		for _, s := range out {
 			if len(s.Nodes()) != o.Servers {
 				return false
@@ -128,6 +130,20 @@ func StartServers(tb testing.TB, o Sockets) []*Server {
 		return true
 	})
 	return out
+}
+
+// Connect connects player id to s as a new player; the player reconnects
+// through s when redirected.
+func (s *Server) Connect(tb testing.TB, id string) *playtest.Player {
+	tb.Helper()
+	return playtest.Connect(tb, s.URL, s.URL, s.Host.Tickets(), id)
+}
+
+// ConnectVia is Connect for a player that reconnects through lb, the
+// public URL of a load balancer (or of another server).
+func (s *Server) ConnectVia(tb testing.TB, lb, id string) *playtest.Player {
+	tb.Helper()
+	return playtest.Connect(tb, s.URL, lb, s.Host.Tickets(), id)
 }
 
 // tbWriter writes to the test's log.

@@ -1,0 +1,156 @@
+package playtest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// Timeout bounds each dial, write and read: a bound on a hung test, never
+// a measurement.
+const Timeout = 10 * time.Second
+
+// Conn is one WebSocket connection to a room host's /play endpoint. The
+// embedded websocket.Conn is there for what the methods do not cover (a
+// read with a deadline of the test's own, a close with a code).
+type Conn struct {
+	*websocket.Conn
+	tb testing.TB
+}
+
+// PlayURL returns the ws:// (or wss://) URL of /play?query at base, an
+// http:// (or https://) URL such as an httptest server's.
+func PlayURL(base, query string) string {
+	return "ws" + strings.TrimPrefix(base, "http") + "/play?" + query
+}
+
+// Dial connects to url with opts (nil for none) and fails the test if it
+// cannot. The test's cleanup closes the connection.
+func Dial(tb testing.TB, url string, opts *websocket.DialOptions) *Conn {
+	tb.Helper()
+	c, _, err := TryDial(tb, url, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// TryDial connects to url with opts (nil for none). It returns the
+// connection and 101, or nil, the HTTP status of the refused upgrade (0
+// when no answer came) and the error. The test's cleanup closes the
+// connection.
+func TryDial(tb testing.TB, url string, opts *websocket.DialOptions) (*Conn, int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	c, resp, err := websocket.Dial(ctx, url, opts)
+	if err != nil {
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+		}
+		return nil, status, fmt.Errorf("dial %s: %w", url, err)
+	}
+	tb.Cleanup(func() { c.CloseNow() })
+	return &Conn{Conn: c, tb: tb}, http.StatusSwitchingProtocols, nil
+}
+
+// WritePacket writes the packet {"type":typ,"data":data} (no data when
+// data is nil).
+func (c *Conn) WritePacket(typ string, data any) error {
+	msg := map[string]any{"type": typ}
+	if data != nil {
+		msg["data"] = data
+	}
+	frame, err := json.Marshal(msg)
+	if err != nil {
+		return err
+	}
+	return c.WriteText(string(frame))
+}
+
+// WriteText writes frame as it is, in a text message.
+func (c *Conn) WriteText(frame string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	return c.Conn.Write(ctx, websocket.MessageText, []byte(frame))
+}
+
+// Send is WritePacket for the test's goroutine: it fails the test on an error.
+func (c *Conn) Send(typ string, data any) {
+	c.tb.Helper()
+	if err := c.WritePacket(typ, data); err != nil {
+		c.tb.Fatalf("write %s: %v", typ, err)
+	}
+}
+
+// SendText is WriteText for the test's goroutine: it fails the test on an
+// error.
+func (c *Conn) SendText(frame string) {
+	c.tb.Helper()
+	if err := c.WriteText(frame); err != nil {
+		c.tb.Fatalf("write %s: %v", frame, err)
+	}
+}
+
+// Hello says hello in mode ("new" or "rejoin").
+func (c *Conn) Hello(mode string) {
+	c.tb.Helper()
+	c.Send("hello", map[string]string{"mode": mode})
+}
+
+// ErrUndecodable is the error of a packet that is not a JSON object.
+var ErrUndecodable = errors.New("playtest: undecodable packet")
+
+// Receive returns the next packet, or the error that ended the
+// connection (websocket.CloseStatus tells its code), or ErrUndecodable.
+func (c *Conn) Receive() (map[string]any, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	_, data, err := c.Conn.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("%w %q", ErrUndecodable, data)
+	}
+	return m, nil
+}
+
+// Next reads until a packet of type typ and returns it; it fails the test
+// if the connection ends first or a packet is undecodable.
+func (c *Conn) Next(typ string) map[string]any {
+	c.tb.Helper()
+	for {
+		m, err := c.Receive()
+		if err != nil {
+			c.tb.Fatalf("waiting for %q: %v", typ, err)
+		}
+		if m["type"] == typ {
+			return m
+		}
+	}
+}
+
+// CloseCode reads until the connection ends and returns its close code
+// (-1 when it ended without one). An undecodable packet on the way fails
+// the test, which goes on reading.
+func (c *Conn) CloseCode() websocket.StatusCode {
+	for {
+		_, err := c.Receive()
+		if errors.Is(err, ErrUndecodable) {
+			c.tb.Error(err)
+			continue
+		}
+		if err != nil {
+			return websocket.CloseStatus(err)
+		}
+	}
+}
