@@ -42,6 +42,31 @@ func Dial(tb testing.TB, url string, opts *websocket.DialOptions) *Conn {
 	return c
 }
 
+// DialPlay is Dial of PlayURL(base, query) with no options.
+func DialPlay(tb testing.TB, base, query string) *Conn {
+	tb.Helper()
+	return Dial(tb, PlayURL(base, query), nil)
+}
+
+// DialPlayer is DialPlay as player id, with a ticket from tickets and
+// query's other parameters ("" for none).
+func DialPlayer(tb testing.TB, base string, tickets Tickets, id, query string) *Conn {
+	tb.Helper()
+	tk, err := tickets.Issue(id)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return DialPlay(tb, base, withTicket(query, tk))
+}
+
+// withTicket adds ticket to query.
+func withTicket(query, ticket string) string {
+	if query != "" {
+		query += "&"
+	}
+	return query + "ticket=" + ticket
+}
+
 // TryDial connects to url with opts (nil for none). It returns the
 // connection and 101, or nil, the HTTP status of the refused upgrade (0
 // when no answer came) and the error. The test's cleanup closes the
@@ -103,6 +128,29 @@ func (c *Conn) SendText(frame string) {
 func (c *Conn) Hello(mode string) {
 	c.tb.Helper()
 	c.Send("hello", map[string]string{"mode": mode})
+}
+
+// Welcome says hello in mode and returns the welcome, failing the test
+// if the connection ends first.
+func (c *Conn) Welcome(mode string) map[string]any {
+	c.tb.Helper()
+	c.Hello(mode)
+	return c.Next("welcome")
+}
+
+// Quiet returns nil if nothing comes on the connection for d, else an
+// error that says what came: a packet, or the connection's end.
+func (c *Conn) Quiet(d time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	_, data, err := c.Conn.Read(ctx)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return nil
+	case err != nil:
+		return fmt.Errorf("the connection ended: %w", err)
+	}
+	return fmt.Errorf("sent %s", data)
 }
 
 // ErrUndecodable is the error of a packet that is not a JSON object.

@@ -47,11 +47,11 @@ func (p *Player) dial(node, mode string) error {
 	if err != nil {
 		return err
 	}
-	query := "ticket=" + tk
+	query := ""
 	if node != "" {
-		query += "&node=" + node
+		query = "node=" + node
 	}
-	c, _, err := TryDial(p.tb, PlayURL(p.lb, query), nil)
+	c, _, err := TryDial(p.tb, PlayURL(p.lb, withTicket(query, tk)), nil)
 	if err != nil {
 		return fmt.Errorf("%s: %w", p.ID, err)
 	}
