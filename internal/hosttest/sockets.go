@@ -6,7 +6,6 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -82,7 +81,7 @@ func StartServers(tb testing.TB, o Sockets) []*Server {
 		cfg.DrainTimeout = 20 * time.Second
 	})
 	var out []*Server
-	logger := slog.New(slog.NewTextHandler(tbWriter{tb}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := testrun.Logger(tb, slog.LevelWarn)
 	for i, s := range c.Servers {
 		h, err := room.New[*Sim, int, string](&Game{MatchLen: o.MatchLen}, room.Config{Secret: "shared", MoveCooldown: o.Cooldown, Limits: room.Limits{Connects: 1 << 20, Open: math.MaxInt}}, logger.With("node_id", s.ID()))
 		if err != nil {
@@ -144,12 +143,4 @@ func (s *Server) Connect(tb testing.TB, id string) *playtest.Player {
 func (s *Server) ConnectVia(tb testing.TB, lb, id string) *playtest.Player {
 	tb.Helper()
 	return playtest.Connect(tb, s.URL, lb, s.Host.Tickets(), id)
-}
-
-// tbWriter writes to the test's log.
-type tbWriter struct{ tb testing.TB }
-
-func (w tbWriter) Write(p []byte) (int, error) {
-	w.tb.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
 }
