@@ -18,12 +18,6 @@ import (
 
 var quiet = slog.New(slog.DiscardHandler)
 
-// game and sim are the test game of the socket tests and the examples.
-type (
-	game = hosttest.Game
-	sim  = hosttest.Sim
-)
-
 type server struct {
 	*hosttest.Server
 	lm *lobby.Module

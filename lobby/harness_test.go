@@ -19,12 +19,6 @@ var quiet = slog.New(slog.DiscardHandler)
 
 const cooldown = 3 * time.Second // room.Config.MoveCooldown's default
 
-// game and sim are the test game: see hosttest.Game.
-type (
-	game = hosttest.Game
-	sim  = hosttest.Sim
-)
-
 // cluster is N servers, each a fleet, a room host and a lobby module: a
 // hosttest.Socketless, whose moves deliver players to the target's module.
 type cluster struct {
