@@ -13,8 +13,8 @@ import (
 	"github.com/coder/websocket"
 )
 
-// Timeout bounds each dial, write and read: a bound on a hung test, never
-// a measurement.
+// Timeout bounds each dial, write and read, and twice it a wait for a
+// packet (Next): a bound on a hung test, never a measurement.
 const Timeout = 10 * time.Second
 
 // Conn is one WebSocket connection to a room host's /play endpoint. The
@@ -65,6 +65,22 @@ func withTicket(query, ticket string) string {
 		query += "&"
 	}
 	return query + "ticket=" + ticket
+}
+
+// Join dials url, says hello as a new player and returns the connection
+// and the first packet: a welcome, when the ticket in url is good, else
+// the error that closed the connection. The test's cleanup closes the
+// connection.
+func Join(tb testing.TB, url string) (*Conn, map[string]any, error) {
+	c, _, err := TryDial(tb, url, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := c.WritePacket("hello", map[string]string{"mode": "new"}); err != nil {
+		return c, nil, err
+	}
+	m, err := c.Receive()
+	return c, m, err
 }
 
 // TryDial connects to url with opts (nil for none). It returns the
@@ -138,8 +154,10 @@ func (c *Conn) Welcome(mode string) map[string]any {
 	return c.Next("welcome")
 }
 
-// Quiet returns nil if nothing comes on the connection for d, else an
-// error that says what came: a packet, or the connection's end.
+// Quiet returns nil if nothing comes on the connection for d, and it
+// stays open, else an error that says what came: a packet, or the
+// connection's end. The connection is no use after a quiet d: a read
+// that runs out of time closes it.
 func (c *Conn) Quiet(d time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
@@ -161,6 +179,10 @@ var ErrUndecodable = errors.New("playtest: undecodable packet")
 func (c *Conn) Receive() (map[string]any, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
+	return c.receive(ctx)
+}
+
+func (c *Conn) receive(ctx context.Context) (map[string]any, error) {
 	_, data, err := c.Conn.Read(ctx)
 	if err != nil {
 		return nil, err
@@ -173,15 +195,25 @@ func (c *Conn) Receive() (map[string]any, error) {
 }
 
 // Next reads until a packet of type typ and returns it; it fails the test
-// if the connection ends first or a packet is undecodable.
+// if the connection ends first, a packet is undecodable or none has come
+// within twice Timeout.
 func (c *Conn) Next(typ string) map[string]any {
 	c.tb.Helper()
+	return c.NextWhere(fmt.Sprintf("%q", typ), func(m map[string]any) bool { return m["type"] == typ })
+}
+
+// NextWhere is Next for the first packet that satisfies cond, which what
+// describes.
+func (c *Conn) NextWhere(what string, cond func(map[string]any) bool) map[string]any {
+	c.tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*Timeout)
+	defer cancel()
 	for {
-		m, err := c.Receive()
+		m, err := c.receive(ctx)
 		if err != nil {
-			c.tb.Fatalf("waiting for %q: %v", typ, err)
+			c.tb.Fatalf("waiting for %s: %v", what, err)
 		}
-		if m["type"] == typ {
+		if cond(m) {
 			return m
 		}
 	}
