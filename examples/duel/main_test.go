@@ -17,6 +17,7 @@ import (
 	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/config"
 	"github.com/muster-gg/muster/examples/duel/bot"
+	"github.com/muster-gg/muster/internal/testrun"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -72,20 +73,12 @@ func TestQueueRedirectCarriesTicket(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sctx, stop := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- s.Run(sctx) }()
-		t.Cleanup(func() {
-			stop()
-			if err := <-done; err != nil {
-				t.Errorf("%s: Run: %v", id, err)
-			}
-			bp.Close()
-		})
+		t.Cleanup(func() { bp.Close() }) // once the server has stopped
+		testrun.GoRun(t, s.Run)
 		servers = append(servers, s)
 		urls = append(urls, "http://"+l.Addr().String()+"/")
 	}
-	waitFor(ctx, t, "each server to see the other, ready", func() bool {
+	testrun.WaitWithin(t, time.Minute, "each server sees the other, ready", func() bool {
 		for _, s := range servers {
 			n := 0
 			for _, node := range s.Fleet().Nodes() {
@@ -103,7 +96,6 @@ func TestQueueRedirectCarriesTicket(t *testing.T) {
 	type player struct {
 		bot   *bot.Bot
 		plays *plays
-		done  chan error
 	}
 	var players []player
 	for i, u := range urls {
@@ -114,17 +106,9 @@ func TestQueueRedirectCarriesTicket(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		bctx, stop := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- b.Run(bctx) }()
-		t.Cleanup(func() {
-			stop()
-			if err := <-done; err != nil {
-				t.Errorf("bot %d: Run: %v", i, err)
-			}
-		})
+		testrun.GoRun(t, b.Run)
 		b.Queue("duel")
-		players = append(players, player{b, p, done})
+		players = append(players, player{b, p})
 	}
 	for _, p := range players {
 		seated := func(r bot.Report) bool { rm, ok := r.Room(); return ok && rm.Kind == "duel" && rm.Inputs > 0 }
@@ -158,17 +142,5 @@ func TestQueueRedirectCarriesTicket(t *testing.T) {
 	}
 	if moved != 1 {
 		t.Errorf("%d players were redirected, want 1", moved)
-	}
-}
-
-// waitFor polls cond until it holds, or fails the test when ctx ends.
-func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("waiting for %s: %v", what, ctx.Err())
-		case <-time.After(10 * time.Millisecond):
-		}
 	}
 }
