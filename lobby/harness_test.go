@@ -3,6 +3,7 @@ package lobby
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -107,6 +108,17 @@ func (c *cluster) last(id, typ string) any {
 		}
 	}
 	return nil
+}
+
+// guests connects players prefix-0 to prefix-(n-1) to node and returns
+// their ids.
+func (c *cluster) guests(node *node, prefix string, n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%s-%d", prefix, i)
+		c.connect(node, ids[i])
+	}
+	return ids
 }
 
 // create connects id to n and creates a lobby; it returns the code.
