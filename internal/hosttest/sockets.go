@@ -1,12 +1,10 @@
 package hosttest
 
 import (
-	"context"
 	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -87,7 +85,6 @@ func StartServers(tb testing.TB, o Sockets) []*Server {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		runs := []func(context.Context) error{h.Run}
 		for _, m := range o.Modules(i) {
 			if err := h.Use(m); err != nil {
 				tb.Fatal(err)
@@ -102,21 +99,11 @@ func StartServers(tb testing.TB, o Sockets) []*Server {
 		mux := http.NewServeMux()
 		mux.Handle("/play", h.Handler())
 		https[i].Config.Handler = rl.Middleware(mux)
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		for _, run := range runs {
-			wg.Go(func() {
-				if err := run(ctx); err != nil {
-					tb.Error(err)
-				}
-			})
-		}
+		testrun.GoRun(tb, h.Run) // stopped after the server and the relay
 		https[i].Start()
 		tb.Cleanup(func() {
 			https[i].Close()
 			rl.Close()
-			cancel()
-			wg.Wait()
 		})
 		out = append(out, &Server{Server: s, Host: h, URL: https[i].URL})
 	}
