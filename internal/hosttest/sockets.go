@@ -100,6 +100,7 @@ func StartServers(tb testing.TB, o Sockets) []*Server {
 		mux.Handle("/play", h.Handler())
 		https[i].Config.Handler = rl.Middleware(mux)
 		testrun.GoRun(tb, h.Run) // stopped after the server and the relay
+		<-h.Started()            // before, /play answers 503
 		https[i].Start()
 		tb.Cleanup(func() {
 			https[i].Close()
