@@ -348,6 +348,22 @@ func readManifests(t *testing.T, dir string) (map[string][]manifest, []string) {
 	return byKind, names
 }
 
+// named returns the last object of kind named name, failing the test if
+// there is none.
+func named(t *testing.T, objs map[string][]manifest, kind, name string) *manifest {
+	t.Helper()
+	var found *manifest
+	for i, m := range objs[kind] {
+		if m.Metadata.Name == name {
+			found = &objs[kind][i]
+		}
+	}
+	if found == nil {
+		t.Fatalf("no %s %s", kind, name)
+	}
+	return found
+}
+
 // deploy/k8s: a Deployment whose probes are the real paths on the
 // operator's port, scraped there too, whose environment the configuration
 // accepts, and whose grace period is above the drain timeout; a Service
@@ -367,15 +383,7 @@ func TestDeployKubernetes(t *testing.T) {
 		}
 	}
 
-	var duel *manifest
-	for i, d := range objs["Deployment"] {
-		if d.Metadata.Name == "duel" {
-			duel = &objs["Deployment"][i]
-		}
-	}
-	if duel == nil {
-		t.Fatal("no Deployment duel")
-	}
+	duel := named(t, objs, "Deployment", "duel")
 	spec := duel.Spec.Template.Spec
 	if len(spec.Containers) != 1 {
 		t.Fatalf("duel has %d containers, want 1", len(spec.Containers))
@@ -421,15 +429,7 @@ func TestDeployKubernetes(t *testing.T) {
 		}
 	}
 
-	var svc *manifest
-	for i, s := range objs["Service"] {
-		if s.Metadata.Name == "duel" {
-			svc = &objs["Service"][i]
-		}
-	}
-	if svc == nil {
-		t.Fatal("no Service duel")
-	}
+	svc := named(t, objs, "Service", "duel")
 	if a := svc.Spec.SessionAffinity; a != "" && a != "None" {
 		t.Errorf("the Service has session affinity %s, want none", a)
 	}

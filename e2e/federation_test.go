@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"maps"
 	"net"
 	"slices"
@@ -18,6 +17,7 @@ import (
 	"github.com/muster-gg/muster/federation"
 	"github.com/muster-gg/muster/internal/fedtest"
 	"github.com/muster-gg/muster/internal/fleetproc"
+	"github.com/muster-gg/muster/internal/playtest"
 	"github.com/muster-gg/muster/internal/testbin"
 )
 
@@ -153,7 +153,7 @@ func TestDuelServerFederated(t *testing.T) {
 		t.Fatalf("bob joining alice's room is sent to %+v, want %+v", got, au)
 	}
 	tickets := map[string]string{}
-	auRoom := playLobby(t, ctx, au, "room-au", secret, "alice", "bob", tickets)
+	auRoom := playLobby(t, au, "room-au", secret, "alice", "bob", tickets)
 	fedtest.WaitFor(t, "the AU duel's room in home's register", func() bool {
 		r, err := home.Room(ctx, auRoom)
 		return err == nil && r.NodeID == "au-sydney" && r.Properties["kind"] != "" &&
@@ -161,12 +161,8 @@ func TestDuelServerFederated(t *testing.T) {
 	})
 
 	// A home token is good once.
-	c, m, err := fedtest.Connect(ctx, playURL(au.Address), tickets["alice"])
-	if ce := (websocket.CloseError{}); !errors.As(err, &ce) || ce.Code != 4001 {
+	if _, m, err := playtest.Join(t, playURL(au.Address)+"?ticket="+tickets["alice"]); websocket.CloseStatus(err) != 4001 {
 		t.Errorf("a reused home token: %v %v, want close 4001", m, err)
-	}
-	if c != nil {
-		c.CloseNow()
 	}
 
 	// Each player's relay is their node's coturn, and it accepts the
@@ -230,7 +226,7 @@ func TestDuelServerFederated(t *testing.T) {
 	if got := placer.PlaceFor(federation.RoomInfo{ID: "room-jp", Members: 1, Placement: jp}, "dave"); got != jp {
 		t.Fatalf("dave joining carol's room is sent to %+v, want %+v", got, jp)
 	}
-	jpRoom := playLobby(t, ctx, jp, "room-jp", secret, "carol", "dave", tickets)
+	jpRoom := playLobby(t, jp, "room-jp", secret, "carol", "dave", tickets)
 	fedtest.WaitFor(t, "the JP duel's room in home's register", func() bool {
 		r, err := home.Room(ctx, jpRoom)
 		return err == nil && r.NodeID == "jp-tokyo" && slices.Equal(slices.Sorted(slices.Values(r.Members)), []string{"carol", "dave"})
@@ -252,16 +248,15 @@ func playURL(addr string) string {
 // one of their own and joins it by its code, creator starts the match
 // and the friend sees the creator move in it. It records the tickets and
 // returns the match's room id.
-func playLobby(t *testing.T, ctx context.Context, p federation.Placement, room, secret, creator, friend string, tickets map[string]string) string {
+func playLobby(t *testing.T, p federation.Placement, room, secret, creator, friend string, tickets map[string]string) string {
 	t.Helper()
-	conns := map[string]*websocket.Conn{}
+	conns := map[string]*playtest.Conn{}
 	for _, player := range []string{creator, friend} {
 		tickets[player] = fedtest.Mint(t, secret, player, room, p.Node)
-		c, m, err := fedtest.Connect(ctx, playURL(p.Address), tickets[player])
+		c, m, err := playtest.Join(t, playURL(p.Address)+"?ticket="+tickets[player])
 		if err != nil || m["type"] != "welcome" || m["player"] != player {
 			t.Fatalf("%s entering %s with a home token: %v %v", player, p.Address, m, err)
 		}
-		t.Cleanup(func() { c.CloseNow() })
 		conns[player] = c
 	}
 	lobbyState := func(members int) func(map[string]any) bool {
@@ -270,28 +265,20 @@ func playLobby(t *testing.T, ctx context.Context, p federation.Placement, room, 
 			return m["type"] == "lobby.state" && len(ms) == members
 		}
 	}
-	if err := fedtest.Send(ctx, conns[creator], "lobby.create", nil); err != nil {
-		t.Fatal(err)
-	}
-	code, _ := fedtest.ReadUntil(t, conns[creator], creator+"'s lobby", lobbyState(1))["code"].(string)
-	if err := fedtest.Send(ctx, conns[friend], "lobby.join", map[string]string{"code": code}); err != nil {
-		t.Fatal(err)
-	}
-	fedtest.ReadUntil(t, conns[friend], friend+" in lobby "+code, lobbyState(2))
-	fedtest.ReadUntil(t, conns[creator], friend+" in lobby "+code+" as the creator sees it", lobbyState(2))
-	if err := fedtest.Send(ctx, conns[creator], "lobby.start", nil); err != nil {
-		t.Fatal(err)
-	}
+	conns[creator].Send("lobby.create", nil)
+	code, _ := conns[creator].NextWhere(creator+"'s lobby", lobbyState(1))["code"].(string)
+	conns[friend].Send("lobby.join", map[string]string{"code": code})
+	conns[friend].NextWhere(friend+" in lobby "+code, lobbyState(2))
+	conns[creator].NextWhere(friend+" in lobby "+code+" as the creator sees it", lobbyState(2))
+	conns[creator].Send("lobby.start", nil)
 	isRoom := func(m map[string]any) bool { return m["type"] == "room" }
-	roomID, _ := fedtest.ReadUntil(t, conns[creator], creator+"'s match", isRoom)["room"].(string)
-	if got := fedtest.ReadUntil(t, conns[friend], friend+"'s match", isRoom)["room"]; got != roomID || roomID == "" {
+	roomID, _ := conns[creator].NextWhere(creator+"'s match", isRoom)["room"].(string)
+	if got := conns[friend].NextWhere(friend+"'s match", isRoom)["room"]; got != roomID || roomID == "" {
 		t.Fatalf("%s is in room %v, %s in %q", friend, got, creator, roomID)
 	}
 	// The creator moves right; the friend sees it in the match's state.
-	if err := fedtest.Send(ctx, conns[creator], "input", map[string]float64{"dx": 1}); err != nil {
-		t.Fatal(err)
-	}
-	fedtest.ReadUntil(t, conns[friend], creator+" moving, as "+friend+" sees it", func(m map[string]any) bool {
+	conns[creator].Send("input", map[string]float64{"dx": 1})
+	conns[friend].NextWhere(creator+" moving, as "+friend+" sees it", func(m map[string]any) bool {
 		players, _ := m["players"].([]any)
 		for _, pl := range players {
 			f, _ := pl.(map[string]any)

@@ -11,8 +11,7 @@ import (
 func TestRegionsCache(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, HomeConfig{RegionsCache: 5 * time.Second})
-	key := e.createNode("au-sydney", "AU", true)
-	_, sk := e.join(key)
+	_, sk := e.sydney()
 	if got := regionNodes(e.regions()); len(got) != 0 {
 		t.Fatalf("before any announce: %v", got)
 	}
@@ -37,7 +36,7 @@ func TestRegionsCache(t *testing.T) {
 func TestConcurrentRoomReports(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, HomeConfig{Limits: RateLimits{Rooms: -1, PerIP: -1}})
-	_, sk := e.join(e.createNode("au-sydney", "AU", true))
+	_, sk := e.sydney()
 	e.announce(sk, nil)
 	var wg sync.WaitGroup
 	for g := range 8 {

@@ -123,7 +123,7 @@ func FuzzDecodeNodeSpec(f *testing.F) {
 // with a valid key: home answers 200 or a 4xx, never a 5xx.
 func FuzzDoors(f *testing.F) {
 	e := newEnv(f, HomeConfig{Limits: RateLimits{Announce: -1, Rooms: -1, PerIP: -1}})
-	_, sk := e.join(e.createNode("au-sydney", "AU", true))
+	_, sk := e.sydney()
 	for _, s := range []string{`{"services":{"game":"a:1"}}`, `{"room_id":"r","members":["a"],"seq":1}`, `{`, `null`, `"x"`} {
 		f.Add(true, []byte(s))
 		f.Add(false, []byte(s))

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,32 +16,16 @@ import (
 
 	"github.com/muster-gg/muster/backplane"
 	"github.com/muster-gg/muster/backplane/memory"
+	"github.com/muster-gg/muster/internal/testrun"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const adminToken = "admin-token-0123456789abcdef"
 
-// clock is a fake clock that only moves when told to.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock {
-	return &clock{now: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
+// newClock returns a fake clock that only moves when told to.
+func newClock() *testrun.Clock {
+	return testrun.NewClock(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
 }
 
 // quiet is a logger for tests: errors only.
@@ -53,7 +36,7 @@ func quiet() *slog.Logger {
 // env is one home with a fake clock on a memory backplane.
 type env struct {
 	t     testing.TB
-	clock *clock
+	clock *testrun.Clock
 	bp    backplane.Backplane
 	home  *Home
 	h     http.Handler
@@ -71,7 +54,7 @@ func newEnv(t testing.TB, cfg HomeConfig) *env {
 	return newEnvOn(t, cfg, bp, c)
 }
 
-func newEnvOn(t testing.TB, cfg HomeConfig, bp backplane.Backplane, c *clock) *env {
+func newEnvOn(t testing.TB, cfg HomeConfig, bp backplane.Backplane, c *testrun.Clock) *env {
 	t.Helper()
 	if cfg.AdminToken == "" {
 		cfg.AdminToken = adminToken
@@ -155,6 +138,15 @@ func (e *env) createNode(id, country string, approve bool) string {
 		}
 	}
 	return key
+}
+
+// sydney creates the approved node au-sydney (AU) and enrols a server of
+// it; it returns the node's key and the server's.
+func (e *env) sydney() (nodeKey, serverKey string) {
+	e.t.Helper()
+	nodeKey = e.createNode("au-sydney", "AU", true)
+	_, serverKey = e.join(nodeKey)
+	return nodeKey, serverKey
 }
 
 // join enrols a server with the node key and returns its id and key.

@@ -57,7 +57,7 @@ func TestHostileRoomReports(t *testing.T) {
 		t.Fatal("an unapproved node's room was stored")
 	}
 
-	_, sk := e.join(e.createNode("au-sydney", "AU", true))
+	_, sk := e.sydney()
 	e.announce(sk, nil)
 	// A report of ~25 kB (the attack's size) is over the 16 KiB default.
 	big := report("big", 1, "a")

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/muster-gg/muster/backplane/memory"
+	"github.com/muster-gg/muster/internal/testrun"
 )
 
 // newLiveEnv is an env on the real clock, which inside a synctest bubble
@@ -34,8 +35,7 @@ type agent struct {
 	*Node
 	mu        sync.Mutex
 	announces []Announcement
-	cancel    context.CancelFunc
-	done      chan error
+	run       *testrun.Running
 }
 
 func (a *agent) count() int {
@@ -46,7 +46,7 @@ func (a *agent) count() int {
 
 func startAgent(t *testing.T, e *env, cfg NodeConfig, tr http.RoundTripper) *agent {
 	t.Helper()
-	a := &agent{done: make(chan error, 1)}
+	a := &agent{}
 	cfg.HomeURL = "http://home.test"
 	if tr == nil {
 		tr = handlerTransport{h: e.h}
@@ -62,21 +62,15 @@ func startAgent(t *testing.T, e *env, cfg NodeConfig, tr http.RoundTripper) *age
 		t.Fatal(err)
 	}
 	a.Node = n
-	ctx, cancel := context.WithCancel(context.Background())
-	a.cancel = cancel
-	go func() { a.done <- n.Run(ctx) }()
-	t.Cleanup(func() { a.stop() })
+	a.run = testrun.Start(t, n.Run)
 	return a
 }
 
-// stop cancels Run and returns its error.
-func (a *agent) stop() error {
-	a.cancel()
-	err, ok := <-a.done
-	if ok {
-		close(a.done)
-	}
-	return err
+// startNodeAgent starts an agent (see startAgent) of a new approved node,
+// au-sydney, with a key file of its own.
+func startNodeAgent(t *testing.T, e *env, tr http.RoundTripper) *agent {
+	t.Helper()
+	return startAgent(t, e, NodeConfig{NodeKey: e.createNode("au-sydney", "AU", true), KeyFile: filepath.Join(t.TempDir(), "k")}, tr)
 }
 
 func TestNodeJoinsOnceAndReusesKey(t *testing.T) {
@@ -124,7 +118,7 @@ func TestNodeJoinsOnceAndReusesKey(t *testing.T) {
 		if c := a.count(); c != 4 {
 			t.Fatalf("%d announces in 3 minutes, want 4", c)
 		}
-		if err := a.stop(); err != nil {
+		if err := a.run.Stop(); err != nil {
 			t.Fatalf("Run: %v", err)
 		}
 
@@ -145,17 +139,15 @@ func TestNodeStopsWhenRevoked(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		e := newLiveEnv(t)
-		nodeKey := e.createNode("au-sydney", "AU", true)
-		a := startAgent(t, e, NodeConfig{NodeKey: nodeKey, KeyFile: filepath.Join(t.TempDir(), "k")}, nil)
+		a := startNodeAgent(t, e, nil)
 		synctest.Wait()
 		if err := e.home.RevokeServer(context.Background(), a.ServerID()); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Minute)
-		if err := <-a.done; !errors.Is(err, ErrRevoked) {
+		if err := a.run.Wait(); !errors.Is(err, ErrRevoked) {
 			t.Fatalf("Run after revocation: %v", err)
 		}
-		close(a.done)
 	})
 }
 
@@ -163,11 +155,10 @@ func TestNodeRetriesWhileHomeIsDown(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		e := newLiveEnv(t)
-		nodeKey := e.createNode("au-sydney", "AU", true)
 		var down atomic.Bool
 		down.Store(true)
 		tr := handlerTransport{h: e.h, drop: func(*http.Request) bool { return down.Load() }}
-		a := startAgent(t, e, NodeConfig{NodeKey: nodeKey, KeyFile: filepath.Join(t.TempDir(), "k")}, tr)
+		a := startNodeAgent(t, e, tr)
 		time.Sleep(10 * time.Minute)
 		synctest.Wait()
 		if a.ServerID() != "" {
@@ -243,12 +234,11 @@ func TestNodeRoomReports(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		e := newLiveEnv(t)
-		nodeKey := e.createNode("au-sydney", "AU", true)
 		var drop atomic.Bool
 		tr := handlerTransport{h: e.h, drop: func(r *http.Request) bool {
 			return drop.Load() && r.URL.Path == PathRooms
 		}}
-		a := startAgent(t, e, NodeConfig{NodeKey: nodeKey, KeyFile: filepath.Join(t.TempDir(), "k")}, tr)
+		a := startNodeAgent(t, e, tr)
 		synctest.Wait()
 		ctx := context.Background()
 

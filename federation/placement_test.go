@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/muster-gg/muster/internal/testrun"
 )
 
 // placementEnv: au (game and TURN), nz (TURN only), jp (game, not
@@ -147,9 +149,7 @@ func TestCountryLookedUpAtSignIn(t *testing.T) {
 		})
 		p := newPlacerFor(t, e, PlacerConfig{Resolver: resolver, PollEvery: 6 * time.Hour})
 		p.cfg.Now = time.Now // the bubble's clock, for lookups and TTLs
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error)
-		go func() { done <- p.Run(ctx) }()
+		run := testrun.Start(t, p.Run)
 
 		p.SignIn("alice", "203.0.113.5")
 		p.SignIn("bob", "198.51.100.1")
@@ -183,10 +183,7 @@ func TestCountryLookedUpAtSignIn(t *testing.T) {
 		if got := p.Country("bob"); got != "" {
 			t.Errorf("after CountryTTL: %q", got)
 		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		run.End(t)
 	})
 }
 
@@ -195,16 +192,11 @@ func TestPlacerRunTwice(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, HomeConfig{})
 		p := newPlacerFor(t, e, PlacerConfig{})
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error)
-		go func() { done <- p.Run(ctx) }()
+		run := testrun.Start(t, p.Run)
 		synctest.Wait()
-		if err := p.Run(ctx); !errors.Is(err, ErrRunning) {
+		if err := p.Run(run.Context()); !errors.Is(err, ErrRunning) {
 			t.Fatalf("second Run: %v", err)
 		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		run.End(t)
 	})
 }

@@ -48,8 +48,7 @@ func TestTwoHomesRaceOnRedis(t *testing.T) {
 	ctx := context.Background()
 	const rounds = 1000
 
-	nodeKey := a.createNode("au-sydney", "AU", true)
-	_, sk := a.join(nodeKey)
+	nodeKey, sk := a.sydney()
 	a.announce(sk, nil)
 	var lost atomic.Int64
 	check := func(i int, ok bool, format string, args ...any) {

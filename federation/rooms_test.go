@@ -39,7 +39,7 @@ func (e *env) report(key string, req roomRequest) bool {
 func TestDroppedRoomReportCorrectedByNext(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, HomeConfig{})
-	_, sk := e.join(e.createNode("au-sydney", "AU", true))
+	_, sk := e.sydney()
 	e.selfTest(sk)
 	e.announce(sk, map[string]string{ServiceGame: "au:1"})
 
@@ -75,8 +75,7 @@ func TestRoomHousekeeping(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, HomeConfig{})
 	ctx := context.Background()
-	nodeKey := e.createNode("au-sydney", "AU", true)
-	_, k1 := e.join(nodeKey)
+	nodeKey, k1 := e.sydney()
 	s2, k2 := e.join(nodeKey)
 	_, k3 := e.join(nodeKey)
 	e.do("POST", PathAnnounce, k1, announceRequest{Epoch: 100})

@@ -29,8 +29,7 @@ func TestSilentServerLeavesRotation(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, HomeConfig{})
 	ctx := context.Background()
-	key := e.createNode("au-sydney", "AU", true)
-	_, sk := e.join(key)
+	_, sk := e.sydney()
 	e.selfTest(sk)
 	node := "wss://au.example/play"
 	e.announce(sk, map[string]string{ServiceGame: node})
@@ -87,8 +86,7 @@ func TestSilentServerLeavesRotation(t *testing.T) {
 func TestSiblingKeepsNodeInRotation(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, HomeConfig{})
-	key := e.createNode("au-sydney", "AU", true)
-	_, k1 := e.join(key)
+	key, k1 := e.sydney()
 	_, k2 := e.join(key)
 	e.announce(k1, map[string]string{ServiceGame: "a:1"})
 	e.clock.Advance(2 * time.Minute)
@@ -103,8 +101,7 @@ func TestSiblingKeepsNodeInRotation(t *testing.T) {
 func TestSelfTestSchedule(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, HomeConfig{})
-	key := e.createNode("au-sydney", "AU", true)
-	_, sk := e.join(key)
+	_, sk := e.sydney()
 	a := e.announce(sk, nil)
 	if a.SelfTest.DueInSeconds > 0 || a.SelfTest.Bytes != DefaultSelfTestBytes {
 		t.Fatalf("a new server's self-test is not due at once: %+v", a.SelfTest)
@@ -157,8 +154,7 @@ func TestMinBandwidth(t *testing.T) {
 	t.Parallel()
 	// No upload in process reaches an exabyte per second.
 	e := newEnv(t, HomeConfig{MinBandwidth: 1e18, SelfTestBytes: 1024})
-	key := e.createNode("au-sydney", "AU", true)
-	_, sk := e.join(key)
+	_, sk := e.sydney()
 	if st := e.selfTest(sk); st.Passed || st.Bytes != 1024 {
 		t.Fatalf("self-test below the minimum: %+v", st)
 	}
@@ -168,8 +164,7 @@ func TestPlacerKeepsListUntilStale(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, HomeConfig{})
 	ctx := context.Background()
-	key := e.createNode("au-sydney", "AU", true)
-	_, sk := e.join(key)
+	_, sk := e.sydney()
 	e.selfTest(sk)
 	e.announce(sk, map[string]string{ServiceGame: "a:1"})
 	fail := false

@@ -17,7 +17,7 @@ const seedAnnounce = `{"services":{"photon":"203.0.113.9:22002","turn":"203.0.11
 func TestSeedAnnounceBody(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, HomeConfig{})
-	_, sk := e.join(e.createNode("au-sydney", "AU", true))
+	_, sk := e.sydney()
 	e.selfTest(sk)
 	if res := e.do("POST", PathAnnounce, sk, seedAnnounce); res.Status != http.StatusOK {
 		t.Fatalf("the seed's announce: %d %s", res.Status, res.Body)

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/muster-gg/muster/internal/testrun"
 	"github.com/muster-gg/muster/room"
 )
 
@@ -89,8 +89,7 @@ func TestRoomReporter(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		e := newLiveEnv(t)
-		nodeKey := e.createNode("au-sydney", "AU", true)
-		a := startAgent(t, e, NodeConfig{NodeKey: nodeKey, KeyFile: filepath.Join(t.TempDir(), "k")}, nil)
+		a := startNodeAgent(t, e, nil)
 		rep := NewRoomReporter(a.Node, quiet())
 		// Before Run: noted, never blocking.
 		for i := range 5000 {
@@ -99,9 +98,8 @@ func TestRoomReporter(t *testing.T) {
 		rep.RoomChanged(room.RoomState{ID: "r1", Kind: "duel", Players: []string{"alice", "bob"}})
 		rep.RoomChanged(room.RoomState{ID: "r2", Kind: "lobby", Players: []string{"carol"}})
 		synctest.Wait() // joined and announced
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- rep.Run(ctx) }()
+		run := testrun.Start(t, rep.Run)
+		ctx := run.Context()
 		synctest.Wait()
 		r1, err := e.home.Room(ctx, "r1")
 		if err != nil || !slices.Equal(r1.Members, []string{"alice", "bob"}) || r1.Properties["kind"] != "duel" {
@@ -118,10 +116,7 @@ func TestRoomReporter(t *testing.T) {
 		if err := rep.Run(ctx); !errors.Is(err, ErrRunning) {
 			t.Fatalf("second Run: %v", err)
 		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		run.End(t)
 	})
 }
 
@@ -132,20 +127,12 @@ func TestRoomReporterAfterOutage(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		e := newLiveEnv(t)
-		nodeKey := e.createNode("au-sydney", "AU", true)
 		var down atomic.Bool
 		tr := handlerTransport{h: e.h, drop: func(*http.Request) bool { return down.Load() }}
-		a := startAgent(t, e, NodeConfig{NodeKey: nodeKey, KeyFile: filepath.Join(t.TempDir(), "k")}, tr)
+		a := startNodeAgent(t, e, tr)
 		rep := NewRoomReporter(a.Node, quiet())
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- rep.Run(ctx) }()
-		t.Cleanup(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Error(err)
-			}
-		})
+		testrun.GoRun(t, rep.Run)
+		ctx := t.Context()
 		synctest.Wait()
 		rep.RoomChanged(room.RoomState{ID: "r1", Kind: "duel", Players: []string{"alice", "bob"}})
 		rep.RoomChanged(room.RoomState{ID: "r2", Kind: "duel", Players: []string{"carol"}})

@@ -268,8 +268,7 @@ func TestAdminAPI(t *testing.T) {
 func TestKeysStoredHashed(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, HomeConfig{})
-	nodeKey := e.createNode("au-sydney", "AU", true)
-	_, serverKey := e.join(nodeKey)
+	nodeKey, serverKey := e.sydney()
 	e.announce(serverKey, nil)
 	ctx := context.Background()
 	for _, coll := range []string{collNodes, collServers, collKeys, collPresence, collSelfTests} {
@@ -290,8 +289,7 @@ func TestKeysStoredHashed(t *testing.T) {
 func TestRequestValidation(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, HomeConfig{MaxBody: 4096})
-	nodeKey := e.createNode("au-sydney", "AU", true)
-	_, sk := e.join(nodeKey)
+	nodeKey, sk := e.sydney()
 	tests := []struct {
 		name   string
 		path   string
@@ -363,8 +361,7 @@ func TestRateLimits(t *testing.T) {
 			if !counters {
 				e = newEnvOn(t, HomeConfig{Limits: RateLimits{Announce: 3, Join: 2, PerIP: 20}}, noCounters{e.bp}, e.clock)
 			}
-			nodeKey := e.createNode("au-sydney", "AU", true)
-			_, k1 := e.join(nodeKey)
+			nodeKey, k1 := e.sydney()
 			_, k2 := e.join(nodeKey)
 			if res := e.do("POST", PathJoin, nodeKey, nil); res.Status != http.StatusTooManyRequests || res.Header.Get("Retry-After") == "" {
 				t.Fatalf("third join in a window: %d", res.Status)

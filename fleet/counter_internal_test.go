@@ -6,17 +6,26 @@ import (
 	"time"
 )
 
+// made is when the counters of these tests are made.
+var made = time.Unix(1_000_000, 0)
+
+// counting returns local counters holding n counters at 1, lockout:0 to
+// lockout:n-1, made at made with ttl.
+func counting(n int, ttl time.Duration) *localCounters {
+	c := &localCounters{}
+	for i := range n {
+		c.increment("lockout:"+strconv.Itoa(i), ttl, 1, made)
+	}
+	return c
+}
+
 // The in-memory fallback of Increment sweeps expired counters only when it
 // has doubled since its last sweep: with many live counters (connection
 // attempts from many addresses while Redis is away) a count must not walk
 // them all every time, under the one mutex every connection waits for.
 func TestLocalCountersSweepRarely(t *testing.T) {
-	var c localCounters
-	now := time.Unix(1_000_000, 0)
 	const live = 20_000
-	for i := range live {
-		c.increment("lockout:"+strconv.Itoa(i), time.Minute, 1, now)
-	}
+	c, now := counting(live, time.Minute), made
 	before := c.sweeps
 	for i := range live {
 		if n := c.increment("lockout:"+strconv.Itoa(i), time.Minute, 1, now); n != 2 {
@@ -43,13 +52,8 @@ func TestLocalCountersSweepRarely(t *testing.T) {
 // The counters of a burst go within a minute of expiring, even when the
 // burst is not followed by as many new counters.
 func TestLocalCountersSweptAfterABurst(t *testing.T) {
-	var c localCounters
-	now := time.Unix(1_000_000, 0)
-	const burst = 20_000
-	for i := range burst {
-		c.increment("lockout:"+strconv.Itoa(i), time.Minute, 1, now)
-	}
-	later := now.Add(2 * time.Minute) // every counter of the burst expired
+	c := counting(20_000, time.Minute)
+	later := made.Add(2 * time.Minute) // every counter of the burst expired
 	c.increment("one more", time.Minute, 1, later)
 	if n := len(c.m); n > 1 {
 		t.Errorf("%d counters kept after the burst's expired, want only the new one", n)
@@ -58,16 +62,14 @@ func TestLocalCountersSweptAfterABurst(t *testing.T) {
 
 // BenchmarkLocalIncrement counts with 20,000 live counters in memory.
 func BenchmarkLocalIncrement(b *testing.B) {
-	var c localCounters
-	now := time.Unix(1_000_000, 0)
 	const live = 20_000
+	c := counting(live, time.Hour)
 	keys := make([]string, live)
 	for i := range keys {
 		keys[i] = "lockout:" + strconv.Itoa(i)
-		c.increment(keys[i], time.Hour, 1, now)
 	}
 	b.ResetTimer()
 	for i := range b.N {
-		c.increment(keys[i%live], time.Hour, 1, now)
+		c.increment(keys[i%live], time.Hour, 1, made)
 	}
 }

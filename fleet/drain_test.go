@@ -34,10 +34,7 @@ func TestProbes(t *testing.T) {
 		ready := func() int { return probe(h, "GET", fleet.PathReady, lo, "") }
 
 		// fleettest marks servers ready; a fresh one is starting.
-		fresh, err := fleet.New(fleet.Config{NodeID: "fresh"}, c.Servers[0].Backplane, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		fresh := newFleet(t, fleet.Config{NodeID: "fresh"}, c.Servers[0].Backplane, nil)
 		if got := probe(fresh.Handler(), "GET", fleet.PathReady, lo, ""); got != 503 {
 			t.Errorf("ready while starting = %d, want 503", got)
 		}

@@ -13,9 +13,11 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/muster-gg/muster/backplane"
 	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/fleettest"
+	"github.com/muster-gg/muster/internal/testrun"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -41,9 +43,44 @@ func startSeen(t *testing.T, n int) *fleettest.Cluster {
 	return c
 }
 
+// newFleet returns fleet.New(cfg, bp, logger), failing the test on an
+// error.
+func newFleet(t *testing.T, cfg fleet.Config, bp backplane.Backplane, logger *slog.Logger) *fleet.Fleet {
+	t.Helper()
+	f, err := fleet.New(cfg, bp, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// running is a fleet whose Run runs on a goroutine of its own until
+// run.End, or until the test ends.
+type running struct {
+	*fleet.Fleet
+	run *testrun.Running
+}
+
+// startFleet runs a new fleet of cfg on bp (see newFleet).
+func startFleet(t *testing.T, cfg fleet.Config, bp backplane.Backplane, logger *slog.Logger) *running {
+	t.Helper()
+	f := newFleet(t, cfg, bp, logger)
+	return &running{Fleet: f, run: testrun.Start(t, f.Run)}
+}
+
+// withSeen runs test in a synctest bubble on n servers started with
+// startSeen.
+func withSeen(t *testing.T, n int, test func(t *testing.T, c *fleettest.Cluster)) {
+	synctest.Test(t, func(t *testing.T) { test(t, startSeen(t, n)) })
+}
+
+// withTwo is withSeen for two servers, a and b.
+func withTwo(t *testing.T, test func(t *testing.T, a, b *fleettest.Server)) {
+	withSeen(t, 2, func(t *testing.T, c *fleettest.Cluster) { test(t, c.Servers[0], c.Servers[1]) })
+}
+
 func TestViewAfterOneHeartbeat(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startSeen(t, 3)
+	withSeen(t, 3, func(t *testing.T, c *fleettest.Cluster) {
 		for _, s := range c.Servers {
 			if got := ids(s.Fleet); got != "[s0 s1 s2]" {
 				t.Errorf("%s sees %s after one heartbeat", s.ID(), got)
@@ -68,8 +105,7 @@ func TestViewAfterOneHeartbeat(t *testing.T) {
 }
 
 func TestGoneAfterThreeMissedHeartbeats(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startSeen(t, 3)
+	withSeen(t, 3, func(t *testing.T, c *fleettest.Cluster) {
 		c.Servers[2].Kill()
 		time.Sleep(2 * hb) // two missed: still there
 		synctest.Wait()
@@ -117,8 +153,7 @@ func TestGoneWhenRecordExpires(t *testing.T) {
 }
 
 func TestLeaveIsAtOnce(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startSeen(t, 3)
+	withSeen(t, 3, func(t *testing.T, c *fleettest.Cluster) {
 		if err := c.Servers[2].Claim(t.Context(), fleet.KindLobby, "ABCD"); err != nil {
 			t.Fatal(err)
 		}
@@ -140,8 +175,7 @@ func TestLeaveIsAtOnce(t *testing.T) {
 }
 
 func TestClaims(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startSeen(t, 3)
+	withSeen(t, 3, func(t *testing.T, c *fleettest.Cluster) {
 		a, b, dead := c.Servers[0], c.Servers[1], c.Servers[2]
 		ctx := t.Context()
 		if err := a.Claim(ctx, fleet.KindPlayer, "p1"); err != nil {
@@ -240,8 +274,7 @@ func TestHandoffs(t *testing.T) {
 }
 
 func TestArrive(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startSeen(t, 3)
+	withSeen(t, 3, func(t *testing.T, c *fleettest.Cluster) {
 		a, b, dead := c.Servers[0], c.Servers[1], c.Servers[2]
 		ctx := t.Context()
 		arrive := func(s *fleettest.Server, id string) (string, string) {
@@ -305,25 +338,16 @@ func TestArrive(t *testing.T) {
 
 func TestAloneIsInert(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f, err := fleet.New(fleet.Config{NodeID: "solo"}, memory.New(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error)
-		go func() { done <- f.Run(ctx) }()
+		f := startFleet(t, fleet.Config{NodeID: "solo"}, memory.New(), nil)
 		time.Sleep(5 * hb)
 		synctest.Wait()
-		if !f.Alone() || ids(f) != "[solo]" {
-			t.Fatalf("a single server: Alone %v, view %s", f.Alone(), ids(f))
+		if !f.Alone() || ids(f.Fleet) != "[solo]" {
+			t.Fatalf("a single server: Alone %v, view %s", f.Alone(), ids(f.Fleet))
 		}
 		if _, ok := f.InternalAddress("solo"); ok {
 			t.Fatal("the relay may reach this server through itself")
 		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		f.run.End(t)
 	})
 }
 
@@ -350,10 +374,7 @@ func TestBadConfig(t *testing.T) {
 // heartbeat cut short by the stop is not the backplane failing.
 func TestStopIsNotAnOutage(t *testing.T) {
 	var log strings.Builder
-	f, err := fleet.New(fleet.Config{NodeID: "solo"}, memory.New(), slog.New(slog.NewTextHandler(&log, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := newFleet(t, fleet.Config{NodeID: "solo"}, memory.New(), slog.New(slog.NewTextHandler(&log, nil)))
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	if err := f.Run(ctx); err != nil {

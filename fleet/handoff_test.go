@@ -3,7 +3,6 @@ package fleet_test
 import (
 	"errors"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/muster-gg/muster/fleet"
@@ -15,9 +14,7 @@ import (
 // held for three call deadlines and then found again, as one whose take
 // gave up before its answer came would be.
 func TestHandoffConfirm(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startSeen(t, 2)
-		a, b := c.Servers[0], c.Servers[1]
+	withTwo(t, func(t *testing.T, a, b *fleettest.Server) {
 		ctx := t.Context()
 		for _, id := range []string{"confirmed", "lost", "taken"} {
 			if err := a.PutHandoff(ctx, "s1", id, []byte("place of "+id)); err != nil {

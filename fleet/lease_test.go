@@ -13,15 +13,14 @@ import (
 	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/fleettest"
+	"github.com/muster-gg/muster/internal/testrun"
 )
 
 // A release that the store acknowledged and then lost (a failover) leaves
 // a claim pointing at a live server that no longer holds it: it stops
 // pointing anywhere within one ttl.
 func TestLostReleaseCleanedWithinTTL(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startSeen(t, 2)
-		a, b := c.Servers[0], c.Servers[1]
+	withTwo(t, func(t *testing.T, a, b *fleettest.Server) {
 		ctx := t.Context()
 		if err := a.Claim(ctx, fleet.KindPlayer, "p1", "p2"); err != nil {
 			t.Fatal(err)
@@ -51,9 +50,7 @@ func TestLostReleaseCleanedWithinTTL(t *testing.T) {
 // A claim written and then lost by the store (a failover) is written
 // again within a heartbeat, though no heartbeat failed.
 func TestLostClaimHealsWithinHeartbeat(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startSeen(t, 2)
-		a, b := c.Servers[0], c.Servers[1]
+	withTwo(t, func(t *testing.T, a, b *fleettest.Server) {
 		ctx := t.Context()
 		a.Backplane.Drop("Claim", true)
 		if err := a.Claim(ctx, fleet.KindPlayer, "p1"); err != nil {
@@ -72,8 +69,7 @@ func TestLostClaimHealsWithinHeartbeat(t *testing.T) {
 // claims are re-asserted in one round trip; only failures that span the
 // ttl leave the server alone.
 func TestSlowHeartbeatKeepsView(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startSeen(t, 3)
+	withSeen(t, 3, func(t *testing.T, c *fleettest.Cluster) {
 		a := c.Servers[0]
 		ids10 := make([]string, 10)
 		for i := range ids10 {
@@ -119,21 +115,12 @@ func TestSlowHeartbeatKeepsView(t *testing.T) {
 
 func TestRunTwice(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f, err := fleet.New(fleet.Config{NodeID: "a"}, memory.New(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- f.Run(ctx) }()
+		f := startFleet(t, fleet.Config{NodeID: "a"}, memory.New(), nil)
 		synctest.Wait()
-		if err := f.Run(ctx); !errors.Is(err, fleet.ErrRunning) {
+		if err := f.Run(f.run.Context()); !errors.Is(err, fleet.ErrRunning) {
 			t.Fatalf("second Run = %v, want ErrRunning", err)
 		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		f.run.End(t)
 		// Run has ended: a drain request is refused, and starts nothing.
 		if got := probe(f.Handler(), "POST", fleet.PathDrain, "127.0.0.1:5000", ""); got != http.StatusConflict {
 			t.Fatalf("drain after Run ended = %d, want 409", got)
@@ -173,7 +160,7 @@ func TestSecondSignalCutsDrain(t *testing.T) {
 	p, _ := os.FindProcess(os.Getpid())
 	// Until DrainOnSignal listens, the signal would kill the test: send
 	// it until the drain starts.
-	eventually(t, "drain started by the first signal", func() bool {
+	testrun.WaitFor(t, "drain started by the first signal", func() bool {
 		select {
 		case <-started:
 			return true

@@ -15,6 +15,7 @@ import (
 	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/fleettest"
 	"github.com/muster-gg/muster/internal/testbin"
+	"github.com/muster-gg/muster/internal/testrun"
 )
 
 // beats counts heartbeat attempts, so the test can wait for a number of
@@ -35,23 +36,11 @@ type outageServer struct {
 	logs  *fleettest.Logs
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // waitBeats waits until s has made n more heartbeat attempts.
 func (s outageServer) waitBeats(t *testing.T, n int64) {
 	t.Helper()
 	target := s.beats.n.Load() + n
-	eventually(t, fmt.Sprintf("%s: %d heartbeats", s.ID(), n), func() bool { return s.beats.n.Load() >= target })
+	testrun.WaitFor(t, fmt.Sprintf("%s: %d heartbeats", s.ID(), n), func() bool { return s.beats.n.Load() >= target })
 }
 
 func startOutageServer(t *testing.T, addr, id string) outageServer {
@@ -69,13 +58,7 @@ func startOutageServer(t *testing.T, addr, id string) outageServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Run(ctx)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	testrun.GoRun(t, s.Run)
 	s.MarkReady()
 	return s
 }
@@ -90,7 +73,7 @@ func TestOutageRedisServer(t *testing.T) {
 		servers = append(servers, startOutageServer(t, srv.Addr, fmt.Sprintf("s%d", i)))
 	}
 	for _, s := range servers {
-		eventually(t, s.ID()+" sees three", func() bool { return len(s.Nodes()) == 3 })
+		testrun.WaitFor(t, s.ID()+" sees three", func() bool { return len(s.Nodes()) == 3 })
 		if err := s.Claim(t.Context(), fleet.KindPlayer, "p-"+s.ID()); err != nil {
 			t.Fatal(err)
 		}
@@ -100,14 +83,14 @@ func TestOutageRedisServer(t *testing.T) {
 	// logged: count from a moment no server is in one.
 	outages := make([]int, len(servers))
 	for i, s := range servers {
-		eventually(t, s.ID()+" reachable", func() bool {
+		testrun.WaitFor(t, s.ID()+" reachable", func() bool {
 			return s.logs.Count("backplane unreachable") == s.logs.Count("backplane reachable again")
 		})
 		outages[i] = s.logs.Count("backplane unreachable")
 	}
 	srv.Stop()
 	for i, s := range servers {
-		eventually(t, s.ID()+" alone", s.Alone)
+		testrun.WaitFor(t, s.ID()+" alone", s.Alone)
 		s.waitBeats(t, 4)
 		if n := s.logs.Count("backplane unreachable") - outages[i]; n != 1 {
 			t.Errorf("%s logged the outage %d times over several heartbeats, want once", s.ID(), n)
@@ -134,7 +117,7 @@ func TestOutageRedisServer(t *testing.T) {
 	srv.Start() // empty
 	all := append(servers, late)
 	for _, s := range all {
-		eventually(t, s.ID()+" rejoins", func() bool { return len(s.Nodes()) == 4 })
+		testrun.WaitFor(t, s.ID()+" rejoins", func() bool { return len(s.Nodes()) == 4 })
 	}
 	for i, s := range servers {
 		if n := s.logs.Count("backplane reachable again") - returns[i]; n != 1 {
@@ -143,7 +126,7 @@ func TestOutageRedisServer(t *testing.T) {
 	}
 	want := map[string]string{"p-s0": "s0", "p-s1": "s1", "p-s2": "s2", "during": "s0"}
 	for player, owner := range want {
-		eventually(t, "claim "+player+" re-asserted", func() bool {
+		testrun.WaitFor(t, "claim "+player+" re-asserted", func() bool {
 			n, err := late.Locate(t.Context(), fleet.KindPlayer, player)
 			return err == nil && n.ID == owner
 		})
@@ -157,7 +140,7 @@ func TestRestartBetweenHeartbeats(t *testing.T) {
 	srv := testbin.StartRedis(t)
 	a := startOutageServer(t, srv.Addr, "a")
 	b := startOutageServer(t, srv.Addr, "b")
-	eventually(t, "two servers", func() bool { return len(a.Nodes()) == 2 })
+	testrun.WaitFor(t, "two servers", func() bool { return len(a.Nodes()) == 2 })
 	if err := a.Claim(t.Context(), fleet.KindLobby, "ABCD"); err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +151,7 @@ func TestRestartBetweenHeartbeats(t *testing.T) {
 	if err := raw.FlushAll(t.Context()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "lobby re-asserted", func() bool {
+	testrun.WaitFor(t, "lobby re-asserted", func() bool {
 		n, err := b.Locate(t.Context(), fleet.KindLobby, "ABCD")
 		return err == nil && n.ID == "a"
 	})

@@ -24,7 +24,9 @@ import (
 	"github.com/muster-gg/muster/backplane/redis"
 	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/hosttest"
+	"github.com/muster-gg/muster/internal/playtest"
 	"github.com/muster-gg/muster/internal/testbin"
+	"github.com/muster-gg/muster/internal/testrun"
 	"github.com/muster-gg/muster/room"
 )
 
@@ -187,7 +189,7 @@ type failoverServer struct {
 	*fleet.Fleet // nil on the control host
 	name         string
 	bp           *okBeats
-	host         *room.Host[*stateSim, int, string]
+	host         *room.Host[*hosttest.Sim, int, string]
 	url          string
 	seats        map[string]string // player → room
 }
@@ -209,18 +211,18 @@ func failover(t *testing.T, deployment, addr string, replicate func(context.Cont
 	// that failed to dial the dead master retries once a second, and
 	// notices the close only then.
 	t.Cleanup(func() {
-		waitFor(t, "go-redis redials to end", 10*time.Second, func() bool {
+		testrun.WaitWithin(t, 10*time.Second, "go-redis redials to end", func() bool {
 			buf := make([]byte, 1<<20)
 			return !strings.Contains(string(buf[:runtime.Stack(buf, true)]), "(*ConnPool).tryDial")
 		})
 	})
-	logger := slog.New(slog.NewTextHandler(tlogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := testrun.Logger(t, slog.LevelWarn)
 	var servers []*failoverServer
 	for i := range 3 {
 		servers = append(servers, startFailoverServer(t, addr, fmt.Sprintf("s%d", i), logger))
 	}
 	for _, s := range servers {
-		waitFor(t, s.ID()+" sees three", 30*time.Second, func() bool { return len(s.Nodes()) == 3 })
+		testrun.WaitWithin(t, 30*time.Second, s.ID()+" sees three", func() bool { return len(s.Nodes()) == 3 })
 	}
 	// openRooms opens n rooms on each host of on, and returns their
 	// players.
@@ -246,7 +248,7 @@ func failover(t *testing.T, deployment, addr string, replicate func(context.Cont
 		return players
 	}
 	players := openRooms(servers, failoverRooms)
-	waitFor(t, "every player receives its room's state", 30*time.Second, func() bool {
+	testrun.WaitWithin(t, 30*time.Second, "every player receives its room's state", func() bool {
 		return !slices.ContainsFunc(players, func(p *statePlayer) bool { return p.states() == 0 })
 	})
 	// The control: a room host with no fleet, in the same process, with
@@ -261,7 +263,7 @@ func failover(t *testing.T, deployment, addr string, replicate func(context.Cont
 	// of state for every player (the late rooms' and the control's too)
 	// before the kill.
 	calm := time.Now()
-	waitFor(t, "3 s of room state before the kill", 60*time.Second, func() bool {
+	testrun.WaitWithin(t, 60*time.Second, "3 s of room state before the kill", func() bool {
 		return !slices.ContainsFunc(slices.Concat(players, controls), func(p *statePlayer) bool { return p.statesSince(calm) < 3*failoverRate })
 	})
 
@@ -292,11 +294,11 @@ func failover(t *testing.T, deployment, addr string, replicate func(context.Cont
 		defer cancel()
 		t.Fatalf(format+"\n%s", append(args, describe(ctx))...)
 	}
-	if !poll(2*time.Minute, func() bool { return promotedAt.Load() != 0 }) {
+	if !testrun.Poll(2*time.Minute, func() bool { return promotedAt.Load() != 0 }) {
 		fail("no replica promoted within 2 minutes of the kill")
 	}
 	for _, s := range servers {
-		if !poll(30*time.Second, func() bool { return s.bp.beatAt.Load() != 0 && len(s.Nodes()) == 3 }) {
+		if !testrun.Poll(30*time.Second, func() bool { return s.bp.beatAt.Load() != 0 && len(s.Nodes()) == 3 }) {
 			fail("%s not attached again within 30 s of the promotion (%v after the kill); it sees %d servers",
 				s.ID(), time.Duration(promotedAt.Load()-killed.UnixNano()).Round(10*time.Millisecond), len(s.Nodes()))
 		}
@@ -306,7 +308,7 @@ func failover(t *testing.T, deployment, addr string, replicate func(context.Cont
 	// Every claim, looked up from another server, names the server the
 	// player is seated on, once each server has re-asserted its claims.
 	for _, s := range servers {
-		waitFor(t, s.ID()+" re-asserted its claims", 30*time.Second, func() bool { return s.bp.reAt.Load() != 0 })
+		testrun.WaitWithin(t, 30*time.Second, s.ID()+" re-asserted its claims", func() bool { return s.bp.reAt.Load() != 0 })
 	}
 	wrongClaims := func() (n int) {
 		for i, s := range servers {
@@ -403,7 +405,7 @@ func startFailoverServer(t *testing.T, addr, id string, logger *slog.Logger) *fa
 	hs := httptest.NewUnstartedServer(nil)
 	s := &failoverServer{name: id, seats: map[string]string{}}
 	var err error
-	s.host, err = room.New[*stateSim, int, string](stateGame{}, room.Config{
+	s.host, err = room.New[*hosttest.Sim, int, string](&hosttest.Game{States: true}, room.Config{
 		Secret: "failover", Rate: failoverRate, Limits: room.Limits{Connects: 1 << 20, Open: math.MaxInt},
 	}, logger.With("node_id", id))
 	if err != nil {
@@ -425,46 +427,20 @@ func startFailoverServer(t *testing.T, addr, id string, logger *slog.Logger) *fa
 		}
 		s.host.UseServer(s.Fleet)
 		s.host.UseFleet(s.Fleet)
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		wg.Go(func() { s.Run(ctx) })
-		t.Cleanup(func() { cancel(); wg.Wait() })
+		testrun.GoRun(t, s.Run)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/play", s.host.Handler())
 	hs.Config.Handler = mux
-	hctx, hcancel := context.WithCancel(context.Background())
-	var hwg sync.WaitGroup
-	hwg.Go(func() {
-		if err := s.host.Run(hctx); err != nil {
-			t.Error(err)
-		}
-	})
+	testrun.GoRun(t, s.host.Run)
 	hs.Start()
-	t.Cleanup(func() { hs.Close(); hcancel(); hwg.Wait() })
+	t.Cleanup(hs.Close)
 	<-s.host.Started()
 	if s.Fleet != nil {
 		s.MarkReady()
 	}
 	s.url = hs.URL
 	return s
-}
-
-// stateSim is a failover room's state: nothing but its steps.
-type stateSim struct{}
-
-// stateGame broadcasts {"type":"state","room","step"} after every pass of
-// a room; its rooms never end by themselves.
-type stateGame struct{}
-
-func (stateGame) NewSim(room.Info) *stateSim                                  { return &stateSim{} }
-func (stateGame) Join(_ *room.Room[*stateSim, int, string], id string) string { return id }
-func (stateGame) Leave(*room.Room[*stateSim, int, string], string)            {}
-func (stateGame) Input(*room.Room[*stateSim, int, string], string, int)       {}
-func (stateGame) FixedStep(*room.Room[*stateSim, int, string])                {}
-
-func (stateGame) AfterSteps(r *room.Room[*stateSim, int, string]) {
-	r.Broadcast(map[string]any{"type": "state", "room": r.ID(), "step": r.Step()})
 }
 
 // statePlayer is a player connected over a WebSocket, with a goroutine
@@ -482,7 +458,7 @@ type statePlayer struct {
 // until the test ends.
 func connectStatePlayer(t *testing.T, s *failoverServer, id string) *statePlayer {
 	t.Helper()
-	hp := hosttest.Connect(t, s.url, s.url, s.host.Tickets(), id)
+	hp := playtest.Connect(t, s.url, s.url, s.host.Tickets(), id)
 	p := &statePlayer{id: id, node: hp.Node, host: s}
 	want := "" // a host without a fleet names no node
 	if s.Fleet != nil {
@@ -491,7 +467,7 @@ func connectStatePlayer(t *testing.T, s *failoverServer, id string) *statePlayer
 	if p.node != want {
 		t.Fatalf("%s: welcomed by %q on %s", id, p.node, s.name)
 	}
-	conn := hp.Conn
+	conn := hp.Conn.Conn
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -581,34 +557,4 @@ func (p *statePlayer) longestGap(from, to time.Time) time.Duration {
 		}
 	}
 	return gap
-}
-
-// tlogWriter writes log lines to the test's log, shown when it fails (or
-// with -v).
-type tlogWriter struct{ t *testing.T }
-
-func (w tlogWriter) Write(b []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(b)))
-	return len(b), nil
-}
-
-// waitFor polls cond every 20 ms until it holds or limit passes.
-func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
-	t.Helper()
-	if !poll(limit, cond) {
-		t.Fatalf("%s: not within %v", what, limit)
-	}
-}
-
-// poll polls cond every 20 ms until it holds, and reports false if limit
-// passes first.
-func poll(limit time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return true
 }

@@ -19,9 +19,7 @@ import (
 // ReleaseLater gives a claim up at once and writes the release from the
 // fleet's own goroutine, every queued release in one round trip.
 func TestReleaseLaterIsOneRoundTrip(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startSeen(t, 2)
-		a, b := c.Servers[0], c.Servers[1]
+	withTwo(t, func(t *testing.T, a, b *fleettest.Server) {
 		ctx := t.Context()
 		if err := a.Claim(ctx, fleet.KindPlayer, "p1", "p2", "p3"); err != nil {
 			t.Fatal(err)
@@ -50,9 +48,7 @@ func TestReleaseLaterIsOneRoundTrip(t *testing.T) {
 // A release that fails stays queued and is written when the backplane
 // answers again; re-assertion does not bring the claim back.
 func TestReleaseLaterRetries(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startSeen(t, 2)
-		a, b := c.Servers[0], c.Servers[1]
+	withTwo(t, func(t *testing.T, a, b *fleettest.Server) {
 		ctx := t.Context()
 		if err := a.Claim(ctx, fleet.KindPlayer, "p1", "p2"); err != nil {
 			t.Fatal(err)
@@ -84,9 +80,7 @@ func TestReleaseLaterRetries(t *testing.T) {
 
 // Claiming an id again cancels its queued release.
 func TestClaimCancelsReleaseLater(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startSeen(t, 2)
-		a, b := c.Servers[0], c.Servers[1]
+	withTwo(t, func(t *testing.T, a, b *fleettest.Server) {
 		ctx := t.Context()
 		if err := a.Claim(ctx, fleet.KindPlayer, "p1"); err != nil {
 			t.Fatal(err)
@@ -111,9 +105,7 @@ func TestClaimCancelsReleaseLater(t *testing.T) {
 
 // Leaving writes the queued releases with the others.
 func TestLeaveReleasesQueued(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startSeen(t, 2)
-		a, b := c.Servers[0], c.Servers[1]
+	withTwo(t, func(t *testing.T, a, b *fleettest.Server) {
 		ctx := t.Context()
 		if err := a.Claim(ctx, fleet.KindPlayer, "p1", "p2"); err != nil {
 			t.Fatal(err)
@@ -138,9 +130,7 @@ func TestLeaveReleasesQueued(t *testing.T) {
 // A server that finds at re-assertion that another took its claim over
 // says so through OnClaimLost, and no longer holds it.
 func TestOnClaimLost(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startSeen(t, 2)
-		a, b := c.Servers[0], c.Servers[1]
+	withTwo(t, func(t *testing.T, a, b *fleettest.Server) {
 		var mu sync.Mutex
 		var lost []string
 		a.OnClaimLost(func(kind, id string) {
@@ -197,23 +187,14 @@ func TestStopDuringReleaseIsQuiet(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var log strings.Builder
 		bp := blockedRelease{Backplane: memory.New(), calls: make(chan struct{}, 1)}
-		f, err := fleet.New(fleet.Config{NodeID: "a", Heartbeat: hb}, bp, slog.New(slog.NewTextHandler(&log, nil)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error)
-		go func() { done <- f.Run(ctx) }()
+		f := startFleet(t, fleet.Config{NodeID: "a", Heartbeat: hb}, bp, slog.New(slog.NewTextHandler(&log, nil)))
 		synctest.Wait()
-		if err := f.Claim(ctx, fleet.KindPlayer, "p1"); err != nil {
+		if err := f.Claim(t.Context(), fleet.KindPlayer, "p1"); err != nil {
 			t.Fatal(err)
 		}
 		f.ReleaseLater(fleet.KindPlayer, "p1")
 		<-bp.calls
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		f.run.End(t)
 		if strings.Contains(log.String(), "will retry") {
 			t.Fatalf("log of a server stopped during a release:\n%s", log.String())
 		}

@@ -1,7 +1,6 @@
 package fleet_test
 
 import (
-	"context"
 	"log/slog"
 	"testing"
 	"testing/synctest"
@@ -60,14 +59,8 @@ func TestOtherKeyLoggedOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		var logs fleettest.Logs
-		f, err := fleet.New(fleet.Config{NodeID: "s0", Heartbeat: hb, Key: []byte("the fleet's security key")}, bp, slog.New(&logs))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error)
-		go func() { done <- f.Run(ctx) }()
-		defer func() { cancel(); <-done }()
+		f := startFleet(t, fleet.Config{NodeID: "s0", Heartbeat: hb, Key: []byte("the fleet's security key")}, bp, slog.New(&logs))
+		defer f.run.End(t)
 
 		const msg = "dropped the records of a server not signed with this server's key"
 		otherKey := fleet.Config{NodeID: "other", Heartbeat: hb, InternalAddress: "127.0.0.1:9999", Key: []byte("some other key, 16+")}

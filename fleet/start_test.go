@@ -17,8 +17,7 @@ import (
 // A second server started with a node id in use refuses to run, naming the
 // setting, and leaves the first one's record alone.
 func TestDuplicateNodeID(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startSeen(t, 2)
+	withSeen(t, 2, func(t *testing.T, c *fleettest.Cluster) {
 		// Long after the first one started, and out of its phase, as a
 		// real one is.
 		time.Sleep((fleet.MissedHeartbeats+1)*hb + hb/2)
@@ -26,24 +25,18 @@ func TestDuplicateNodeID(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dup, err := fleet.New(fleet.Config{NodeID: "s0", Heartbeat: hb}, bp, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- dup.Run(t.Context()) }()
+		dup := startFleet(t, fleet.Config{NodeID: "s0", Heartbeat: hb}, bp, nil)
 		dup.MarkReady()
 		time.Sleep(fleet.MissedHeartbeats * hb)
 		synctest.Wait()
-		select {
-		case err := <-done:
-			if !errors.Is(err, fleet.ErrDuplicateID) ||
-				!strings.Contains(err.Error(), "muster.server.fleet.node-id") ||
-				!strings.Contains(err.Error(), "MUSTER__SERVER__FLEET__NODE_ID") {
-				t.Fatalf("Run with a node id in use = %v", err)
-			}
-		default:
+		ended, err := dup.run.Ended()
+		if !ended {
 			t.Fatal("a second server with node id s0 still runs after a ttl")
+		}
+		if !errors.Is(err, fleet.ErrDuplicateID) ||
+			!strings.Contains(err.Error(), "muster.server.fleet.node-id") ||
+			!strings.Contains(err.Error(), "MUSTER__SERVER__FLEET__NODE_ID") {
+			t.Fatalf("Run with a node id in use = %v", err)
 		}
 		time.Sleep(hb)
 		synctest.Wait()
@@ -56,31 +49,19 @@ func TestDuplicateNodeID(t *testing.T) {
 // A server restarted with its id while its previous life's record lives
 // starts.
 func TestRestartWithSameID(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startSeen(t, 2)
+	withSeen(t, 2, func(t *testing.T, c *fleettest.Cluster) {
 		c.Servers[0].Kill()
 		bp, err := c.Store.Cluster("default")
 		if err != nil {
 			t.Fatal(err)
 		}
-		again, err := fleet.New(fleet.Config{NodeID: "s0", Heartbeat: hb}, bp, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- again.Run(ctx) }()
+		again := startFleet(t, fleet.Config{NodeID: "s0", Heartbeat: hb}, bp, nil)
 		time.Sleep(2 * fleet.MissedHeartbeats * hb)
 		synctest.Wait()
-		select {
-		case err := <-done:
+		if ended, err := again.run.Ended(); ended {
 			t.Fatalf("a restarted server stopped: %v", err)
-		default:
 		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		again.run.End(t)
 	})
 }
 
@@ -96,13 +77,7 @@ func TestDetachedAtStart(t *testing.T) {
 		// Cut after Add's first heartbeat may have landed: start afresh.
 		s2bp := fleettest.NewFaulty(s.Backplane)
 		s2bp.Cut(true)
-		f, err := fleet.New(fleet.Config{NodeID: "b", Heartbeat: hb}, s2bp, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- f.Run(ctx) }()
+		f := startFleet(t, fleet.Config{NodeID: "b", Heartbeat: hb}, s2bp, nil)
 		f.MarkReady()
 		synctest.Wait()
 		if code := probe(f.Handler(), "GET", fleet.PathReady, "127.0.0.1:1", ""); code != 503 || !f.Detached() {
@@ -111,10 +86,7 @@ func TestDetachedAtStart(t *testing.T) {
 		if err := f.Drain(context.Background()); err != nil {
 			t.Fatalf("drain while detached = %v, want nil", err)
 		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		f.run.End(t)
 	})
 }
 
@@ -126,13 +98,7 @@ func TestDetachedAtStart(t *testing.T) {
 func TestFailedHeartbeatRace(t *testing.T) {
 	bp := fleettest.NewFaulty(memory.New())
 	bp.Cut(true)
-	f, err := fleet.New(fleet.Config{NodeID: "a", Heartbeat: 10 * time.Millisecond}, bp, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- f.Run(ctx) }()
+	f := startFleet(t, fleet.Config{NodeID: "a", Heartbeat: 10 * time.Millisecond}, bp, slog.New(slog.DiscardHandler))
 	for bp.Calls("Heartbeat") < 3 {
 		f.Detached()
 		f.Increment(t.Context(), "k", time.Minute, 1)
@@ -140,8 +106,5 @@ func TestFailedHeartbeatRace(t *testing.T) {
 	if !f.Detached() {
 		t.Error("not detached with every heartbeat failing")
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	f.run.End(t)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/muster-gg/muster/internal/hosttest"
+	"github.com/muster-gg/muster/internal/playtest"
 	"github.com/muster-gg/muster/lobby"
 	"github.com/muster-gg/muster/room"
 )
@@ -16,12 +17,6 @@ import (
 // module-level tests.
 
 var quiet = slog.New(slog.DiscardHandler)
-
-// game and sim are the test game of the socket tests and the examples.
-type (
-	game = hosttest.Game
-	sim  = hosttest.Sim
-)
 
 type server struct {
 	*hosttest.Server
@@ -61,16 +56,16 @@ func startServers(tb testing.TB, o setup) []*server {
 func TestSocketCodeEverywhere(t *testing.T) {
 	servers := startServers(t, setup{servers: 3})
 	a, b, c := servers[0], servers[1], servers[2]
-	host := hosttest.Connect(t, a.URL, a.URL, a.Host.Tickets(), "host")
+	host := a.Connect(t, "host")
 	host.Send(lobby.MsgCreate, nil)
 	st := host.Next(lobby.TypeState)
 	code := st["code"].(string)
 	if st["host"] != "host" || st["node"] != a.ID() || len(code) != 5 {
 		t.Fatalf("created %v", st)
 	}
-	var members []*hosttest.Player
+	var members []*playtest.Player
 	for _, s := range []*server{b, c} {
-		p := hosttest.Connect(t, s.URL, s.URL, s.Host.Tickets(), "on-"+s.ID())
+		p := s.Connect(t, "on-"+s.ID())
 		time.Sleep(cooldown) // a join typed sooner waits for it
 		p.Send(lobby.MsgJoin, map[string]string{"code": strings.ToLower(code)})
 		st := p.Next(lobby.TypeState)
@@ -106,7 +101,7 @@ func TestSocketCodeEverywhere(t *testing.T) {
 	}
 
 	// A code nobody holds is refused where it is typed.
-	p := hosttest.Connect(t, b.URL, b.URL, b.Host.Tickets(), "dan")
+	p := b.Connect(t, "dan")
 	p.Send(lobby.MsgJoin, map[string]string{"code": "ZZZZZ"})
 	if e := p.Next(lobby.TypeError); e["error"] != lobby.ErrNoLobby.Error() || p.Node != b.ID() {
 		t.Fatalf("unknown code: %v on %s", e, p.Node)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/muster-gg/muster/internal/hosttest"
 	"github.com/muster-gg/muster/lobby"
 	"github.com/muster-gg/muster/room"
 )
@@ -17,7 +18,7 @@ import (
 // One server: a host creates a lobby, a friend joins with the code, and
 // the host starts the match.
 func Example() {
-	host, err := room.New[*sim, int, string](&game{}, room.Config{}, quiet)
+	host, err := room.New[*hosttest.Sim, int, string](&hosttest.Game{}, room.Config{}, quiet)
 	if err != nil {
 		fmt.Println(err)
 		return

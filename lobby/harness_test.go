@@ -3,6 +3,7 @@ package lobby
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -18,12 +19,6 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 var quiet = slog.New(slog.DiscardHandler)
 
 const cooldown = 3 * time.Second // room.Config.MoveCooldown's default
-
-// game and sim are the test game: see hosttest.Game.
-type (
-	game = hosttest.Game
-	sim  = hosttest.Sim
-)
 
 // cluster is N servers, each a fleet, a room host and a lobby module: a
 // hosttest.Socketless, whose moves deliver players to the target's module.
@@ -113,6 +108,17 @@ func (c *cluster) last(id, typ string) any {
 		}
 	}
 	return nil
+}
+
+// guests connects players prefix-0 to prefix-(n-1) to node and returns
+// their ids.
+func (c *cluster) guests(node *node, prefix string, n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%s-%d", prefix, i)
+		c.connect(node, ids[i])
+	}
+	return ids
 }
 
 // create connects id to n and creates a lobby; it returns the code.

@@ -211,12 +211,9 @@ func TestDrainMovesLobbies(t *testing.T) {
 		for i := range 5 {
 			host := fmt.Sprintf("h%d", i)
 			code := c.create(g, host)
-			members := []string{host}
-			for j := range 2 {
-				id := fmt.Sprintf("m%d-%d", i, j)
-				c.connect(g, id)
+			members := append([]string{host}, c.guests(g, fmt.Sprintf("m%d", i), 2)...)
+			for _, id := range members[1:] {
 				g.lm.join(ctx, id, code, time.Now())
-				members = append(members, id)
 			}
 			lobbies[code] = want{host, members}
 			if i < 2 {
@@ -419,12 +416,7 @@ func joinsAtOnce(t *testing.T) {
 	for round := range 100 {
 		host := fmt.Sprintf("host-%d", round)
 		code := c.create(a, host)
-		ids := []string{host}
-		for i := range 7 {
-			id := fmt.Sprintf("m-%d-%d", round, i)
-			c.connect(a, id)
-			ids = append(ids, id)
-		}
+		ids := append([]string{host}, c.guests(a, fmt.Sprintf("m-%d", round), 7)...)
 		var wg sync.WaitGroup
 		for _, id := range ids[1:] {
 			wg.Go(func() { a.lm.join(t.Context(), id, code, time.Now()) })

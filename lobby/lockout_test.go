@@ -22,20 +22,20 @@ func TestWrongCodesLockOutAcrossFleet(t *testing.T) {
 		return []room.Module{lm}
 	}})
 	a, b := servers[0], servers[1]
-	host := hosttest.Connect(t, a.URL, a.URL, a.Host.Tickets(), "host")
+	host := a.Connect(t, "host")
 	host.Send(lobby.MsgCreate, nil)
 	code := host.Next(lobby.TypeState)["code"].(string)
 
-	g1 := hosttest.Connect(t, a.URL, a.URL, a.Host.Tickets(), "g1")
+	g1 := a.Connect(t, "g1")
 	for _, wrong := range []string{"!!", "?"} {
 		g1.Send(lobby.MsgJoin, map[string]string{"code": wrong})
 		g1.Next(lobby.TypeError)
 	}
-	g2 := hosttest.Connect(t, b.URL, b.URL, b.Host.Tickets(), "g2")
+	g2 := b.Connect(t, "g2")
 	g2.Send(lobby.MsgJoin, map[string]string{"code": "#"})
 	g2.Next(lobby.TypeError)
 
-	g3 := hosttest.Connect(t, b.URL, b.URL, b.Host.Tickets(), "g3")
+	g3 := b.Connect(t, "g3")
 	g3.Send(lobby.MsgJoin, map[string]string{"code": code})
 	if e := g3.Next(lobby.TypeError); !strings.Contains(e["error"].(string), lobby.ErrLocked.Error()) {
 		t.Fatalf("join after 3 wrong codes from the address: %v, want %q", e, lobby.ErrLocked)

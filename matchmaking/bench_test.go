@@ -30,10 +30,7 @@ var benchPlaylists = []struct {
 func BenchmarkMatch(b *testing.B) {
 	for _, bc := range benchPlaylists {
 		b.Run(bc.name, func(b *testing.B) {
-			pl, err := bc.pl.withDefaults()
-			if err != nil {
-				b.Fatal(err)
-			}
+			pl := withDefaults(b, bc.pl)
 			q := newQueue(pl)
 			now := time.Unix(1_000_000, 0)
 			rng := rand.New(rand.NewPCG(1, 2))

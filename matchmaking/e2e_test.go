@@ -13,6 +13,8 @@ import (
 
 	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/hosttest"
+	"github.com/muster-gg/muster/internal/playtest"
+	"github.com/muster-gg/muster/internal/testrun"
 	"github.com/muster-gg/muster/lobby"
 	"github.com/muster-gg/muster/matchmaking"
 	"github.com/muster-gg/muster/room"
@@ -23,12 +25,6 @@ import (
 // module-level tests, and the N4 latency benchmark.
 
 var quiet = slog.New(slog.DiscardHandler)
-
-// game and sim are the test game of the socket tests and the examples.
-type (
-	game = hosttest.Game
-	sim  = hosttest.Sim
-)
 
 type server struct {
 	*hosttest.Server
@@ -97,7 +93,7 @@ func TestSocketQueueAcrossRedirect(t *testing.T) {
 			break
 		}
 	}
-	a := hosttest.Connect(t, x.URL, x.URL, x.Host.Tickets(), "alice")
+	a := x.Connect(t, "alice")
 	a.Send(matchmaking.MsgQueue, map[string]any{"playlist": "duel", "rating": 1200})
 	first := a.Next(matchmaking.TypeWaiting)
 	if first["node"] != x.ID() {
@@ -113,7 +109,7 @@ func TestSocketQueueAcrossRedirect(t *testing.T) {
 		t.Fatalf("alice's redirects %v", a.Moves)
 	}
 
-	b := hosttest.Connect(t, g.URL, g.URL, g.Host.Tickets(), "bob")
+	b := g.Connect(t, "bob")
 	b.Send(matchmaking.MsgQueue, map[string]any{"playlist": "duel"})
 	ra, rb := a.Next("room"), b.Next("room")
 	if ra["room"] != rb["room"] || ra["kind"] != "duel" || g.Host.RoomOf("alice") != ra["room"] {
@@ -121,7 +117,7 @@ func TestSocketQueueAcrossRedirect(t *testing.T) {
 	}
 
 	// Refusals are packets, not closed connections.
-	c := hosttest.Connect(t, g.URL, g.URL, g.Host.Tickets(), "carol")
+	c := g.Connect(t, "carol")
 	c.Send(matchmaking.MsgQueue, map[string]any{"playlist": "nope"})
 	if e := c.Next(matchmaking.TypeError); e["error"] != matchmaking.ErrUnknownPlaylist.Error() {
 		t.Fatalf("unknown playlist: %v", e)
@@ -151,7 +147,7 @@ func TestSocketRatingsFromTheGame(t *testing.T) {
 		},
 	})
 	s := servers[0]
-	connect := func(id string) *hosttest.Player { return hosttest.Connect(t, s.URL, s.URL, s.Host.Tickets(), id) }
+	connect := func(id string) *playtest.Player { return s.Connect(t, id) }
 	m := connect("mallory")
 	m.Send(matchmaking.MsgQueue, map[string]any{"playlist": "ranked", "rating": 1000})
 	m.Next(matchmaking.TypeWaiting)
@@ -190,7 +186,7 @@ func TestSocketRatingsBounded(t *testing.T) {
 		},
 	})
 	s := servers[0]
-	p := hosttest.Connect(t, s.URL, s.URL, s.Host.Tickets(), "alice")
+	p := s.Connect(t, "alice")
 	p.Send(matchmaking.MsgQueue, map[string]any{"playlist": "ranked"})
 	if e := p.Next(matchmaking.TypeError); e["error"] != matchmaking.ErrRating.Error() {
 		t.Fatalf("got %v, want %q", e, matchmaking.ErrRating)
@@ -219,12 +215,12 @@ func TestSocketDrainLosesNobody(t *testing.T) {
 	}
 
 	type queued struct {
-		p      *hosttest.Player
+		p      *playtest.Player
 		waited time.Duration // when the drain began
 	}
 	var waiting []queued
 	for i := range 50 {
-		p := hosttest.Connect(t, g.URL, lb.URL, g.Host.Tickets(), fmt.Sprintf("w%02d", i))
+		p := g.ConnectVia(t, lb.URL, fmt.Sprintf("w%02d", i))
 		p.Send(matchmaking.MsgQueue, map[string]any{"playlist": "royale"})
 		p.Next(matchmaking.TypeWaiting)
 		waiting = append(waiting, queued{p: p})
@@ -232,13 +228,13 @@ func TestSocketDrainLosesNobody(t *testing.T) {
 	type lobbyWant struct {
 		code    string
 		host    string
-		members []*hosttest.Player
+		members []*playtest.Player
 	}
 	var lobbies []lobbyWant
 	for i := range 5 {
-		var members []*hosttest.Player
+		var members []*playtest.Player
 		for j := range 3 {
-			p := hosttest.Connect(t, g.URL, lb.URL, g.Host.Tickets(), fmt.Sprintf("l%d-%d", i, j))
+			p := g.ConnectVia(t, lb.URL, fmt.Sprintf("l%d-%d", i, j))
 			members = append(members, p)
 		}
 		members[0].Send(lobby.MsgCreate, nil)
@@ -352,7 +348,7 @@ func drainingServer(t *testing.T) (servers []*server, g, lb *server, end func())
 	}
 	drained := make(chan error, 1)
 	go func() { drained <- g.Drain(context.Background()) }()
-	hosttest.WaitFor(t, "the drain", g.Draining)
+	testrun.WaitFor(t, "the drain", g.Draining)
 	return servers, g, lb, func() {
 		t.Helper()
 		if r, ok := g.Host.Room("last"); ok {
@@ -371,7 +367,7 @@ func drainingServer(t *testing.T) (servers []*server, g, lb *server, end func())
 // once, before it read the queue, and with nothing: the queue was lost.
 func TestSocketNewcomerQueuesOnDrainingServer(t *testing.T) {
 	servers, g, lb, end := drainingServer(t)
-	p := hosttest.Connect(t, g.URL, lb.URL, g.Host.Tickets(), "newcomer")
+	p := g.ConnectVia(t, lb.URL, "newcomer")
 	p.Send(matchmaking.MsgQueue, map[string]any{"playlist": "duel"})
 	w := p.Next(matchmaking.TypeWaiting)
 	for w["node"] == g.ID() { // answered by the draining server, then handed on
@@ -381,7 +377,7 @@ func TestSocketNewcomerQueuesOnDrainingServer(t *testing.T) {
 		t.Fatalf("newcomer waits on %v after redirects %v; want a drain redirect first", w["node"], p.Moves)
 	}
 	at := byID(servers, w["node"].(string))
-	partner := hosttest.Connect(t, at.URL, lb.URL, at.Host.Tickets(), "partner")
+	partner := at.ConnectVia(t, lb.URL, "partner")
 	partner.Send(matchmaking.MsgQueue, map[string]any{"playlist": "duel"})
 	rn, rp := p.Next("room"), partner.Next("room")
 	if rn["room"] != rp["room"] || rn["kind"] != "duel" || p.Node == g.ID() {
@@ -394,7 +390,7 @@ func TestSocketNewcomerQueuesOnDrainingServer(t *testing.T) {
 // welcome gets its lobby, made on a server that stays.
 func TestSocketNewcomerCreatesLobbyOnDrainingServer(t *testing.T) {
 	_, g, lb, end := drainingServer(t)
-	p := hosttest.Connect(t, g.URL, lb.URL, g.Host.Tickets(), "newcomer")
+	p := g.ConnectVia(t, lb.URL, "newcomer")
 	p.Send(lobby.MsgCreate, nil)
 	st := p.Next(lobby.TypeState)
 	if st["node"] == g.ID() || st["host"] != p.ID || len(p.Moves) != 1 || p.Moves[0]["reason"] != room.ReasonDrain {
@@ -424,10 +420,10 @@ func BenchmarkSocketEnqueueToRoom(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				i++
-				partner := hosttest.Connect(b, g.URL, g.URL, g.Host.Tickets(), fmt.Sprintf("b%d", i))
+				partner := g.Connect(b, fmt.Sprintf("b%d", i))
 				partner.Send(matchmaking.MsgQueue, map[string]any{"playlist": "duel"})
 				partner.Next(matchmaking.TypeWaiting)
-				p := hosttest.Connect(b, x.URL, x.URL, x.Host.Tickets(), fmt.Sprintf("a%d", i))
+				p := x.Connect(b, fmt.Sprintf("a%d", i))
 				// Past the move cooldown, at any phase of the servers' ticks.
 				time.Sleep(2*time.Millisecond + rand.N(tick))
 				start := time.Now()

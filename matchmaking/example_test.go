@@ -11,6 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/internal/hosttest"
 	"github.com/muster-gg/muster/matchmaking"
 	"github.com/muster-gg/muster/room"
 )
@@ -19,7 +20,7 @@ import (
 // by 25 points per second waited. Two players connect, queue for duel and
 // are matched into a room of kind "duel".
 func Example() {
-	host, err := room.New[*sim, int, string](&game{}, room.Config{}, quiet)
+	host, err := room.New[*hosttest.Sim, int, string](&hosttest.Game{}, room.Config{}, quiet)
 	if err != nil {
 		fmt.Println(err)
 		return

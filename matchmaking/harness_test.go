@@ -19,11 +19,16 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var quiet = slog.New(slog.DiscardHandler)
 
-// game and sim are the test game: see hosttest.Game.
-type (
-	game = hosttest.Game
-	sim  = hosttest.Sim
-)
+// withDefaults returns pl with its defaults, failing the test if they
+// do not make a valid playlist.
+func withDefaults(tb testing.TB, pl Playlist) Playlist {
+	tb.Helper()
+	pl, err := pl.withDefaults()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return pl
+}
 
 // cluster is N servers, each a fleet, a room host and a matchmaking
 // module: a hosttest.Socketless, whose moves deliver players to the

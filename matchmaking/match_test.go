@@ -117,10 +117,7 @@ func TestMatch(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			pl, err := tc.pl.withDefaults()
-			if err != nil {
-				t.Fatal(err)
-			}
+			pl := withDefaults(t, tc.pl)
 			q := newQueue(pl)
 			for _, w := range tc.waiters {
 				q.add(&entry{id: w.id, rating: w.rating, since: now.Add(-w.waited).UnixNano()})
@@ -281,10 +278,7 @@ func TestGatherOrderRoomForAMatch(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			pl, err := tc.pl.withDefaults()
-			if err != nil {
-				t.Fatal(err)
-			}
+			pl := withDefaults(t, tc.pl)
 			nodes := testNodes(len(tc.loads))
 			for i, l := range tc.loads {
 				nodes[i].Load = l

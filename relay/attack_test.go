@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/muster-gg/muster/internal/testrun"
 )
 
 // Tests of what a hostile client, or a broken node, can do to a relay,
@@ -84,6 +86,18 @@ func writeUntilStuck(c net.Conn, frame []byte) bool {
 	return false
 }
 
+// readUntilClose reads frames of up to size bytes from br, the reader of
+// c, until a close frame or an error, then closes c.
+func readUntilClose(c net.Conn, br *bufio.Reader, size int) {
+	buf := make([]byte, size)
+	for {
+		if h, ok := readFrame(br, buf); !ok || h.op == opClose {
+			c.Close()
+			return
+		}
+	}
+}
+
 // openFDs counts the process's open file descriptors.
 func openFDs(t *testing.T) int {
 	t.Helper()
@@ -131,15 +145,7 @@ func TestRelayStalledPeerEnds(t *testing.T) {
 					var rg sync.WaitGroup
 					defer rg.Wait()
 					defer c.Close()
-					rg.Go(func() {
-						buf := make([]byte, maxHeader+64<<10)
-						for {
-							if h, ok := readFrame(br, buf); !ok || h.op == opClose {
-								c.Close()
-								return
-							}
-						}
-					})
+					rg.Go(func() { readUntilClose(c, br, maxHeader+64<<10) })
 					if !writeUntilStuck(c, rawFrame(true, opBinary, false, big)) {
 						t.Error("the node's writes never got stuck")
 					}
@@ -153,7 +159,7 @@ func TestRelayStalledPeerEnds(t *testing.T) {
 			t.Cleanup(func() { once.Do(func() { close(release) }) })
 			before := openFDs(t)
 			c, br := rawClient(t, a, "/ws?node=b")
-			eventually(t, "the session started", func() bool { return a.relay.Stats().Active == 1 })
+			testrun.WaitFor(t, "the session started", func() bool { return a.relay.Stats().Active == 1 })
 			if tc.client {
 				<-nodeDone // the node gave up and left
 			} else {
@@ -163,25 +169,17 @@ func TestRelayStalledPeerEnds(t *testing.T) {
 				var rg sync.WaitGroup
 				defer rg.Wait()
 				defer c.Close()
-				rg.Go(func() {
-					buf := make([]byte, maxHeader+maxControl)
-					for {
-						if h, ok := readFrame(br, buf); !ok || h.op == opClose {
-							c.Close()
-							return
-						}
-					}
-				})
+				rg.Go(func() { readUntilClose(c, br, maxHeader+maxControl) })
 				if !writeUntilStuck(c, rawFrame(true, opBinary, true, big)) {
 					t.Fatal("the client's writes never got stuck")
 				}
 				c.Close()
 			}
-			eventually(t, "the session ended", func() bool { return a.relay.Stats().Active == 0 })
+			testrun.WaitFor(t, "the session ended", func() bool { return a.relay.Stats().Active == 0 })
 			c.Close()
 			once.Do(func() { close(release) })
 			<-nodeDone
-			eventually(t, "its descriptors closed", func() bool { return openFDs(t) <= before })
+			testrun.WaitFor(t, "its descriptors closed", func() bool { return openFDs(t) <= before })
 		})
 	}
 }
@@ -282,7 +280,7 @@ func TestRelayClientResetWhileFlooding(t *testing.T) {
 		if got := recv(t, b.ends, "end at b"); got.Code != websocket.StatusGoingAway {
 			t.Errorf("b saw %d %q, want 1001", got.Code, got.Reason)
 		}
-		eventually(t, "the session ended", func() bool { return a.relay.Stats().Active == 0 })
+		testrun.WaitFor(t, "the session ended", func() bool { return a.relay.Stats().Active == 0 })
 	})
 }
 
@@ -302,7 +300,7 @@ func TestRelayClientResetWhilePonged(t *testing.T) {
 		if got := recv(t, b.ends, "end at b"); got.Code != websocket.StatusGoingAway {
 			t.Errorf("b saw %d %q, want 1001", got.Code, got.Reason)
 		}
-		eventually(t, "the session ended", func() bool { return a.relay.Stats().Active == 0 })
+		testrun.WaitFor(t, "the session ended", func() bool { return a.relay.Stats().Active == 0 })
 	})
 }
 
@@ -408,7 +406,7 @@ func TestRelayRefusesBrokenFrames(t *testing.T) {
 						}
 						c.Close()
 					}
-					eventually(t, "the session ended", func() bool { return a.relay.Stats().Active == 0 })
+					testrun.WaitFor(t, "the session ended", func() bool { return a.relay.Stats().Active == 0 })
 				})
 			}
 		}
@@ -464,7 +462,7 @@ func TestRelayClientEndsMidFrame(t *testing.T) {
 						t.Errorf("b saw %d %q, want 1001", got.Code, got.Reason)
 					}
 					c.Close()
-					eventually(t, "the session ended", func() bool { return a.relay.Stats().Active == 0 })
+					testrun.WaitFor(t, "the session ended", func() bool { return a.relay.Stats().Active == 0 })
 				})
 			}
 		}
@@ -502,7 +500,7 @@ func TestRelayNodePingFindsResetClient(t *testing.T) {
 			if got := recv(t, codes, "the node's close code"); got != 1001 {
 				t.Fatalf("the node was closed with %d, want 1001", got)
 			}
-			eventually(t, "the session ended", func() bool { return a.relay.Stats().Active == 0 })
+			testrun.WaitFor(t, "the session ended", func() bool { return a.relay.Stats().Active == 0 })
 		}
 	})
 }

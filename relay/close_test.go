@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/coder/websocket"
+
+	"github.com/muster-gg/muster/internal/testrun"
 )
 
 // relayed connects a client through a to b and returns it with b's node.
@@ -93,7 +95,7 @@ func TestRelayCloseFromNode(t *testing.T) {
 			if got := closeErrorOf(err); got.Code != tc.code || got.Reason != tc.reason {
 				t.Errorf("client saw %v, want close %d %q", err, tc.code, tc.reason)
 			}
-			eventually(t, "no active relayed connection", func() bool { return a.relay.Stats().Active == 0 })
+			testrun.WaitFor(t, "no active relayed connection", func() bool { return a.relay.Stats().Active == 0 })
 		})
 	}
 }
@@ -119,7 +121,7 @@ func TestRelayClientDrop(t *testing.T) {
 	if got := recv(t, b.ends, "end of b's connection"); got.Code != websocket.StatusGoingAway {
 		t.Errorf("b saw close %d %q after the client dropped, want 1001", got.Code, got.Reason)
 	}
-	eventually(t, "no active relayed connection", func() bool { return a.relay.Stats().Active == 0 })
+	testrun.WaitFor(t, "no active relayed connection", func() bool { return a.relay.Stats().Active == 0 })
 }
 
 func TestRelayReadLimit(t *testing.T) {
@@ -186,9 +188,7 @@ func TestCloseFor(t *testing.T) {
 // loop), would miss it and hang.
 func TestRelayMessageThenFIN(t *testing.T) {
 	t.Parallel()
-	dir := &dirMap{}
-	a := startNode(t, "a", dir)
-	b := startNode(t, "b", dir)
+	a, b := startPair(t)
 	const conns = 50
 	key := [4]byte{7, 1, 2, 9}
 	var sent uint64
@@ -229,5 +229,5 @@ func TestRelayMessageThenFIN(t *testing.T) {
 		}
 		_ = c.Close()
 	}
-	eventually(t, "no active relayed connection", func() bool { return a.relay.Stats().Active == 0 })
+	testrun.WaitFor(t, "no active relayed connection", func() bool { return a.relay.Stats().Active == 0 })
 }

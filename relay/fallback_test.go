@@ -61,9 +61,7 @@ func TestFallbackServesLocally(t *testing.T) {
 
 func TestPlainRequestsAreNotRelayed(t *testing.T) {
 	t.Parallel()
-	dir := &dirMap{}
-	a := startNode(t, "a", dir)
-	startNode(t, "b", dir)
+	a, _ := startPair(t)
 	resp, err := http.Get("http://" + a.addr + "/who?node=b")
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/muster-gg/muster/internal/testrun"
 )
 
 // randomMessage is one message of TestRelayRandomMessages.
@@ -125,9 +127,7 @@ func testRelayRandomMessages(t *testing.T, opts ...nodeOpt) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0x6d75737465))
-	dir := &dirMap{}
-	a := startNode(t, "a", dir, opts...)
-	b := startNode(t, "b", dir)
+	a, b := startPair(t, opts...)
 	const conns, perConn = 20, 500
 	var sent uint64
 	for i := range conns {
@@ -188,7 +188,7 @@ func testRelayRandomMessages(t *testing.T, opts ...nodeOpt) {
 		}
 		cancel()
 	}
-	eventually(t, "no active relayed connection", func() bool { return a.relay.Stats().Active == 0 })
+	testrun.WaitFor(t, "no active relayed connection", func() bool { return a.relay.Stats().Active == 0 })
 	if st := a.relay.Stats(); st.BytesToNode < sent || st.BytesToClient < sent {
 		t.Errorf("stats %+v, want at least %d bytes each way", st, sent)
 	}

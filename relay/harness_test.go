@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -86,6 +87,31 @@ func see(r *http.Request) seen {
 	return s
 }
 
+// receiver returns relay b, with secret and its clock at now, in front of
+// a handler that notes what it sees, and serve, which sends the relay a
+// request for target from the next hop (127.0.0.2:41000) with header and
+// returns what the handler saw of it: the zero seen if it saw nothing.
+func receiver(t *testing.T, secret string, now time.Time) (rl *Relay, serve func(target string, header http.Header) seen) {
+	t.Helper()
+	rl, err := New(Config{NodeID: "b", Secret: secret}, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rl.now = func() time.Time { return now }
+	var got seen
+	h := rl.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = see(r) }))
+	return rl, func(target string, header http.Header) seen {
+		req := httptest.NewRequest(http.MethodGet, "http://game.internal:8000"+target, nil)
+		req.RemoteAddr = "127.0.0.2:41000"
+		for k, v := range header {
+			req.Header[k] = slices.Clone(v)
+		}
+		got = seen{}
+		h.ServeHTTP(httptest.NewRecorder(), req)
+		return got
+	}
+}
+
 // testNode is one server: a relay in front of an echo handler.
 type testNode struct {
 	id    string
@@ -96,6 +122,7 @@ type testNode struct {
 	ends  chan websocket.CloseError // how each WebSocket ended, as the handler read it
 	// streamed has, for each "stream" command, how many messages it sent.
 	streamed chan int
+	tls      bool // serves TLS
 }
 
 // nodeSettings are what a nodeOpt can change before the node starts.
@@ -104,6 +131,7 @@ type nodeSettings struct {
 	probeTimeout time.Duration
 	stallTimeout time.Duration
 	noLoop       bool
+	tls          bool
 	setup        func(*Relay) // changes the relay before it serves
 }
 
@@ -115,6 +143,9 @@ func withProbeTimeout(d time.Duration) nodeOpt { return func(n *nodeSettings) { 
 func withDialTimeout(d time.Duration) nodeOpt  { return func(n *nodeSettings) { n.cfg.DialTimeout = d } }
 func withStallTimeout(d time.Duration) nodeOpt { return func(n *nodeSettings) { n.stallTimeout = d } }
 
+// withTLS has the node serve TLS.
+func withTLS() nodeOpt { return func(n *nodeSettings) { n.tls = true } }
+
 // withoutLoop keeps the node's relayed sessions on their pumps' goroutines.
 func withoutLoop() nodeOpt { return func(n *nodeSettings) { n.noLoop = true } }
 
@@ -123,16 +154,11 @@ func withoutLoop() nodeOpt { return func(n *nodeSettings) { n.noLoop = true } }
 func startNode(t *testing.T, id string, dir *dirMap, opts ...nodeOpt) *testNode {
 	t.Helper()
 	n := newNode(t, id, dir, opts...)
-	n.srv = httptest.NewServer(n.relay.Middleware(n.mux()))
-	n.finish(t, dir)
-	return n
-}
-
-// startTLSNode is startNode with a TLS listener.
-func startTLSNode(t *testing.T, id string, dir *dirMap, opts ...nodeOpt) *testNode {
-	t.Helper()
-	n := newNode(t, id, dir, opts...)
-	n.srv = httptest.NewTLSServer(n.relay.Middleware(n.mux()))
+	serve := httptest.NewServer
+	if n.tls {
+		serve = httptest.NewTLSServer
+	}
+	n.srv = serve(n.relay.Middleware(n.mux()))
 	n.finish(t, dir)
 	return n
 }
@@ -163,7 +189,7 @@ func newNode(t *testing.T, id string, dir *dirMap, opts ...nodeOpt) *testNode {
 	if set.setup != nil {
 		set.setup(rl)
 	}
-	return &testNode{id: id, relay: rl, seen: make(chan seen, 64), ends: make(chan websocket.CloseError, 64), streamed: make(chan int, 64)}
+	return &testNode{id: id, relay: rl, tls: set.tls, seen: make(chan seen, 64), ends: make(chan websocket.CloseError, 64), streamed: make(chan int, 64)}
 }
 
 func (n *testNode) finish(t *testing.T, dir *dirMap) {
@@ -336,13 +362,18 @@ func dial(t *testing.T, n *testNode, path string, o dialOpts) (*websocket.Conn, 
 	return c, strings.TrimPrefix(string(b), "node=")
 }
 
+// startPair starts nodes a, with opts, and b, each finding the other.
+func startPair(t *testing.T, opts ...nodeOpt) (a, b *testNode) {
+	t.Helper()
+	dir := &dirMap{}
+	return startNode(t, "a", dir, opts...), startNode(t, "b", dir)
+}
+
 // relayedVia starts nodes a, with opts, and b, and returns them with a
 // client's connection to b relayed by a.
 func relayedVia(t *testing.T, opts ...nodeOpt) (a, b *testNode, c *websocket.Conn) {
 	t.Helper()
-	dir := &dirMap{}
-	a = startNode(t, "a", dir, opts...)
-	b = startNode(t, "b", dir)
+	a, b = startPair(t, opts...)
 	c, _ = dial(t, a, "/ws?node=b", dialOpts{})
 	return a, b, c
 }
@@ -367,18 +398,6 @@ func recv[T any](t *testing.T, ch <-chan T, what string) T {
 	case <-time.After(waitFor):
 		t.Fatalf("no %s within %v", what, waitFor)
 		panic("unreachable")
-	}
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not true within %v", what, waitFor)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 func TestIdentityRestoredBehindRelay(t *testing.T) {
 	t.Parallel()
 	dir := &dirMap{}
-	a := startTLSNode(t, "a", dir) // the client reaches a over TLS
+	a := startNode(t, "a", dir, withTLS()) // the client reaches a over TLS
 	b := startNode(t, "b", dir)
 
 	// Record the client's own address, which is what a sees as RemoteAddr.
@@ -158,27 +158,16 @@ func TestIdentityHeaders(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			cfg := Config{NodeID: "b", Secret: testSecret}
+			secret := testSecret
 			if tc.noSecret {
-				cfg.Secret = ""
+				secret = ""
 			}
-			rl, err := New(cfg, nil, slog.New(slog.DiscardHandler))
-			if err != nil {
-				t.Fatal(err)
-			}
-			rl.now = func() time.Time { return now }
-			var got seen
-			h := rl.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = see(r) }))
+			_, serve := receiver(t, secret, now)
 			path := tc.path
 			if path == "" {
 				path = "/ws"
 			}
-			req := httptest.NewRequest(http.MethodGet, "http://game.internal:8000"+path, nil)
-			req.RemoteAddr = "127.0.0.2:41000"
-			for k, v := range tc.header() {
-				req.Header[k] = v
-			}
-			h.ServeHTTP(httptest.NewRecorder(), req)
+			got := serve(path, tc.header())
 
 			if len(got.RelayHeaders) != 0 {
 				t.Errorf("handler saw relay headers %q", got.RelayHeaders)
@@ -256,23 +245,10 @@ func TestUnparsableRemoteAddrServedLocally(t *testing.T) {
 func TestRejectedCountsOnlySignatures(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(1_800_000_000, 0)
-	rl, err := New(Config{NodeID: "b", Secret: testSecret}, nil, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rl.now = func() time.Time { return now }
-	var got seen
-	h := rl.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = see(r) }))
+	rl, serve := receiver(t, testSecret, now)
 	send := func(header http.Header) {
 		t.Helper()
-		req := httptest.NewRequest(http.MethodGet, "http://game.internal:8000/ws", nil)
-		req.RemoteAddr = "127.0.0.2:41000"
-		for k, v := range header {
-			req.Header[k] = v
-		}
-		got = seen{}
-		h.ServeHTTP(httptest.NewRecorder(), req)
-		if len(got.RelayHeaders) != 0 || got.Relayed {
+		if got := serve("/ws", header); len(got.RelayHeaders) != 0 || got.Relayed {
 			t.Fatalf("handler saw relay headers %q, relayed %v", got.RelayHeaders, got.Relayed)
 		}
 	}

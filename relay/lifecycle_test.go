@@ -10,13 +10,13 @@ import (
 	"testing"
 
 	"github.com/coder/websocket"
+
+	"github.com/muster-gg/muster/internal/testrun"
 )
 
 func TestCloseEndsRelayedConnections(t *testing.T) {
 	t.Parallel()
-	dir := &dirMap{}
-	a := startNode(t, "a", dir)
-	b := startNode(t, "b", dir)
+	a, b := startPair(t)
 	const n = 8
 	clients := make([]*websocket.Conn, n)
 	for i := range clients {
@@ -69,7 +69,7 @@ func TestShutdownWaitsForConnections(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- a.relay.Shutdown(context.Background()) }()
 	// New connections are served locally once shutdown has begun.
-	eventually(t, "new upgrades served locally", func() bool {
+	testrun.WaitFor(t, "new upgrades served locally", func() bool {
 		c2, served := dial(t, a, "/ws?node=b", dialOpts{})
 		c2.CloseNow()
 		return served == "a"
@@ -132,9 +132,7 @@ func TestShutdownDeadlineCloses(t *testing.T) {
 // the race detector and goleak judge it.
 func TestCloseRacesTraffic(t *testing.T) {
 	t.Parallel()
-	dir := &dirMap{}
-	a := startNode(t, "a", dir)
-	startNode(t, "b", dir)
+	a, _ := startPair(t)
 	var wg sync.WaitGroup
 	for range 6 {
 		c, _ := dial(t, a, "/ws?node=b", dialOpts{})
@@ -152,7 +150,7 @@ func TestCloseRacesTraffic(t *testing.T) {
 			}
 		})
 	}
-	eventually(t, "traffic flowing", func() bool { return a.relay.Stats().BytesToClient > 1<<20 })
+	testrun.WaitFor(t, "traffic flowing", func() bool { return a.relay.Stats().BytesToClient > 1<<20 })
 	if err := a.relay.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +168,7 @@ func TestCloseWhileAccepting(t *testing.T) {
 	closed := make(chan error, 1)
 	a.relay.testHookAccepting = func(s *session) {
 		go func() { closed <- a.relay.Close() }()
-		eventually(t, "session stopped", func() bool {
+		testrun.WaitFor(t, "session stopped", func() bool {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			return s.stopped

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/muster-gg/muster/internal/testrun"
 )
 
 // withLoopWaitIn makes every loop of the node wait at where: waitKernel
@@ -103,7 +105,7 @@ func TestLendP(t *testing.T) {
 func TestLoopWaitsOnALentP(t *testing.T) {
 	c := relayedOnALentP(t)
 	c.Close(websocket.StatusNormalClosure, "")
-	eventually(t, "the P given back", func() bool { return runtime.GOMAXPROCS(0) == 2 })
+	testrun.WaitFor(t, "the P given back", func() bool { return runtime.GOMAXPROCS(0) == 2 })
 }
 
 // TestLoopLeavesTheKernelWhenGOMAXPROCSIsSet: when the program sets
@@ -139,7 +141,7 @@ func TestLoopAsksForAPAgain(t *testing.T) {
 	echo(t, c)
 	returnP()
 	held = false
-	eventually(t, "a P lent to the loop", func() bool {
+	testrun.WaitFor(t, "a P lent to the loop", func() bool {
 		echo(t, c)
 		return runtime.GOMAXPROCS(0) == 3
 	})
@@ -191,7 +193,7 @@ func relayedOnALentP(t *testing.T) *websocket.Conn {
 	withProcs(t, 2)
 	_, _, c := relayedVia(t)
 	echo(t, c)
-	eventually(t, "the loop in the kernel's wait on a lent P", func() bool {
+	testrun.WaitFor(t, "the loop in the kernel's wait on a lent P", func() bool {
 		return runtime.GOMAXPROCS(0) == 3 && inSyscall() == 1
 	})
 	return c
@@ -373,16 +375,14 @@ func TestLoopHandsBackAFullPeer(t *testing.T) {
 	if err := c.Close(websocket.StatusNormalClosure, "done"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the loop ended", func() bool { return runningLoops(a.relay) == 0 })
+	testrun.WaitFor(t, "the loop ended", func() bool { return runningLoops(a.relay) == 0 })
 }
 
 // TestLoopEndsWithItsLastSession: a loop runs while it has sessions, and
 // ends when the last one does; the next session starts one again.
 func TestLoopEndsWithItsLastSession(t *testing.T) {
 	t.Parallel()
-	dir := &dirMap{}
-	a := startNode(t, "a", dir)
-	startNode(t, "b", dir)
+	a, _ := startPair(t)
 	for round := range 3 {
 		var conns []*websocket.Conn
 		for range 4 {
@@ -403,7 +403,7 @@ func TestLoopEndsWithItsLastSession(t *testing.T) {
 			cancel()
 			_ = c.Close(websocket.StatusNormalClosure, "")
 		}
-		eventually(t, "the loops ended", func() bool { return runningLoops(a.relay) == 0 && a.relay.Stats().Active == 0 })
+		testrun.WaitFor(t, "the loops ended", func() bool { return runningLoops(a.relay) == 0 && a.relay.Stats().Active == 0 })
 	}
 }
 
@@ -478,7 +478,7 @@ func TestLoopSpilledCloseFrameReachesNode(t *testing.T) {
 		defer rl.untrack(s)
 		s.run(nil, nil)
 	}()
-	eventually(t, "the session on the loop", func() bool { l, _ := loopOf(s); return l != nil })
+	testrun.WaitFor(t, "the session on the loop", func() bool { l, _ := loopOf(s); return l != nil })
 
 	// A message and a close frame in one write, so that the loop reads
 	// them together.

@@ -4,9 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"testing"
 	"time"
@@ -21,21 +19,10 @@ func TestRelayHeadersValidOnce(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(1_800_000_000, 0)
 	s := sign(deriveKey(testSecret), netip.MustParseAddrPort("203.0.113.7:5555"), "https", "play.example.com", "b", "/ws", now)
-	rl, err := New(Config{NodeID: "b", Secret: testSecret}, nil, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rl.now = func() time.Time { return now }
-	var got seen
-	h := rl.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = see(r) }))
-	send := func(target string) seen {
-		req := httptest.NewRequest(http.MethodGet, "http://game.internal:8000"+target, nil)
-		req.RemoteAddr = "127.0.0.2:41000"
-		s.setHeaders(req.Header)
-		got = seen{}
-		h.ServeHTTP(httptest.NewRecorder(), req)
-		return got
-	}
+	rl, serve := receiver(t, testSecret, now)
+	header := http.Header{}
+	s.setHeaders(header)
+	send := func(target string) seen { return serve(target, header) }
 
 	if first := send("/ws?ticket=t1"); !first.Relayed || first.RemoteAddr != "203.0.113.7:5555" {
 		t.Fatalf("first use: relayed %v from %s, want the signed client", first.Relayed, first.RemoteAddr)

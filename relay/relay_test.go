@@ -10,13 +10,13 @@ import (
 	"testing"
 
 	"github.com/coder/websocket"
+
+	"github.com/muster-gg/muster/internal/testrun"
 )
 
 func TestRelayMessagesBothWays(t *testing.T) {
 	t.Parallel()
-	dir := &dirMap{}
-	a := startNode(t, "a", dir)
-	b := startNode(t, "b", dir)
+	a, b := startPair(t)
 
 	offer := []string{"v1.echo", "v2.echo", "x.other"}
 	c, served := dial(t, a, "/ws?node=b", dialOpts{subprotocols: offer})
@@ -77,7 +77,7 @@ func TestRelayMessagesBothWays(t *testing.T) {
 	if st.Relayed != 1 || st.BytesToNode != sent || st.BytesToClient < sent {
 		t.Errorf("stats of a = %+v, want 1 relayed, %d bytes to node, at least %d to client", st, sent, sent)
 	}
-	eventually(t, "no active relayed connection", func() bool { return a.relay.Stats().Active == 0 })
+	testrun.WaitFor(t, "no active relayed connection", func() bool { return a.relay.Stats().Active == 0 })
 }
 
 // TestHandshakeHeaders: the client's end-to-end headers reach the node and
@@ -85,9 +85,7 @@ func TestRelayMessagesBothWays(t *testing.T) {
 // origin check sees the client's Origin and Host.
 func TestHandshakeHeaders(t *testing.T) {
 	t.Parallel()
-	dir := &dirMap{}
-	a := startNode(t, "a", dir)
-	b := startNode(t, "b", dir)
+	a, b := startPair(t)
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
 	h := http.Header{}

@@ -33,9 +33,7 @@ func upgradeRequest(target, host string) string {
 // checks that each is refused with 400 and that nothing reaches the host
 // they name: only a live node's internal address may ever be dialled.
 func TestRelayRefusesNonOriginForm(t *testing.T) {
-	dir := &dirMap{}
-	a := startNode(t, "a", dir)
-	startNode(t, "b", dir)
+	a, _ := startPair(t)
 
 	trap := newTrap(t)
 	evil := trap.addr()

@@ -1,12 +1,13 @@
 package room
 
 import (
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/muster-gg/muster/internal/playtest"
+	"github.com/muster-gg/muster/internal/testrun"
 )
 
 // TestRoomEndReachesPlayerWhoWasAway: a player whose connection dropped
@@ -24,90 +25,63 @@ func TestRoomEndReachesPlayerWhoWasAway(t *testing.T) {
 			r.End("won by p2")
 		}
 	}
-	h, err := New[*csim, int, *cplayer](g, Config{}, quietLog)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHost(t, g, Config{})
 	runHost(t, h)
-	srv := startServe(t, h)
+	srv := newServer(t, h).URL
 	if _, err := h.OpenRoom(t.Context(), Info{ID: "m", Players: []string{"p1", "p2"}}); err != nil {
 		t.Fatal(err)
 	}
-	connect := func(id string) *websocket.Conn {
+	connect := func(id string) *playtest.Conn {
 		t.Helper()
-		tk, err := h.Tickets().Issue(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := dial(t, wsURL(srv, "ticket="+tk))
-		send(t, c, `{"type":"hello","data":{"mode":"rejoin"}}`)
+		c := playtest.DialPlayer(t, srv, h.Tickets(), id, "")
+		c.Hello("rejoin")
 		return c
 	}
 	p1 := connect("p1")
-	if m := readUntil(t, p1, "welcome"); m["room"] != "m" {
+	if m := p1.Next("welcome"); m["room"] != "m" {
 		t.Fatalf("p1's welcome %v, want its seat in m", m)
 	}
 	p2 := connect("p2")
-	if m := readUntil(t, p2, "welcome"); m["room"] != "m" {
+	if m := p2.Next("welcome"); m["room"] != "m" {
 		t.Fatalf("p2's welcome %v, want its seat in m", m)
 	}
 
 	// p1's connection drops; the room ends while p1 is away.
 	p1.CloseNow()
-	waitFor(t, "p1 away", func() bool { return !h.Connected("p1") })
+	testrun.WaitFor(t, "p1 away", func() bool { return !h.Connected("p1") })
 	end.Store(true)
-	if m := readUntil(t, p2, "room_end"); m["room"] != "m" || m["reason"] != "won by p2" {
+	if m := p2.Next("room_end"); m["room"] != "m" || m["reason"] != "won by p2" {
 		t.Fatalf("p2's room_end %v", m)
 	}
 
 	// p1 comes back: no seat, and the end it missed.
 	p1 = connect("p1")
-	if m := readUntil(t, p1, "welcome"); m["room"] != nil {
+	if m := p1.Next("welcome"); m["room"] != nil {
 		t.Fatalf("p1's welcome after the end %v, want no room", m)
 	}
 	// A packet of an unknown type closes the connection with 4003: what
 	// the server sent before that answer is all it had to say.
-	send(t, p1, `{"type":"nonsense"}`)
-	m, err := read(t, p1)
+	p1.SendText(`{"type":"nonsense"}`)
+	m, err := p1.Receive()
 	if err != nil {
 		t.Fatalf("p1 back after its room ended got %v, want room_end for m", err)
 	}
 	if m["type"] != "room_end" || m["room"] != "m" || m["reason"] != "won by p2" {
 		t.Fatalf("p1 back after its room ended got %v, want room_end for m, won by p2", m)
 	}
-	if code := closeCode(t, p1); code != StatusUnknownType {
+	if code := p1.CloseCode(); code != StatusUnknownType {
 		t.Fatalf("p1 closed with %d, want %d", code, StatusUnknownType)
 	}
 
 	// Told once: neither p1 nor p2 (which saw the end) hears of it again.
 	for _, id := range []string{"p1", "p2"} {
 		c := connect(id)
-		readUntil(t, c, "welcome")
-		send(t, c, `{"type":"nonsense"}`)
-		if m, err := read(t, c); err == nil {
+		c.Next("welcome")
+		c.SendText(`{"type":"nonsense"}`)
+		if m, err := c.Receive(); err == nil {
 			t.Fatalf("%s reconnecting again got %v, want nothing before the close", id, m)
 		} else if code := websocket.CloseStatus(err); code != StatusUnknownType {
 			t.Fatalf("%s closed with %d, want %d", id, code, StatusUnknownType)
 		}
-	}
-}
-
-// startServe serves h's handler on a test server and returns its URL.
-func startServe(t *testing.T, h *Host[*csim, int, *cplayer]) string {
-	t.Helper()
-	srv := httptest.NewServer(h.Handler())
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
-
-// waitFor polls cond until it holds, failing after 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: timed out", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

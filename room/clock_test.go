@@ -79,10 +79,7 @@ func TestTimekeepersLeaveAP(t *testing.T) {
 	if procs < 2 {
 		t.Skip("needs GOMAXPROCS 2 or more, as two workers keep time")
 	}
-	h, err := New[*csim, int, *cplayer](newCounterQuiet(), Config{Rate: 60}, quietLog)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHost(t, newCounterQuiet(), Config{Rate: 60})
 	runHost(t, h)
 	for range 100 {
 		if _, err := h.OpenRoom(t.Context(), Info{}); err != nil {

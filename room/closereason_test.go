@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/coder/websocket"
+
+	"github.com/muster-gg/muster/internal/playtest"
 )
 
 // A close reason is valid UTF-8 and fits a close frame, whatever the text
@@ -15,18 +17,13 @@ import (
 // the close code that says why it was cut.
 func TestCloseReasonIsValidUTF8(t *testing.T) {
 	h, srv := startHost(t, Config{})
-	tk, err := h.Tickets().Issue("p1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := dial(t, wsURL(srv.URL, "ticket="+tk))
-	send(t, c, `{"type":"hello","data":{"mode":"new"}}`)
-	readUntil(t, c, "welcome")
+	c := playtest.DialPlayer(t, srv.URL, h.Tickets(), "p1", "")
+	c.Welcome("new")
 	// The reason names the type: cut by bytes, it would end inside an é.
-	send(t, c, `{"type":"a`+strings.Repeat("é", 60)+`","data":{}}`)
+	c.SendText(`{"type":"a` + strings.Repeat("é", 60) + `","data":{}}`)
 	var ce websocket.CloseError
 	for {
-		_, err := read(t, c)
+		_, err := c.Receive()
 		if err == nil {
 			continue
 		}

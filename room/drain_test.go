@@ -26,10 +26,7 @@ func TestDrainLetsRoomsFinish(t *testing.T) {
 				r.End("match over")
 			}
 		}
-		h, err := New[*csim, int, *cplayer](g, Config{}, quietLog)
-		if err != nil {
-			t.Fatal(err)
-		}
+		h := newHost(t, g, Config{})
 		h.UseServer(s.Fleet)
 		h.UseFleet(s.Fleet)
 		runHost(t, h)
@@ -63,10 +60,7 @@ func TestDrainTimeoutEndsRooms(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := fleettest.Start(t, 0, nil)
 		s := c.Add(fleetConfig("a", 10*time.Second))
-		h, err := New[*csim, int, *cplayer](draining{newCounter()}, Config{DrainGrace: 2 * time.Second}, quietLog)
-		if err != nil {
-			t.Fatal(err)
-		}
+		h := newHost(t, draining{newCounter()}, Config{DrainGrace: 2 * time.Second})
 		h.UseServer(s.Fleet)
 		runHost(t, h)
 		if _, err := h.OpenRoom(t.Context(), Info{ID: "endless", Players: []string{"p1"}}); err != nil {
@@ -92,10 +86,7 @@ func fleetConfig(id string, drain time.Duration) fleet.Config {
 func TestAbandonedRoomEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newCounter()
-		h, err := New[*csim, int, *cplayer](g, Config{AwayTimeout: 10 * time.Second}, quietLog)
-		if err != nil {
-			t.Fatal(err)
-		}
+		h := newHost(t, g, Config{AwayTimeout: 10 * time.Second})
 		runHost(t, h)
 		// Seated players who never connect are away from the start.
 		if _, err := h.OpenRoom(t.Context(), Info{ID: "empty-seats", Players: []string{"p1", "p2"}}); err != nil {

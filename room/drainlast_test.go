@@ -12,6 +12,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/internal/playtest"
+	"github.com/muster-gg/muster/internal/testrun"
 )
 
 // TestDrainSendsTheRestAway: a player still connected to a draining server
@@ -34,19 +36,17 @@ func TestDrainSendsTheRestAway(t *testing.T) {
 	if _, err := a.OpenRoom(t.Context(), Info{ID: "last", Players: []string{"p1"}}); err != nil {
 		t.Fatal(err)
 	}
-	tk, _ := a.Tickets().Issue("p1")
-	c := dial(t, wsURL(urlA, "ticket="+tk))
-	send(t, c, `{"type":"hello","data":{"mode":"rejoin"}}`)
-	if m := readUntil(t, c, "welcome"); m["room"] != "last" {
+	c := playtest.DialPlayer(t, urlA, a.Tickets(), "p1", "")
+	if m := c.Welcome("rejoin"); m["room"] != "last" {
 		t.Fatalf("welcome %v, want the seat in last", m)
 	}
 
 	srvA := a.fleet.(*fleet.Fleet)
 	drained := make(chan error)
 	go func() { drained <- srvA.Drain(context.Background()) }() // waits for "last" to end
-	waitFor(t, "the drain", srvA.Draining)
+	testrun.WaitFor(t, "the drain", srvA.Draining)
 	end.Store(true)
-	if m := readUntil(t, c, "room_end"); m["room"] != "last" {
+	if m := c.Next("room_end"); m["room"] != "last" {
 		t.Fatalf("room_end %v", m)
 	}
 	if err := <-drained; err != nil {
@@ -55,14 +55,14 @@ func TestDrainSendsTheRestAway(t *testing.T) {
 	// The drain is over. A packet of an unknown type closes the connection
 	// with 4003 if it is still open: a redirect must have come first.
 	c.Write(t.Context(), websocket.MessageText, []byte(`{"type":"nonsense"}`))
-	m, err := read(t, c)
+	m, err := c.Receive()
 	if err != nil {
 		t.Fatalf("p1, roomless on a server that finished its drain, got %v; want a drain redirect to s1", err)
 	}
 	if m["type"] != "redirect" || m["node"] != "s1" || m["reason"] != ReasonDrain {
 		t.Fatalf("p1, roomless on a server that finished its drain, got %v; want a drain redirect to s1", m)
 	}
-	if code := closeCode(t, c); code != StatusRedirected {
+	if code := c.CloseCode(); code != StatusRedirected {
 		t.Fatalf("close after the redirect: %d, want %d", code, StatusRedirected)
 	}
 
@@ -70,10 +70,9 @@ func TestDrainSendsTheRestAway(t *testing.T) {
 	// given this server again by a round-robin load balancer) is refused
 	// before the upgrade, so that the load balancer tries another server,
 	// not welcomed and then cut when the host stops.
-	tk, _ = a.Tickets().Issue("p1")
-	_, resp, err := websocket.Dial(t.Context(), wsURL(urlA, "ticket="+tk), nil)
-	if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
-		t.Fatalf("newcomer after the drain: %v, %v; want 503 before the upgrade", resp, err)
+	tk, _ := a.Tickets().Issue("p1")
+	if _, status, err := playtest.TryDial(t, playtest.PlayURL(urlA, "ticket="+tk), nil); status != http.StatusServiceUnavailable {
+		t.Fatalf("newcomer after the drain: %d, %v; want 503 before the upgrade", status, err)
 	}
 }
 
@@ -125,16 +124,14 @@ func TestDrainingServerServesNewcomers(t *testing.T) {
 	}
 	drained := make(chan error)
 	go func() { drained <- srvA.Drain(context.Background()) }() // waits for "last" to end
-	waitFor(t, "the drain", srvA.Draining)
+	testrun.WaitFor(t, "the drain", srvA.Draining)
 
-	tk, _ := a.Tickets().Issue("newcomer")
-	c := dial(t, wsURL(urlA, "ticket="+tk))
-	send(t, c, `{"type":"hello","data":{"mode":"new"}}`)
-	if m := readUntil(t, c, "welcome"); m["node"] != "s0" {
+	c := playtest.DialPlayer(t, urlA, a.Tickets(), "newcomer", "")
+	if m := c.Welcome("new"); m["node"] != "s0" {
 		t.Fatalf("welcome %v, want s0", m)
 	}
-	send(t, c, `{"type":"keep"}`) // right after the welcome
-	if m, err := read(t, c); err != nil || m["type"] != "kept" {
+	c.SendText(`{"type":"keep"}`) // right after the welcome
+	if m, err := c.Receive(); err != nil || m["type"] != "kept" {
 		t.Fatalf("after keep: %v, %v; want it kept on the draining server", m, err)
 	}
 
@@ -144,7 +141,7 @@ func TestDrainingServerServesNewcomers(t *testing.T) {
 	if err := <-drained; err != nil {
 		t.Fatal(err)
 	}
-	if rd := readUntil(t, c, "redirect"); rd["node"] != "s1" || rd["reason"] != ReasonDrain {
+	if rd := c.Next("redirect"); rd["node"] != "s1" || rd["reason"] != ReasonDrain {
 		t.Fatalf("newcomer at the drain's end got %v, want a drain redirect to s1", rd)
 	}
 	data, err := srvB.TakeHandoff(t.Context(), "newcomer")

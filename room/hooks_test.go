@@ -9,6 +9,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/muster-gg/muster/internal/playtest"
+	"github.com/muster-gg/muster/internal/testrun"
 )
 
 // ender is the counter game with a RoomEnded hook that records each end
@@ -43,14 +46,11 @@ func TestRoomEnderToldOfEveryEnd(t *testing.T) {
 			panic("game bug")
 		}
 	}
-	h, err := New[*csim, int, *cplayer](g, Config{}, quietLog)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHost(t, g, Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- h.Run(ctx) }()
-	waitRunning(h)
+	<-h.Started()
 	open := func(id string, players ...string) *Room[*csim, int, *cplayer] {
 		r, err := h.OpenRoom(t.Context(), Info{ID: id, Players: players})
 		if err != nil {
@@ -79,10 +79,7 @@ func TestRoomEnderToldOfEveryEnd(t *testing.T) {
 
 func TestRoomEnderToldOfAbandonment(t *testing.T) {
 	g := &ender{counter: newCounter(), ended: make(chan struct{}, 10)}
-	h, err := New[*csim, int, *cplayer](g, Config{AwayTimeout: time.Millisecond}, quietLog)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHost(t, g, Config{AwayTimeout: time.Millisecond})
 	runHost(t, h)
 	if _, err := h.OpenRoom(t.Context(), Info{ID: "left-alone", Players: []string{"d"}}); err != nil {
 		t.Fatal(err)
@@ -94,10 +91,7 @@ func TestRoomEnderToldOfAbandonment(t *testing.T) {
 }
 
 func TestDefaultDrainPacketSaysLongMatchesEnd(t *testing.T) {
-	h, err := New[*csim, int, *cplayer](newCounter(), Config{}, quietLog)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHost(t, newCounter(), Config{})
 	p, ok := h.DrainPacket().(DrainingPacket)
 	if !ok || p.Type != "server_draining" || !strings.Contains(p.Reason, "drain timeout is ended") {
 		t.Fatalf("default drain packet %#v", h.DrainPacket())
@@ -114,10 +108,9 @@ func TestDefaultRedirectPacket(t *testing.T) {
 	if _, err := b.OpenRoom(t.Context(), Info{ID: "match", Players: []string{"p1"}}); err != nil {
 		t.Fatal(err)
 	}
-	tk, _ := a.Tickets().Issue("p1")
-	c := dial(t, wsURL(urlA, "ticket="+tk))
-	send(t, c, `{"type":"hello","data":{"mode":"rejoin"}}`)
-	rd := readUntil(t, c, "redirect")
+	c := playtest.DialPlayer(t, urlA, a.Tickets(), "p1", "")
+	c.Hello("rejoin")
+	rd := c.Next("redirect")
 	if rd["node"] != "s1" || rd["param"] != "node" || rd["reason"] != ReasonRejoin {
 		t.Fatalf("redirect %v", rd)
 	}
@@ -126,9 +119,8 @@ func TestDefaultRedirectPacket(t *testing.T) {
 		t.Fatalf("query %q (%v), want node=s1 and the ticket", rd["query"], err)
 	}
 	// The ticket and query take the player to its seat on B through A.
-	c = dial(t, wsURL(urlA, rd["query"].(string)))
-	send(t, c, `{"type":"hello","data":{"mode":"rejoin"}}`)
-	if m := readUntil(t, c, "welcome"); m["node"] != "s1" || m["room"] != "match" {
+	c = playtest.DialPlay(t, urlA, rd["query"].(string))
+	if m := c.Welcome("rejoin"); m["node"] != "s1" || m["room"] != "match" {
 		t.Fatalf("welcome after the redirect %v, want s1's room", m)
 	}
 }
@@ -145,25 +137,18 @@ func (picky) Admit(r *Room[*csim, int, *cplayer], id string) error {
 
 func TestAdmitterRefusesJoin(t *testing.T) {
 	g := picky{newCounter()}
-	h, err := New[*csim, int, *cplayer](g, Config{}, quietLog)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHost(t, g, Config{})
 	runHost(t, h)
 	srv := newServer(t, h)
-	tk, _ := h.Tickets().Issue("xeno")
-	c := dial(t, wsURL(srv.URL, "ticket="+tk))
-	send(t, c, `{"type":"hello","data":{"mode":"new"}}`)
-	readUntil(t, c, "welcome")
+	c := playtest.DialPlayer(t, srv.URL, h.Tickets(), "xeno", "")
+	c.Welcome("new")
 	if _, err := h.OpenRoom(t.Context(), Info{ID: "r", Players: []string{"ann", "xeno"}}); err != nil {
 		t.Fatal(err)
 	}
-	if m := readUntil(t, c, "join_refused"); m["room"] != "r" || m["reason"] != "no x here" {
+	if m := c.Next("join_refused"); m["room"] != "r" || m["reason"] != "no x here" {
 		t.Fatalf("join_refused %v", m)
 	}
-	for h.RoomOf("xeno") != "" {
-		time.Sleep(time.Millisecond)
-	}
+	testrun.WaitFor(t, "xeno is out of the room", func() bool { return h.RoomOf("xeno") == "" })
 	r, _ := h.Room("r")
 	if got := r.Players(); !slices.Equal(got, []string{"ann"}) {
 		t.Fatalf("players %v, want ann alone", got)
@@ -178,10 +163,7 @@ func TestAdmitterRefusesJoin(t *testing.T) {
 // the input that decided the match in the same pass.
 func TestEndedFromEnd(t *testing.T) {
 	g := &ender{counter: newCounter(), ended: make(chan struct{}, 1)}
-	h, err := New[*csim, int, *cplayer](g, Config{}, quietLog)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHost(t, g, Config{})
 	runHost(t, h)
 	r, err := h.OpenRoom(t.Context(), Info{ID: "race", Players: []string{"a", "b"}})
 	if err != nil {

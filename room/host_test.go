@@ -1,9 +1,9 @@
 package room
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/muster-gg/muster/internal/testrun"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -72,27 +74,30 @@ func (g *counter) lines(room string) []string {
 	return slices.Clone(g.log[room])
 }
 
-// runHost starts h.Run and stops it when the test ends.
+// newHost returns a host of g with cfg that logs nothing, failing the
+// test if New refuses them.
+func newHost(t testing.TB, g Game[*csim, int, *cplayer], cfg Config) *Host[*csim, int, *cplayer] {
+	t.Helper()
+	h, err := New(g, cfg, quietLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// runHost runs h until the test ends and returns once Run has begun.
 func runHost[S, I, P any](t *testing.T, h *Host[S, I, P]) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- h.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
-	for {
-		h.mu.Lock()
-		running := h.running
-		h.mu.Unlock()
-		if running {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testrun.GoRun(t, h.Run)
+	<-h.Started()
+}
+
+// newServer serves h's handler on a test server until the test ends.
+func newServer[S, I, P any](t *testing.T, h *Host[S, I, P]) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(h.Handler())
+	t.Cleanup(srv.Close)
+	return srv
 }
 
 func TestStepsAtFixedRate(t *testing.T) {
@@ -189,10 +194,7 @@ func TestPanickingRoomEnds(t *testing.T) {
 				panic("game bug")
 			}
 		}
-		h, err := New(g, Config{Workers: 2}, quietLog)
-		if err != nil {
-			t.Fatal(err)
-		}
+		h := newHost(t, g, Config{Workers: 2})
 		runHost(t, h)
 		for _, id := range []string{"bad", "good1", "good2"} {
 			if _, err := h.OpenRoom(t.Context(), Info{ID: id, Players: []string{"p-" + id}}); err != nil {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +11,9 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/internal/playtest"
 	"github.com/muster-gg/muster/internal/testbin"
+	"github.com/muster-gg/muster/internal/testrun"
 )
 
 // A failed handoff write moves nobody: the player on a rejoin forward is
@@ -27,11 +28,10 @@ func TestFailedHandoffWriteKeepsPlayer(t *testing.T) {
 		t.Fatal(err)
 	}
 	fl.Servers[0].Backplane.Fail("PutHandoff", errors.New("handoff write lost"))
-	tk, _ := a.Tickets().Issue("p1")
-	c := dial(t, wsURL(urlA, "ticket="+tk))
-	send(t, c, `{"type":"hello","data":{"mode":"rejoin"}}`)
+	c := playtest.DialPlayer(t, urlA, a.Tickets(), "p1", "")
+	c.Hello("rejoin")
 	for {
-		m, err := read(t, c)
+		m, err := c.Receive()
 		if err != nil {
 			t.Fatalf("connection closed (%v) before a retry", err)
 		}
@@ -53,20 +53,9 @@ func TestFailedHandoffWriteKeepsPlayer(t *testing.T) {
 func cutUntilLost(t *testing.T, fl *fleet.Fleet, cut func(bool), id string) {
 	t.Helper()
 	cut(true)
-	deadline := time.Now().Add(10 * time.Second)
-	for !fl.Alone() {
-		if time.Now().After(deadline) {
-			t.Fatal("the server cut off does not serve alone")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testrun.WaitFor(t, "the server cut off serves alone", fl.Alone)
 	cut(false)
-	for fl.Holds(fleet.KindPlayer, id) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the claim on %s taken over by another server is still held", id)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testrun.WaitFor(t, "the claim on "+id+", taken over by another server, is let go", func() bool { return !fl.Holds(fleet.KindPlayer, id) })
 }
 
 // A server that loses a player's claim at re-assertion removes the player
@@ -78,16 +67,12 @@ func TestLostClaimUnseatsAndRejoinGoesToHolder(t *testing.T) {
 	if _, err := a.OpenRoom(ctx, Info{ID: "old", Players: []string{"x", "y"}}); err != nil {
 		t.Fatal(err)
 	}
-	tk, _ := a.Tickets().Issue("y")
-	cy := dial(t, wsURL(urlA, "ticket="+tk))
-	send(t, cy, `{"type":"hello","data":{"mode":"rejoin"}}`)
-	if m := readUntil(t, cy, "welcome"); m["room"] != "old" {
+	cy := playtest.DialPlayer(t, urlA, a.Tickets(), "y", "")
+	if m := cy.Welcome("rejoin"); m["room"] != "old" {
 		t.Fatalf("welcome %v", m)
 	}
-	tk, _ = a.Tickets().Issue("x")
-	cx := dial(t, wsURL(urlA, "ticket="+tk))
-	send(t, cx, `{"type":"hello","data":{"mode":"rejoin"}}`)
-	readUntil(t, cx, "welcome")
+	cx := playtest.DialPlayer(t, urlA, a.Tickets(), "x", "")
+	cx.Welcome("rejoin")
 
 	// A is cut off; x and y are matched on B meanwhile.
 	fa := a.fleet.(*fleet.Fleet)
@@ -98,20 +83,16 @@ func TestLostClaimUnseatsAndRejoinGoesToHolder(t *testing.T) {
 	cutUntilLost(t, fa, fl.Servers[0].Backplane.Cut, "x")
 
 	// y, still connected to A, is told it left and is out of the room.
-	if m := readUntil(t, cy, "room_end"); m["reason"] != ReasonLeft {
+	if m := cy.Next("room_end"); m["reason"] != ReasonLeft {
 		t.Fatalf("room_end %v, want reason %q", m, ReasonLeft)
 	}
-	for a.RoomOf("y") != "" {
-		time.Sleep(time.Millisecond)
-	}
+	testrun.WaitFor(t, "y is out of the room", func() bool { return a.RoomOf("y") == "" })
 	// x reconnects to A with hello rejoin: not reseated, sent to B.
-	tk, _ = a.Tickets().Issue("x")
-	cx = dial(t, wsURL(urlA, "ticket="+tk))
-	send(t, cx, `{"type":"hello","data":{"mode":"rejoin"}}`)
-	if m := readUntil(t, cx, "welcome"); m["room"] == "old" {
+	cx = playtest.DialPlayer(t, urlA, a.Tickets(), "x", "")
+	if m := cx.Welcome("rejoin"); m["room"] == "old" {
 		t.Fatalf("x was seated again in A's old room: %v", m)
 	}
-	if m := readUntil(t, cx, "redirect"); m["node"] != "s1" {
+	if m := cx.Next("redirect"); m["node"] != "s1" {
 		t.Fatalf("redirect %v, want to s1", m)
 	}
 }
@@ -129,13 +110,10 @@ func TestFloodingConnectionIsLimited(t *testing.T) {
 		t.Fatal(err)
 	}
 	runHost(t, h)
-	srv := httptest.NewServer(h.Handler())
-	t.Cleanup(srv.Close)
-	connect := func(id string) *websocket.Conn {
-		tk, _ := h.Tickets().Issue(id)
-		c := dial(t, wsURL(srv.URL, "ticket="+tk))
-		send(t, c, `{"type":"hello","data":{"mode":"new"}}`)
-		readUntil(t, c, "welcome")
+	srv := newServer(t, h)
+	connect := func(id string) *playtest.Conn {
+		c := playtest.DialPlayer(t, srv.URL, h.Tickets(), id, "")
+		c.Welcome("new")
 		return c
 	}
 	victim := connect("victim")
@@ -150,13 +128,13 @@ func TestFloodingConnectionIsLimited(t *testing.T) {
 			}
 		}
 	}()
-	if code := closeCode(t, flooder); code != StatusLimited {
+	if code := flooder.CloseCode(); code != StatusLimited {
 		t.Fatalf("a flooding connection closed with %d, want %d", code, StatusLimited)
 	}
 	if n := h.Stats().Limited; n != 1 {
 		t.Fatalf("Stats.Limited %d, want 1", n)
 	}
-	send(t, victim, `{"type":"input","data":1}`)
+	victim.SendText(`{"type":"input","data":1}`)
 	if !h.Connected("victim") {
 		t.Fatal("the other player was disconnected")
 	}

@@ -3,12 +3,14 @@ package room
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
 	"slices"
 	"sync"
 	"testing"
 
 	"github.com/coder/websocket"
+
+	"github.com/muster-gg/muster/internal/playtest"
+	"github.com/muster-gg/muster/internal/testrun"
 )
 
 // A player who sends leave is told its room ended for it (room_end,
@@ -17,32 +19,23 @@ import (
 // rather than running empty until the server stops.
 func TestLeaveEndsTheRoomForThePlayerAndTheLastLeaveEndsIt(t *testing.T) {
 	g := &ender{counter: newCounter(), ended: make(chan struct{}, 10)}
-	h, err := New[*csim, int, *cplayer](g, Config{}, quietLog)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHost(t, g, Config{})
 	runHost(t, h)
-	srv := httptest.NewServer(h.Handler())
-	t.Cleanup(srv.Close)
+	srv := newServer(t, h)
 	if _, err := h.OpenRoom(t.Context(), Info{ID: "r", Players: []string{"p1", "p2"}}); err != nil {
 		t.Fatal(err)
 	}
-	conns := map[string]*websocket.Conn{}
+	conns := map[string]*playtest.Conn{}
 	for _, id := range []string{"p1", "p2"} {
-		tk, err := h.Tickets().Issue(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := dial(t, wsURL(srv.URL, "ticket="+tk))
-		send(t, c, `{"type":"hello","data":{"mode":"rejoin"}}`)
-		if m := readUntil(t, c, "welcome"); m["room"] != "r" {
+		c := playtest.DialPlayer(t, srv.URL, h.Tickets(), id, "")
+		if m := c.Welcome("rejoin"); m["room"] != "r" {
 			t.Fatalf("welcome %v, want the room r", m)
 		}
 		conns[id] = c
 	}
 
-	send(t, conns["p1"], `{"type":"leave"}`)
-	if m := readUntil(t, conns["p1"], "room_end"); m["room"] != "r" || m["reason"] != ReasonLeft {
+	conns["p1"].SendText(`{"type":"leave"}`)
+	if m := conns["p1"].Next("room_end"); m["room"] != "r" || m["reason"] != ReasonLeft {
 		t.Fatalf("room_end %v, want room r, reason %q", m, ReasonLeft)
 	}
 	if h.RoomOf("p1") != "" || h.RoomOf("p2") != "r" {
@@ -52,23 +45,23 @@ func TestLeaveEndsTheRoomForThePlayerAndTheLastLeaveEndsIt(t *testing.T) {
 		t.Fatal("the room ended while p2 was still seated")
 	}
 
-	send(t, conns["p2"], `{"type":"leave"}`)
-	if m := readUntil(t, conns["p2"], "room_end"); m["room"] != "r" || m["reason"] != ReasonLeft {
+	conns["p2"].SendText(`{"type":"leave"}`)
+	if m := conns["p2"].Next("room_end"); m["room"] != "r" || m["reason"] != ReasonLeft {
 		t.Fatalf("room_end %v, want room r, reason %q", m, ReasonLeft)
 	}
 	<-g.ended
 	if got, want := g.seen(), []string{"r " + ReasonAbandoned + " "}; !slices.Equal(got, want) {
 		t.Fatalf("ends %q, want %q", got, want)
 	}
-	waitUntil(t, "the room is still open after its last player left", func() bool {
+	testrun.WaitFor(t, "the room is closed after its last player left", func() bool {
 		_, ok := h.Room("r")
 		return !ok
 	})
 	// Neither is told of the room again: the next thing each reads is the
 	// close its own unknown packet earns.
 	for id, c := range conns {
-		send(t, c, `{"type":"nothing"}`)
-		if m, err := read(t, c); websocket.CloseStatus(err) != StatusUnknownType {
+		c.SendText(`{"type":"nothing"}`)
+		if m, err := c.Receive(); websocket.CloseStatus(err) != StatusUnknownType {
 			t.Fatalf("%s: after its room_end: %v %v, want the close %d", id, m, err, StatusUnknownType)
 		}
 	}
@@ -80,10 +73,7 @@ func TestLeaveEndsTheRoomForThePlayerAndTheLastLeaveEndsIt(t *testing.T) {
 // end of the pass then drops without its Join.
 func TestSeatRefusesARoomThatIsEnding(t *testing.T) {
 	g := &ender{counter: newCounter(), ended: make(chan struct{}, 10)}
-	h, err := New[*csim, int, *cplayer](g, Config{}, quietLog)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHost(t, g, Config{})
 	seated := make(chan error, 1)
 	var once sync.Once
 	g.onStep = func(r *Room[*csim, int, *cplayer]) {

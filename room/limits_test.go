@@ -1,15 +1,16 @@
 package room
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"testing"
-	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/muster-gg/muster/internal/playtest"
+	"github.com/muster-gg/muster/internal/testrun"
 )
 
 // addrHeader names the client address a test server makes the request
@@ -20,10 +21,7 @@ const addrHeader = "X-Test-Remote-Addr"
 // addrHeader, so that a test on loopback connects from any address.
 func startHostAt(t *testing.T, cfg Config) (*Host[*csim, int, *cplayer], *httptest.Server) {
 	t.Helper()
-	h, err := New[*csim, int, *cplayer](newCounter(), cfg, quietLog)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHost(t, newCounter(), cfg)
 	runHost(t, h)
 	play := h.Handler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -38,19 +36,13 @@ func startHostAt(t *testing.T, cfg Config) (*Host[*csim, int, *cplayer], *httpte
 
 // dialFrom dials url as the client at addr (host:port) and returns the
 // connection, or nil and the HTTP status of a refused upgrade.
-func dialFrom(t *testing.T, url, addr string) (*websocket.Conn, int) {
+func dialFrom(t *testing.T, url, addr string) (*playtest.Conn, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{addrHeader: {addr}}})
-	if err != nil {
-		if resp == nil {
-			t.Fatalf("dial %s from %s: %v", url, addr, err)
-		}
-		return nil, resp.StatusCode
+	c, status, err := playtest.TryDial(t, url, &websocket.DialOptions{HTTPHeader: http.Header{addrHeader: {addr}}})
+	if err != nil && status == 0 {
+		t.Fatalf("dial from %s: %v", addr, err)
 	}
-	t.Cleanup(func() { c.CloseNow() })
-	return c, http.StatusSwitchingProtocols
+	return c, status
 }
 
 // connectStatus is the status the host answers a plain GET from addr
@@ -68,32 +60,27 @@ func connectStatus(h *Host[*csim, int, *cplayer], addr string) int {
 // /64 does not start the limit afresh at each of its 2^64 addresses. An
 // IPv4-mapped address is its IPv4 address.
 func TestConnectRateCountsIPv6By64(t *testing.T) {
-	h, err := New[*csim, int, *cplayer](newCounter(), Config{Limits: Limits{Connects: 2}}, quietLog)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHost(t, newCounter(), Config{Limits: Limits{Connects: 2}})
 	runHost(t, h)
-	for _, addr := range []string{"[2001:db8:1:2::1]:4000", "[2001:db8:1:2::2]:4000"} {
-		if code := connectStatus(h, addr); code == http.StatusTooManyRequests {
-			t.Fatalf("connect from %s: 429 within the rate", addr)
+	for _, tc := range []struct {
+		client          string   // the client the rate counts
+		within          []string // two connects within the rate
+		over, neighbour string   // a third connect from the client; one from the next address
+	}{
+		{"2001:db8:1:2::/64", []string{"[2001:db8:1:2::1]:4000", "[2001:db8:1:2::2]:4000"}, "[2001:db8:1:2:ffff::3]:4000", "[2001:db8:1:3::1]:4000"},
+		{"192.0.2.1, once IPv4-mapped", []string{"[::ffff:192.0.2.1]:4000", "192.0.2.1:4001"}, "192.0.2.1:4002", "192.0.2.2:4000"},
+	} {
+		for _, addr := range tc.within {
+			if code := connectStatus(h, addr); code == http.StatusTooManyRequests {
+				t.Fatalf("connect from %s: 429 within the rate", addr)
+			}
 		}
-	}
-	if code := connectStatus(h, "[2001:db8:1:2:ffff::3]:4000"); code != http.StatusTooManyRequests {
-		t.Fatalf("third connect from 2001:db8:1:2::/64 answered %d, want 429", code)
-	}
-	if code := connectStatus(h, "[2001:db8:1:3::1]:4000"); code == http.StatusTooManyRequests {
-		t.Fatal("connect from the next /64: 429, want its own count")
-	}
-	for _, addr := range []string{"[::ffff:192.0.2.1]:4000", "192.0.2.1:4001"} {
-		if code := connectStatus(h, addr); code == http.StatusTooManyRequests {
-			t.Fatalf("connect from %s: 429 within the rate", addr)
+		if code := connectStatus(h, tc.over); code != http.StatusTooManyRequests {
+			t.Fatalf("third connect from %s answered %d, want 429", tc.client, code)
 		}
-	}
-	if code := connectStatus(h, "192.0.2.1:4002"); code != http.StatusTooManyRequests {
-		t.Fatalf("third connect from 192.0.2.1, once IPv4-mapped: %d, want 429", code)
-	}
-	if code := connectStatus(h, "192.0.2.2:4000"); code == http.StatusTooManyRequests {
-		t.Fatal("connect from the next IPv4 address: 429, want its own count")
+		if code := connectStatus(h, tc.neighbour); code == http.StatusTooManyRequests {
+			t.Fatalf("connect from %s, next to %s: 429, want its own count", tc.neighbour, tc.client)
+		}
 	}
 }
 
@@ -101,19 +88,19 @@ func TestConnectRateCountsIPv6By64(t *testing.T) {
 func TestBadTicketLockoutCountsIPv6By64(t *testing.T) {
 	_, srv := startHostAt(t, Config{Limits: Limits{Failures: 2}})
 	for _, addr := range []string{"[2001:db8:1:2::1]:4000", "[2001:db8:1:2::2]:4000"} {
-		c, code := dialFrom(t, wsURL(srv.URL, "ticket=forged"), addr)
+		c, code := dialFrom(t, playtest.PlayURL(srv.URL, "ticket=forged"), addr)
 		if c == nil {
 			t.Fatalf("connect from %s refused with %d before any failure counted", addr, code)
 		}
-		send(t, c, `{"type":"hello","data":{"mode":"new"}}`)
-		if code := closeCode(t, c); code != StatusBadTicket {
+		c.Hello("new")
+		if code := c.CloseCode(); code != StatusBadTicket {
 			t.Fatalf("forged ticket closed with %d, want %d", code, StatusBadTicket)
 		}
 	}
-	if c, code := dialFrom(t, wsURL(srv.URL, "ticket=forged"), "[2001:db8:1:2::3]:4000"); c != nil || code != http.StatusTooManyRequests {
+	if c, code := dialFrom(t, playtest.PlayURL(srv.URL, "ticket=forged"), "[2001:db8:1:2::3]:4000"); c != nil || code != http.StatusTooManyRequests {
 		t.Fatalf("connect from 2001:db8:1:2::3 after 2 bad tickets from its /64: %d, want 429", code)
 	}
-	if c, _ := dialFrom(t, wsURL(srv.URL, "ticket=forged"), "[2001:db8:1:3::1]:4000"); c == nil {
+	if c, _ := dialFrom(t, playtest.PlayURL(srv.URL, "ticket=forged"), "[2001:db8:1:3::1]:4000"); c == nil {
 		t.Fatal("connect from the next /64 refused: its lockout is its own")
 	}
 }
@@ -124,13 +111,12 @@ func TestBadTicketLockoutCountsIPv6By64(t *testing.T) {
 // hello or before, the address may open another.
 func TestOpenConnectionsCappedPerAddress(t *testing.T) {
 	h, srv := startHostAt(t, Config{Limits: Limits{Open: 2}})
-	connect := func(id, addr string) (*websocket.Conn, int) {
+	connect := func(id, addr string) (*playtest.Conn, int) {
 		t.Helper()
 		tk, _ := h.Tickets().Issue(id)
-		c, code := dialFrom(t, wsURL(srv.URL, "ticket="+tk), addr)
+		c, code := dialFrom(t, playtest.PlayURL(srv.URL, "ticket="+tk), addr)
 		if c != nil {
-			send(t, c, `{"type":"hello","data":{"mode":"new"}}`)
-			readUntil(t, c, "welcome")
+			c.Welcome("new")
 		}
 		return c, code
 	}
@@ -145,17 +131,17 @@ func TestOpenConnectionsCappedPerAddress(t *testing.T) {
 		t.Fatalf("connection from the next /64 refused with %d: its cap is its own", code)
 	}
 	a1.Close(websocket.StatusNormalClosure, "")
-	waitFor(t, "the closed connection is let go", func() bool { return h.limits.held("2001:db8:1:2::9") == 1 })
+	testrun.WaitFor(t, "the closed connection is let go", func() bool { return h.limits.held("2001:db8:1:2::9") == 1 })
 	if c, code := connect("a3", "[2001:db8:1:2::3]:4000"); c == nil {
 		t.Fatalf("connection from 2001:db8:1:2::/64 after one of its two closed refused with %d", code)
 	}
 	// A connection that ends at its hello is let go too.
-	bad, _ := dialFrom(t, wsURL(srv.URL, "ticket=forged"), "[2001:db8:1:3::2]:4000")
-	send(t, bad, `{"type":"hello","data":{"mode":"new"}}`)
-	if code := closeCode(t, bad); code != StatusBadTicket {
+	bad, _ := dialFrom(t, playtest.PlayURL(srv.URL, "ticket=forged"), "[2001:db8:1:3::2]:4000")
+	bad.Hello("new")
+	if code := bad.CloseCode(); code != StatusBadTicket {
 		t.Fatalf("forged ticket closed with %d, want %d", code, StatusBadTicket)
 	}
-	waitFor(t, "the refused hello is let go", func() bool { return h.limits.held("2001:db8:1:3::") == 1 })
+	testrun.WaitFor(t, "the refused hello is let go", func() bool { return h.limits.held("2001:db8:1:3::") == 1 })
 }
 
 // Limits.Open math.MaxInt caps nothing.
@@ -163,7 +149,7 @@ func TestOpenConnectionsUncapped(t *testing.T) {
 	h, srv := startHostAt(t, Config{Limits: Limits{Open: math.MaxInt}})
 	for i := range 3 {
 		tk, _ := h.Tickets().Issue(fmt.Sprint("p", i))
-		if c, code := dialFrom(t, wsURL(srv.URL, "ticket="+tk), "192.0.2.1:4000"); c == nil {
+		if c, code := dialFrom(t, playtest.PlayURL(srv.URL, "ticket="+tk), "192.0.2.1:4000"); c == nil {
 			t.Fatalf("connection %d from one address refused with %d without a cap", i+1, code)
 		}
 	}

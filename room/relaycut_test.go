@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	"github.com/coder/websocket"
+
+	"github.com/muster-gg/muster/internal/playtest"
+	"github.com/muster-gg/muster/internal/testrun"
 )
 
 // TestRelayCutThenRoomEnds is the drain's "lost" match: a player whose
@@ -29,12 +32,10 @@ func TestRelayCutThenRoomEnds(t *testing.T) {
 	if _, err := b.OpenRoom(t.Context(), Info{ID: "m", Players: []string{"p1", "p2"}}); err != nil {
 		t.Fatal(err)
 	}
-	connect := func(url, id string) *websocket.Conn {
+	connect := func(url, id string) *playtest.Conn {
 		t.Helper()
-		tk, _ := a.Tickets().Issue(id)
-		conn := dial(t, wsURL(url, "node=s1&ticket="+tk))
-		send(t, conn, `{"type":"hello","data":{"mode":"rejoin"}}`)
-		if m := readUntil(t, conn, "welcome"); m["node"] != "s1" || m["room"] != "m" {
+		conn := playtest.DialPlayer(t, url, a.Tickets(), id, "node=s1")
+		if m := conn.Welcome("rejoin"); m["node"] != "s1" || m["room"] != "m" {
 			t.Fatalf("%s's welcome %v, want its seat in m on s1", id, m)
 		}
 		return conn
@@ -45,32 +46,22 @@ func TestRelayCutThenRoomEnds(t *testing.T) {
 	// A exits: its relay cuts p1's connection.
 	closed := make(chan struct{})
 	go func() { two.relays[0].Close(); close(closed) }() // waits for p1's answer to its close
-	if _, err := read(t, p1); websocket.CloseStatus(err) != websocket.StatusGoingAway {
+	if _, err := p1.Receive(); websocket.CloseStatus(err) != websocket.StatusGoingAway {
 		t.Fatalf("p1 through A's relay: %v, want 1001 when A's relay stops", err)
 	}
 	<-closed
-	waitFor(t, "p1 away on B", func() bool { return !b.Connected("p1") })
+	testrun.WaitFor(t, "p1 away on B", func() bool { return !b.Connected("p1") })
 	end.Store(true)
-	readUntil(t, p2, "room_end")
+	p2.Next("room_end")
 
 	// p1 is back, on B.
-	p1 = dial(t, wsURL(srvs[1].URL, "node=s1&ticket="+mustIssue(t, b, "p1")))
-	send(t, p1, `{"type":"hello","data":{"mode":"rejoin"}}`)
-	if m := readUntil(t, p1, "welcome"); m["room"] != nil {
+	p1 = playtest.DialPlayer(t, srvs[1].URL, b.Tickets(), "p1", "node=s1")
+	if m := p1.Welcome("rejoin"); m["room"] != nil {
 		t.Fatalf("p1's welcome on B %v, want no room", m)
 	}
-	send(t, p1, `{"type":"nonsense"}`) // answered by a close: what came before it is all
-	m, err := read(t, p1)
+	p1.SendText(`{"type":"nonsense"}`) // answered by a close: what came before it is all
+	m, err := p1.Receive()
 	if err != nil || m["type"] != "room_end" || m["room"] != "m" || m["reason"] != "won by p2" {
 		t.Fatalf("p1 back on B got %v, %v; want room_end for m, won by p2 (else its client counts the match lost)", m, err)
 	}
-}
-
-func mustIssue(t *testing.T, h *Host[*csim, int, *cplayer], id string) string {
-	t.Helper()
-	tk, err := h.Tickets().Issue(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tk
 }

@@ -2,10 +2,13 @@ package room
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/muster-gg/muster/internal/testrun"
 )
 
 type nopStepper struct{ busy atomic.Bool }
@@ -103,21 +106,10 @@ func TestSchedulerOneTimekeeperStalled(t *testing.T) {
 		s.add(r)
 	}
 	s.start = time.Now()
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.work(ctx, 1) // worker 0 never runs
-	}()
-	defer func() { cancel(); <-done }()
-	deadline := time.Now().Add(10 * time.Second)
+	testrun.GoRun(t, func(ctx context.Context) error { s.work(ctx, 1); return nil }) // worker 0 never runs
 	for i, r := range rooms {
-		for r.passes.Load() < 3 {
-			if time.Now().After(deadline) {
-				t.Fatalf("room %d (slot %d) stepped %d times with one timekeeper stalled, want 3", i, i/block%slots, r.passes.Load())
-			}
-			time.Sleep(time.Millisecond)
-		}
+		testrun.WaitFor(t, fmt.Sprintf("room %d (slot %d) stepped 3 times with one timekeeper stalled", i, i/block%slots),
+			func() bool { return r.passes.Load() >= 3 })
 	}
 }
 
@@ -197,21 +189,9 @@ func TestSchedulerWorkersStepEachTickOnce(t *testing.T) {
 		rooms = append(rooms, r)
 		s.add(r)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.run(ctx)
-	}()
-	defer func() { cancel(); <-done }()
-	deadline := time.Now().Add(10 * time.Second)
+	testrun.GoRun(t, func(ctx context.Context) error { s.run(ctx); return nil })
 	for i, r := range rooms {
-		for r.passes.Load() < 20 {
-			if time.Now().After(deadline) {
-				t.Fatalf("room %d stepped %d times, want 20", i, r.passes.Load())
-			}
-			time.Sleep(time.Millisecond)
-		}
+		testrun.WaitFor(t, fmt.Sprintf("room %d stepped 20 times", i), func() bool { return r.passes.Load() >= 20 })
 	}
 }
 
@@ -220,12 +200,7 @@ func TestSchedulerWorkersStepEachTickOnce(t *testing.T) {
 func TestSchedulerIdleWithoutRooms(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScheduler(time.Second/60, timekeepers)
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			s.run(ctx)
-		}()
+		testrun.GoRun(t, func(ctx context.Context) error { s.run(ctx); return nil })
 		time.Sleep(time.Second)
 		synctest.Wait()
 		if n := s.cutNext.Load(); n != 0 {
@@ -238,7 +213,5 @@ func TestSchedulerIdleWithoutRooms(t *testing.T) {
 		if n := r.passes.Load(); n < 59 || n > 61 {
 			t.Fatalf("the room added was stepped %d times in a second, want 60", n)
 		}
-		cancel()
-		<-done
 	})
 }

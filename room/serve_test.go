@@ -2,10 +2,10 @@ package room
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +14,8 @@ import (
 
 	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/fleettest"
+	"github.com/muster-gg/muster/internal/playtest"
+	"github.com/muster-gg/muster/internal/testrun"
 	"github.com/muster-gg/muster/relay"
 )
 
@@ -31,79 +33,11 @@ func (redirecting) Redirect(r Redirect) Packet {
 	return redirectPacket{Type: "redirect", Node: r.NodeID, Param: r.NodeParam, Reason: r.Reason}
 }
 
-// wsURL turns an httptest URL into a ws:// URL with query.
-func wsURL(base, query string) string {
-	return "ws" + strings.TrimPrefix(base, "http") + "/play?" + query
-}
-
-func dial(t *testing.T, url string) *websocket.Conn {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	c, _, err := websocket.Dial(ctx, url, nil)
-	if err != nil {
-		t.Fatalf("dial %s: %v", url, err)
-	}
-	t.Cleanup(func() { c.CloseNow() })
-	return c
-}
-
-func send(t *testing.T, c *websocket.Conn, frame string) {
-	t.Helper()
-	if err := c.Write(t.Context(), websocket.MessageText, []byte(frame)); err != nil {
-		t.Fatalf("write: %v", err)
-	}
-}
-
-// read returns the next message as a map, or the close error.
-func read(t *testing.T, c *websocket.Conn) (map[string]any, error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	_, data, err := c.Read(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatalf("undecodable packet %q", data)
-	}
-	return m, nil
-}
-
-// readUntil reads packets until one of type typ arrives.
-func readUntil(t *testing.T, c *websocket.Conn, typ string) map[string]any {
-	t.Helper()
-	for {
-		m, err := read(t, c)
-		if err != nil {
-			t.Fatalf("waiting for %q: %v", typ, err)
-		}
-		if m["type"] == typ {
-			return m
-		}
-	}
-}
-
-// closeCode reads until the connection closes and returns the code.
-func closeCode(t *testing.T, c *websocket.Conn) websocket.StatusCode {
-	t.Helper()
-	for {
-		if _, err := read(t, c); err != nil {
-			return websocket.CloseStatus(err)
-		}
-	}
-}
-
 func startHost(t *testing.T, cfg Config) (*Host[*csim, int, *cplayer], *httptest.Server) {
 	t.Helper()
-	h, err := New[*csim, int, *cplayer](newCounter(), cfg, quietLog)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHost(t, newCounter(), cfg)
 	runHost(t, h)
-	srv := httptest.NewServer(h.Handler())
-	t.Cleanup(srv.Close)
+	srv := newServer(t, h)
 	return h, srv
 }
 
@@ -136,19 +70,19 @@ func TestBadInputCloseCodes(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := dial(t, wsURL(srv.URL, tc.query))
+			c := playtest.DialPlay(t, srv.URL, tc.query)
 			for _, f := range tc.frames {
 				c.Write(t.Context(), websocket.MessageText, []byte(f)) // may fail once closed
 			}
-			if got := closeCode(t, c); got != tc.want {
+			if got := c.CloseCode(); got != tc.want {
 				t.Fatalf("close code %d, want %d", got, tc.want)
 			}
 		})
 	}
 	// The server and other players are unaffected.
-	c := dial(t, wsURL(srv.URL, ticket()))
-	send(t, c, hello)
-	if m := readUntil(t, c, "welcome"); m["player"] != "p1" {
+	c := playtest.DialPlay(t, srv.URL, ticket())
+	c.SendText(hello)
+	if m := c.Next("welcome"); m["player"] != "p1" {
 		t.Fatalf("welcome %v", m)
 	}
 }
@@ -157,10 +91,7 @@ func TestTicketsOnceAcrossFleet(t *testing.T) {
 	c := fleettest.Start(t, 2, func(_ int, cfg *fleet.Config) { cfg.Heartbeat = 100 * time.Millisecond })
 	var hosts []*Host[*csim, int, *cplayer]
 	for _, s := range c.Servers {
-		h, err := New[*csim, int, *cplayer](newCounter(), Config{Secret: "shared"}, quietLog)
-		if err != nil {
-			t.Fatal(err)
-		}
+		h := newHost(t, newCounter(), Config{Secret: "shared"})
 		h.UseFleet(s.Fleet)
 		hosts = append(hosts, h)
 	}
@@ -226,10 +157,7 @@ func startTwoWith(t *testing.T, game func() Game[*csim, int, *cplayer], cfg Conf
 		fc.InternalAddress = two.srvs[i].Listener.Addr().String()
 	})
 	for i, s := range two.c.Servers {
-		h, err := New(game(), cfg, quietLog)
-		if err != nil {
-			t.Fatal(err)
-		}
+		h := newHost(t, game(), cfg)
 		if modules != nil {
 			for _, m := range modules(i) {
 				if err := h.Use(m); err != nil {
@@ -252,7 +180,7 @@ func startTwoWith(t *testing.T, game func() Game[*csim, int, *cplayer], cfg Conf
 		t.Cleanup(func() { srv.Close(); rl.Close() })
 		two.hosts[i], two.relays[i] = h, rl
 	}
-	waitFor(t, "the servers to see each other", func() bool { return !two.c.Servers[0].Alone() && !two.c.Servers[1].Alone() })
+	testrun.WaitFor(t, "the servers to see each other", func() bool { return !two.c.Servers[0].Alone() && !two.c.Servers[1].Alone() })
 	return two
 }
 
@@ -262,39 +190,28 @@ func TestRejoinFromAnywhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	// p1 reconnects through the load balancer and lands on A.
-	tk, _ := a.Tickets().Issue("p1")
-	c := dial(t, wsURL(urlA, "ticket="+tk))
-	send(t, c, `{"type":"hello","data":{"mode":"rejoin"}}`)
-	if m := readUntil(t, c, "welcome"); m["node"] != "s0" || m["room"] != nil {
+	c := playtest.DialPlayer(t, urlA, a.Tickets(), "p1", "")
+	if m := c.Welcome("rejoin"); m["node"] != "s0" || m["room"] != nil {
 		t.Fatalf("welcome on A: %v", m)
 	}
-	rd := readUntil(t, c, "redirect")
+	rd := c.Next("redirect")
 	if rd["node"] != "s1" || rd["param"] != "node" || rd["reason"] != ReasonRejoin {
 		t.Fatalf("redirect %v", rd)
 	}
-	if code := closeCode(t, c); code != StatusRedirected {
+	if code := c.CloseCode(); code != StatusRedirected {
 		t.Fatalf("close after redirect: %d", code)
 	}
 
 	// It follows the redirect: same public address, ?node=s1, relayed by A.
-	tk, _ = a.Tickets().Issue("p1")
-	c = dial(t, wsURL(urlA, "node=s1&ticket="+tk))
-	send(t, c, `{"type":"hello","data":{"mode":"rejoin"}}`)
-	if m := readUntil(t, c, "welcome"); m["node"] != "s1" || m["room"] != "match" {
+	c = playtest.DialPlayer(t, urlA, a.Tickets(), "p1", "node=s1")
+	if m := c.Welcome("rejoin"); m["node"] != "s1" || m["room"] != "match" {
 		t.Fatalf("welcome through the relay: %v; want its seat in match on s1", m)
 	}
-	send(t, c, `{"type":"input","data":5}`)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	c.SendText(`{"type":"input","data":5}`)
+	testrun.WaitFor(t, "the seat taken back through the relay takes inputs", func() bool {
 		r, _ := b.Room("match")
-		if r != nil && strings.Contains(strings.Join(b.game.(redirecting).lines("match"), "\n"), "input p1 5") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the seat taken back through the relay does not take inputs")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return r != nil && slices.Contains(b.game.(redirecting).lines("match"), "input p1 5")
+	})
 }
 
 // TestArrivalIsOneRoundTrip: finding where an arriving player plays and
@@ -311,24 +228,17 @@ func TestArrivalIsOneRoundTrip(t *testing.T) {
 		}
 		return m
 	}
-	arrive := func(id, mode string) *websocket.Conn {
-		tk, _ := a.Tickets().Issue(id)
-		c := dial(t, wsURL(urlA, "ticket="+tk))
-		send(t, c, `{"type":"hello","data":{"mode":"`+mode+`"}}`)
-		readUntil(t, c, "welcome")
+	arrive := func(id, mode string) *playtest.Conn {
+		c := playtest.DialPlayer(t, urlA, a.Tickets(), id, "")
+		c.SendText(`{"type":"hello","data":{"mode":"` + mode + `"}}`)
+		c.Next("welcome")
 		return c
 	}
 
 	// A newcomer: one call.
 	before := calls()
 	arrive("newcomer", "new")
-	deadline := time.Now().Add(5 * time.Second)
-	for bpA.Calls("Arrive") == before["Arrive"] {
-		if time.Now().After(deadline) {
-			t.Fatal("the newcomer's arrival made no Arrive call")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testrun.WaitFor(t, "the newcomer's arrival makes an Arrive call", func() bool { return bpA.Calls("Arrive") != before["Arrive"] })
 	want := map[string]int{"Arrive": 1, "Locate": 0, "TakeHandoff": 0, "PutHandoff": 0, "Claim": 0}
 	for op, n := range calls() {
 		if n-before[op] != want[op] {
@@ -348,7 +258,7 @@ func TestArrivalIsOneRoundTrip(t *testing.T) {
 	}
 	before = calls()
 	c := arrive("p1", "rejoin")
-	if rd := readUntil(t, c, "redirect"); rd["node"] != "s1" || rd["reason"] != ReasonRejoin {
+	if rd := c.Next("redirect"); rd["node"] != "s1" || rd["reason"] != ReasonRejoin {
 		t.Fatalf("redirect %v", rd)
 	}
 	want = map[string]int{"Arrive": 1, "Locate": 0, "TakeHandoff": 0, "PutHandoff": 1, "Claim": 0}
@@ -372,17 +282,13 @@ func TestNilRedirectMovesNobody(t *testing.T) {
 	if _, err := b.OpenRoom(t.Context(), Info{ID: "match", Players: []string{"p1"}}); err != nil {
 		t.Fatal(err)
 	}
-	tk, _ := a.Tickets().Issue("p1")
-	c := dial(t, wsURL(urlA, "ticket="+tk))
-	send(t, c, `{"type":"hello","data":{"mode":"rejoin"}}`)
-	if m := readUntil(t, c, "welcome"); m["node"] != "s0" {
+	c := playtest.DialPlayer(t, urlA, a.Tickets(), "p1", "")
+	if m := c.Welcome("rejoin"); m["node"] != "s0" {
 		t.Fatalf("welcome: %v", m)
 	}
 	// Nothing else comes: no redirect, and the connection stays open.
-	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
-	defer cancel()
-	if _, data, err := c.Read(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("after welcome: %q, %v; want nothing", data, err)
+	if err := c.Quiet(300 * time.Millisecond); err != nil {
+		t.Fatalf("after welcome: %v; want nothing", err)
 	}
 }
 
@@ -395,13 +301,7 @@ func TestDrainingServerSendsNewcomersAway(t *testing.T) {
 	}
 	drained := make(chan error)
 	go func() { drained <- srvA.Drain(context.Background()) }() // waits for "last" to end
-	deadline := time.Now().Add(5 * time.Second)
-	for !srvA.Draining() {
-		if time.Now().After(deadline) {
-			t.Fatal("not draining")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testrun.WaitFor(t, "the drain", srvA.Draining)
 	// The newcomer was sent here with a handoff (a queue place) by a server
 	// whose view had not seen the drain yet: it carries it on.
 	srvB := b.fleet.(*fleet.Fleet)
@@ -409,11 +309,9 @@ func TestDrainingServerSendsNewcomersAway(t *testing.T) {
 	if err := srvB.PutHandoff(t.Context(), "s0", "newcomer", place); err != nil {
 		t.Fatal(err)
 	}
-	tk, _ := a.Tickets().Issue("newcomer")
-	c := dial(t, wsURL(urlA, "ticket="+tk))
-	send(t, c, `{"type":"hello","data":{"mode":"new"}}`)
-	readUntil(t, c, "welcome")
-	if rd := readUntil(t, c, "redirect"); rd["node"] != "s1" || rd["reason"] != ReasonDrain {
+	c := playtest.DialPlayer(t, urlA, a.Tickets(), "newcomer", "")
+	c.Welcome("new")
+	if rd := c.Next("redirect"); rd["node"] != "s1" || rd["reason"] != ReasonDrain {
 		t.Fatalf("newcomer of a draining server got %v, want a drain redirect to s1", rd)
 	}
 	if got, err := srvB.TakeHandoff(t.Context(), "newcomer"); err != nil || string(got) != string(place) {
@@ -437,23 +335,18 @@ func TestNoRedirectBackToUnreachableNode(t *testing.T) {
 	}
 	srvB.Close() // b's fleet still heartbeats and holds p1: a dying server
 
-	tk, _ := a.Tickets().Issue("p1")
-	c := dial(t, wsURL(urlA, "node=s1&ticket="+tk))
-	send(t, c, `{"type":"hello","data":{"mode":"rejoin"}}`)
-	if m := readUntil(t, c, "welcome"); m["node"] != "s0" {
+	c := playtest.DialPlayer(t, urlA, a.Tickets(), "p1", "node=s1")
+	if m := c.Welcome("rejoin"); m["node"] != "s0" {
 		t.Fatalf("welcome %v; want it served on s0", m)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
-	defer cancel()
-	if _, data, err := c.Read(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("after welcome: %q, %v; want no redirect back to the unreachable s1", data, err)
+	if err := c.Quiet(300 * time.Millisecond); err != nil {
+		t.Fatalf("after welcome: %v; want no redirect back to the unreachable s1", err)
 	}
 
 	// Without ?node= the client is still sent to s1, where its seat is.
-	tk, _ = a.Tickets().Issue("p1")
-	c = dial(t, wsURL(urlA, "ticket="+tk))
-	send(t, c, `{"type":"hello","data":{"mode":"rejoin"}}`)
-	if rd := readUntil(t, c, "redirect"); rd["node"] != "s1" {
+	c = playtest.DialPlayer(t, urlA, a.Tickets(), "p1", "")
+	c.Hello("rejoin")
+	if rd := c.Next("redirect"); rd["node"] != "s1" {
 		t.Fatalf("redirect %v", rd)
 	}
 }
@@ -463,20 +356,14 @@ func TestNoRedirectBackToUnreachableNode(t *testing.T) {
 // and the others are not held back.
 func TestClientThatStopsReadingIsCut(t *testing.T) {
 	h, srv := startHost(t, Config{SendQueue: 4})
-	tk, _ := h.Tickets().Issue("deaf")
-	deaf := dial(t, wsURL(srv.URL, "ticket="+tk))
-	send(t, deaf, `{"type":"hello","data":{"mode":"new"}}`)
+	deaf := playtest.DialPlayer(t, srv.URL, h.Tickets(), "deaf", "")
+	deaf.Hello("new")
+	var c *Client
+	testrun.WaitFor(t, "the deaf client is registered", func() bool {
+		c, _ = h.Client("deaf")
+		return c != nil
+	})
 	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, ok := h.Client("deaf"); ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("deaf client never registered")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	c, _ := h.Client("deaf")
 	big := strings.Repeat("x", 64<<10) // fills the socket buffers quickly
 	for !isDone(c) {
 		c.Send(map[string]string{"type": "state", "pad": big})
@@ -485,16 +372,10 @@ func TestClientThatStopsReadingIsCut(t *testing.T) {
 		}
 	}
 	// The host forgets it without waiting for write timeouts.
-	deadline = time.Now().Add(3 * time.Second)
-	for {
-		if _, ok := h.Client("deaf"); !ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("a cut-off client is still registered after 3s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testrun.WaitWithin(t, 3*time.Second, "the cut-off client is forgotten", func() bool {
+		_, ok := h.Client("deaf")
+		return !ok
+	})
 }
 
 func isDone(c *Client) bool {
@@ -511,9 +392,8 @@ func isDone(c *Client) bool {
 // fill) is cut when it does not answer a ping.
 func TestClientThatStopsReadingFailsPing(t *testing.T) {
 	h, srv := startHost(t, Config{PingInterval: 100 * time.Millisecond})
-	tk, _ := h.Tickets().Issue("deaf")
-	deaf := dial(t, wsURL(srv.URL, "ticket="+tk))
-	send(t, deaf, `{"type":"hello","data":{"mode":"new"}}`)
+	deaf := playtest.DialPlayer(t, srv.URL, h.Tickets(), "deaf", "")
+	deaf.Hello("new")
 	// deaf never reads again: it answers no ping.
 	deadline := time.Now().Add(10 * time.Second)
 	registered := false

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +15,8 @@ import (
 	"github.com/muster-gg/muster/backplane"
 	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/internal/playtest"
+	"github.com/muster-gg/muster/internal/testrun"
 )
 
 // blackhole is a backplane whose calls, once cut, wait for their context
@@ -146,29 +147,13 @@ func (g *counter) passCount(id string) int {
 func waitPasses(t *testing.T, g *counter, id string, n int) {
 	t.Helper()
 	want := g.passCount(id) + n
-	waitUntil(t, fmt.Sprintf("room %s stalled: fewer than %d passes", id, want), func() bool { return g.passCount(id) >= want })
-}
-
-// waitUntil polls cond until it holds, and fails the test with what if it
-// does not within 10 s, a bound on a hung test, never a measurement.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal(what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testrun.WaitFor(t, fmt.Sprintf("room %s has had %d passes (a stalled worker waits a minute)", id, want), func() bool { return g.passCount(id) >= want })
 }
 
 func TestBlackholedBackplaneStallsNoWorker(t *testing.T) {
 	f, bh := blackholeFleet(t)
 	g := newCounter()
-	h, err := New[*csim, int, *cplayer](g, Config{Workers: 1}, quietLog)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHost(t, g, Config{Workers: 1})
 	h.UseFleet(f)
 	runHost(t, h)
 	ctx := t.Context()
@@ -183,9 +168,7 @@ func TestBlackholedBackplaneStallsNoWorker(t *testing.T) {
 	ends, _ := h.Room("ends")
 	ends.End("over")
 	h.Unseat("p2")
-	for !ends.Ended() || h.RoomOf("p2") != "" {
-		time.Sleep(time.Millisecond)
-	}
+	testrun.WaitFor(t, "the end and the leave", func() bool { return ends.Ended() && h.RoomOf("p2") == "" })
 	// One worker steps all three rooms: a backplane call for the end or
 	// the leave would hold it for the call timeout.
 	waitPasses(t, g, "other", 30)
@@ -197,10 +180,7 @@ func TestBlackholedBackplaneStallsNoWorker(t *testing.T) {
 
 func TestShutdownWithBlackholedBackplaneIsPrompt(t *testing.T) {
 	f, bh := blackholeFleet(t)
-	h, err := New[*csim, int, *cplayer](newCounter(), Config{}, quietLog)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHost(t, newCounter(), Config{})
 	h.UseFleet(f)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -227,10 +207,7 @@ func TestShutdownWithBlackholedBackplaneIsPrompt(t *testing.T) {
 }
 
 func TestRunReturnsWithClientInHello(t *testing.T) {
-	h, err := New[*csim, int, *cplayer](newCounter(), Config{HelloTimeout: time.Minute}, quietLog)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHost(t, newCounter(), Config{HelloTimeout: time.Minute})
 	srv := newServer(t, h)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -242,19 +219,15 @@ func TestRunReturnsWithClientInHello(t *testing.T) {
 			<-done
 		}
 	}()
-	waitRunning(h)
-	c := dial(t, wsURL(srv.URL, "ticket=x"))
-	for {
+	<-h.Started()
+	c := playtest.DialPlay(t, srv.URL, "ticket=x")
+	testrun.WaitFor(t, "the client is in hello", func() bool {
 		h.mu.Lock()
-		n := len(h.hellos)
-		h.mu.Unlock()
-		if n == 1 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer h.mu.Unlock()
+		return len(h.hellos) == 1
+	})
 	closed := make(chan websocket.StatusCode, 1)
-	go func() { closed <- closeCode(t, c) }()
+	go func() { closed <- c.CloseCode() }()
 	cancel()
 	select {
 	case <-done:
@@ -267,16 +240,15 @@ func TestRunReturnsWithClientInHello(t *testing.T) {
 	}
 	// A client that comes once Run has returned is refused.
 	tk, _ := h.Tickets().Issue("late")
-	if c, _, err := websocket.Dial(t.Context(), wsURL(srv.URL, "ticket="+tk), nil); err == nil {
-		c.CloseNow()
+	if _, _, err := playtest.TryDial(t, playtest.PlayURL(srv.URL, "ticket="+tk), nil); err == nil {
 		t.Fatal("a connection after Run returned was accepted")
 	}
 }
 
 func TestNoHelloGetsCloseFrame(t *testing.T) {
 	_, srv := startHost(t, Config{HelloTimeout: 20 * time.Millisecond})
-	c := dial(t, wsURL(srv.URL, "ticket=x"))
-	if code := closeCode(t, c); code != StatusBadHello {
+	c := playtest.DialPlay(t, srv.URL, "ticket=x")
+	if code := c.CloseCode(); code != StatusBadHello {
 		t.Fatalf("a client that never says hello closed with %d, want %d", code, StatusBadHello)
 	}
 }
@@ -295,10 +267,7 @@ func (o *opener) Run(ctx context.Context) error {
 }
 
 func TestRoomOpenedWhileStoppingIsRefused(t *testing.T) {
-	h, err := New[*csim, int, *cplayer](newCounter(), Config{}, quietLog)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHost(t, newCounter(), Config{})
 	o := &opener{err: make(chan error, 1)}
 	if err := h.Use(o); err != nil {
 		t.Fatal(err)
@@ -306,7 +275,7 @@ func TestRoomOpenedWhileStoppingIsRefused(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- h.Run(ctx) }()
-	waitRunning(h)
+	<-h.Started()
 	cancel()
 	<-done
 	if err := <-o.err; !errors.Is(err, ErrClosed) {
@@ -324,10 +293,7 @@ func TestLatenessCountsStalledSteps(t *testing.T) {
 				time.Sleep(500 * time.Millisecond) // a hook that blocks
 			}
 		}
-		h, err := New(g, Config{Rate: 60, Workers: 1}, quietLog)
-		if err != nil {
-			t.Fatal(err)
-		}
+		h := newHost(t, g, Config{Rate: 60, Workers: 1})
 		runHost(t, h)
 		for _, id := range []string{"slow", "other"} {
 			if _, err := h.OpenRoom(t.Context(), Info{ID: id, Players: []string{id}}); err != nil {
@@ -342,25 +308,6 @@ func TestLatenessCountsStalledSteps(t *testing.T) {
 			t.Fatalf("p99 lateness %v over %d steps, with a 500ms stall of the only worker", p, n)
 		}
 	})
-}
-
-func newServer[S, I, P any](t *testing.T, h *Host[S, I, P]) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewServer(h.Handler())
-	t.Cleanup(srv.Close)
-	return srv
-}
-
-func waitRunning[S, I, P any](h *Host[S, I, P]) {
-	for {
-		h.mu.Lock()
-		running := h.running
-		h.mu.Unlock()
-		if running {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // busyFleet is a fleet whose lock the test holds, as the fleet's
@@ -384,10 +331,7 @@ func busyHost(t *testing.T) (*fleet.Fleet, *busyFleet, *counter, *Host[*csim, in
 	f, _ := blackholeFleet(t) // never cut
 	bf := &busyFleet{Fleet: f}
 	g := newCounter()
-	h, err := New[*csim, int, *cplayer](g, Config{Workers: 1}, quietLog)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHost(t, g, Config{Workers: 1})
 	h.UseFleet(bf)
 	runHost(t, h)
 	return f, bf, g, h
@@ -414,7 +358,7 @@ func TestBusyFleetStallsNoWorker(t *testing.T) {
 	ends, _ := h.Room("ends")
 	ends.End("over")
 	h.Unseat("p2")
-	waitUntil(t, "the end and the leave were not applied: the worker waits for the fleet",
+	testrun.WaitFor(t, "the end and the leave are applied while the fleet is busy (a worker waiting for the fleet never applies them)",
 		func() bool { return ends.Ended() && h.RoomOf("p2") == "" })
 	// One worker steps the rooms: waiting for the fleet would hold it
 	// until the test ends.
@@ -422,7 +366,7 @@ func TestBusyFleetStallsNoWorker(t *testing.T) {
 	waitPasses(t, g, "left", 30)
 	bf.mu.Unlock()
 	busy = false
-	waitUntil(t, "claims of players gone are still held once the fleet is free",
+	testrun.WaitFor(t, "the claims of players gone are released once the fleet is free",
 		func() bool { return !f.Holds(fleet.KindPlayer, "p1") && !f.Holds(fleet.KindPlayer, "p2") })
 	if !f.Holds(fleet.KindPlayer, "p3") || !f.Holds(fleet.KindPlayer, "p4") {
 		t.Fatal("claims of players still seated were released")
@@ -439,7 +383,7 @@ func TestSeatedAgainKeepsClaim(t *testing.T) {
 	}
 	bf.mu.Lock() // the release waits in the host's queue
 	r.End("over")
-	waitUntil(t, "the room did not end", func() bool { return h.RoomOf("p1") == "" })
+	testrun.WaitFor(t, "the room ends", func() bool { return h.RoomOf("p1") == "" })
 	opened := make(chan error, 1)
 	go func() {
 		_, err := h.OpenRoom(t.Context(), Info{ID: "second", Players: []string{"p1"}})
@@ -447,7 +391,7 @@ func TestSeatedAgainKeepsClaim(t *testing.T) {
 	}()
 	// Seated, and about to claim (the claim waits for a hand-over in
 	// progress, if any).
-	waitUntil(t, "the player was not seated again", func() bool { return h.RoomOf("p1") == "second" })
+	testrun.WaitFor(t, "the player is seated again", func() bool { return h.RoomOf("p1") == "second" })
 	bf.mu.Unlock()
 	if err := <-opened; err != nil {
 		t.Fatal(err)
@@ -480,10 +424,7 @@ func (w *gateWatcher) RoomChanged(s RoomState) {
 func TestSeatedAgainDuringRoomEndKeepsClaim(t *testing.T) {
 	f, _ := blackholeFleet(t) // never cut
 	g := newCounter()
-	h, err := New[*csim, int, *cplayer](g, Config{Workers: 1}, quietLog)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHost(t, g, Config{Workers: 1})
 	h.UseFleet(f)
 	w := &gateWatcher{id: "first", holding: make(chan struct{}), gate: make(chan struct{})}
 	h.AddRoomWatcher(w)

@@ -9,6 +9,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/muster-gg/muster/internal/playtest"
+	"github.com/muster-gg/muster/internal/testrun"
 )
 
 // watcher records the states it is told.
@@ -38,10 +41,7 @@ func (w *watcher) seen() []string {
 }
 
 func TestRoomWatcherToldOfOpenSeatsAndEnd(t *testing.T) {
-	h, err := New[*csim, int, *cplayer](newCounter(), Config{}, quietLog)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHost(t, newCounter(), Config{})
 	w := &watcher{ended: make(chan struct{})}
 	h.AddRoomWatcher(w)
 	runHost(t, h)
@@ -53,9 +53,7 @@ func TestRoomWatcherToldOfOpenSeatsAndEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.Unseat("p1")
-	for slices.Contains(r.Players(), "p1") {
-		time.Sleep(time.Millisecond)
-	}
+	testrun.WaitFor(t, "p1 is out of the room", func() bool { return !slices.Contains(r.Players(), "p1") })
 	r.End("over")
 	<-w.ended
 	want := []string{
@@ -89,25 +87,24 @@ func TestTicketCheckersAskedAfterOwnTickets(t *testing.T) {
 	h.AddTicketChecker(checker{err: errors.New("home unreachable")})
 	hello := `{"type":"hello","data":{"mode":"new"}}`
 
-	c := dial(t, wsURL(srv.URL, "ticket=home:alice"))
-	send(t, c, hello)
-	if m := readUntil(t, c, "welcome"); m["player"] != "alice" {
+	c := playtest.DialPlay(t, srv.URL, "ticket=home:alice")
+	c.SendText(hello)
+	if m := c.Next("welcome"); m["player"] != "alice" {
 		t.Fatalf("welcome %v, want alice from the checker", m)
 	}
-	own, _ := h.Tickets().Issue("bob")
-	c = dial(t, wsURL(srv.URL, "ticket="+own))
-	send(t, c, hello)
-	if m := readUntil(t, c, "welcome"); m["player"] != "bob" {
+	c = playtest.DialPlayer(t, srv.URL, h.Tickets(), "bob", "")
+	c.SendText(hello)
+	if m := c.Next("welcome"); m["player"] != "bob" {
 		t.Fatalf("welcome %v, want bob from the host's tickets", m)
 	}
-	c = dial(t, wsURL(srv.URL, "ticket=nobody.knows"))
-	send(t, c, hello)
-	if code := closeCode(t, c); code != StatusBadTicket {
+	c = playtest.DialPlay(t, srv.URL, "ticket=nobody.knows")
+	c.SendText(hello)
+	if code := c.CloseCode(); code != StatusBadTicket {
 		t.Fatalf("a ticket nobody knows closed with %d, want %d", code, StatusBadTicket)
 	}
-	c = dial(t, wsURL(srv.URL, "ticket=down"))
-	send(t, c, hello)
-	if code := closeCode(t, c); code != 1013 {
+	c = playtest.DialPlay(t, srv.URL, "ticket=down")
+	c.SendText(hello)
+	if code := c.CloseCode(); code != 1013 {
 		t.Fatalf("a checker that cannot check closed with %d, want 1013", code)
 	}
 }
@@ -146,9 +143,8 @@ func TestNewTicketsForASignInService(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := dial(t, wsURL(srv.URL, "ticket="+tk))
-	send(t, c, `{"type":"hello","data":{"mode":"new"}}`)
-	if m := readUntil(t, c, "welcome"); m["player"] != "alice" {
+	c := playtest.DialPlay(t, srv.URL, "ticket="+tk)
+	if m := c.Welcome("new"); m["player"] != "alice" {
 		t.Fatalf("welcome %v", m)
 	}
 	if _, err := h.Tickets().Redeem(t.Context(), tk); !errors.Is(err, ErrTicket) {
@@ -165,10 +161,7 @@ func TestNewTicketsForASignInService(t *testing.T) {
 }
 
 func TestDt(t *testing.T) {
-	h, err := New[*csim, int, *cplayer](newCounter(), Config{Rate: 50}, quietLog)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHost(t, newCounter(), Config{Rate: 50})
 	r, err := h.OpenRoom(t.Context(), Info{})
 	if err != nil {
 		t.Fatal(err)

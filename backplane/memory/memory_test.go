@@ -2,7 +2,6 @@ package memory_test
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,25 +9,8 @@ import (
 	"github.com/muster-gg/muster/backplane"
 	"github.com/muster-gg/muster/backplane/backplanetest"
 	"github.com/muster-gg/muster/backplane/memory"
+	"github.com/muster-gg/muster/internal/testrun"
 )
-
-// clock is a manual clock for the store.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 func TestConformance(t *testing.T) {
 	backplanetest.Run(t, harness(func(b backplane.Backplane) backplane.Backplane { return b }))
@@ -53,7 +35,7 @@ func TestConformanceWrapped(t *testing.T) {
 // clock, whose backplanes are handed to the suite through wrap.
 func harness(wrap func(backplane.Backplane) backplane.Backplane) func(t *testing.T) backplanetest.Harness {
 	return func(t *testing.T) backplanetest.Harness {
-		clk := &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+		clk := testrun.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 		store := memory.NewStore(memory.Config{Now: clk.Now})
 		var opened []backplane.Backplane
 		return backplanetest.Harness{

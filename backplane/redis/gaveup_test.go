@@ -10,6 +10,7 @@ import (
 
 	"github.com/muster-gg/muster/backplane"
 	"github.com/muster-gg/muster/internal/testbin"
+	"github.com/muster-gg/muster/internal/testrun"
 )
 
 // TestTakeThatGaveUpLosesNothing: a take of a handoff is sent to a Redis
@@ -69,13 +70,13 @@ func TestTakeThatGaveUpLosesNothing(t *testing.T) {
 			px.Pass()
 			// Redis runs the take it was sent: its token is stored.
 			tokenKey := "muster:{gaveup}:ht:a:" + id
-			waitFor(t, "Redis to run the take that gave up", func() bool {
+			testrun.WaitFor(t, "Redis to run the take that gave up", func() bool {
 				n, err := raw.Exists(ctx, tokenKey).Result()
 				return err == nil && n == 1
 			})
 
 			var taken backplane.Taken
-			waitFor(t, "a later take to get the handoff", func() bool {
+			testrun.WaitFor(t, "a later take to get the handoff", func() bool {
 				taken, err = c.take(ctx, direct, id)
 				if err != nil && !errors.Is(err, backplane.ErrNotFound) {
 					t.Fatal(err)
@@ -92,18 +93,5 @@ func TestTakeThatGaveUpLosesNothing(t *testing.T) {
 				t.Fatalf("%d of the handoff's keys left after its confirm (%v), want none", n, err)
 			}
 		})
-	}
-}
-
-// waitFor waits until cond holds, failing the test if it does not within
-// 10 s, far past any hold the test uses.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

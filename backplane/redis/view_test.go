@@ -163,12 +163,17 @@ func scriptRuns(t *testing.T, rdb *goredis.Client) int64 {
 	return n
 }
 
+// twoViews starts a Redis and returns a client of it and two views on it.
+func twoViews(t *testing.T) (*goredis.Client, *redis.Backplane, *redis.Backplane) {
+	t.Helper()
+	srv := testbin.StartRedis(t)
+	return testClient(t, srv.Addr), openTestView(t, srv.Addr), openTestView(t, srv.Addr)
+}
+
 // TestViewPlainHeartbeat checks that a heartbeat whose record has not
 // changed runs no script, and that one whose record changed does.
 func TestViewPlainHeartbeat(t *testing.T) {
-	srv := testbin.StartRedis(t)
-	rdb := testClient(t, srv.Addr)
-	a, b := openTestView(t, srv.Addr), openTestView(t, srv.Addr)
+	rdb, a, b := twoViews(t)
 	beat(t, a, "a", "a1")
 	beat(t, b, "b", "b1")
 
@@ -232,9 +237,7 @@ func TestViewPlainHeartbeatKeyLost(t *testing.T) {
 // TestViewPlainHeartbeatDropsExpired checks that a reader making plain
 // heartbeats drops a node whose key expired: the script runs for it.
 func TestViewPlainHeartbeatDropsExpired(t *testing.T) {
-	srv := testbin.StartRedis(t)
-	rdb := testClient(t, srv.Addr)
-	a, b := openTestView(t, srv.Addr), openTestView(t, srv.Addr)
+	rdb, a, b := twoViews(t)
 	const ttl = 300 * time.Millisecond
 	if _, _, err := a.Heartbeat(t.Context(), backplane.Node{ID: "a", Data: []byte("a1")}, ttl); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -19,6 +18,7 @@ import (
 	"github.com/muster-gg/muster/federation"
 	"github.com/muster-gg/muster/internal/fedtest"
 	"github.com/muster-gg/muster/internal/hosttest"
+	"github.com/muster-gg/muster/internal/playtest"
 	"github.com/muster-gg/muster/matchmaking"
 )
 
@@ -78,33 +78,18 @@ func TestGameServerWiredToHome(t *testing.T) {
 		return err == nil && len(list.Regions) == 1
 	})
 
-	players := map[string]*websocket.Conn{}
+	players := map[string]*playtest.Conn{}
 	tickets := map[string]string{}
 	for _, id := range []string{"alice", "bob"} {
 		tickets[id] = fedtest.Mint(t, string(secret), id, "duel", "au-sydney")
-		c, m, err := fedtest.Connect(ctx, gameURL, tickets[id])
+		c, m, err := playtest.Join(t, gameURL+"?ticket="+tickets[id])
 		if err != nil || m["type"] != "welcome" || m["player"] != id {
 			t.Fatalf("%s with a home token: %v %v", id, m, err)
 		}
-		defer c.CloseNow()
 		players[id] = c
-		if err := fedtest.Send(ctx, c, "queue", map[string]string{"playlist": "duel"}); err != nil {
-			t.Fatal(err)
-		}
+		c.Send("queue", map[string]string{"playlist": "duel"})
 	}
-	var roomID string
-	for {
-		rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
-		m, err := fedtest.Read(rctx, players["alice"])
-		rcancel()
-		if err != nil {
-			t.Fatalf("alice waiting for a room: %v", err)
-		}
-		if m["type"] == "room" {
-			roomID, _ = m["room"].(string)
-			break
-		}
-	}
+	roomID, _ := players["alice"].Next("room")["room"].(string)
 	fedtest.WaitFor(t, "the room at home", func() bool {
 		r, err := home.Room(ctx, roomID)
 		return err == nil && slices.Equal(r.Members, []string{"alice", "bob"}) && r.Properties["kind"] != ""
@@ -112,13 +97,8 @@ func TestGameServerWiredToHome(t *testing.T) {
 
 	// A home token is good once; a ticket of nobody's is refused.
 	for name, ticket := range map[string]string{"reused home token": tickets["alice"], "garbage": "v1.x.y"} {
-		c, m, err := fedtest.Connect(ctx, gameURL, ticket)
-		var ce websocket.CloseError
-		if !errors.As(err, &ce) || ce.Code != 4001 {
+		if _, m, err := playtest.Join(t, gameURL+"?ticket="+ticket); websocket.CloseStatus(err) != 4001 {
 			t.Errorf("%s: %v %v, want close 4001", name, m, err)
-		}
-		if c != nil {
-			c.CloseNow()
 		}
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,7 +16,7 @@ import (
 	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/config"
 	"github.com/muster-gg/muster/examples/duel/bot"
-	"github.com/muster-gg/muster/internal/hosttest"
+	"github.com/muster-gg/muster/internal/testrun"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -73,17 +72,12 @@ func TestQueueRedirectCarriesTicket(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { bp.Close() }) // after Run has returned: cleanups run last first
-		hosttest.GoRun(t, func(ctx context.Context) error {
-			if err := s.Run(ctx); err != nil {
-				return fmt.Errorf("%s: Run: %w", id, err)
-			}
-			return nil
-		})
+		t.Cleanup(func() { bp.Close() }) // once the server has stopped
+		testrun.GoRun(t, s.Run)
 		servers = append(servers, s)
 		urls = append(urls, "http://"+l.Addr().String()+"/")
 	}
-	waitFor(ctx, t, "each server to see the other, ready", func() bool {
+	testrun.WaitWithin(t, time.Minute, "each server sees the other, ready", func() bool {
 		for _, s := range servers {
 			n := 0
 			for _, node := range s.Fleet().Nodes() {
@@ -111,12 +105,7 @@ func TestQueueRedirectCarriesTicket(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		hosttest.GoRun(t, func(ctx context.Context) error {
-			if err := b.Run(ctx); err != nil {
-				return fmt.Errorf("bot %d: Run: %w", i, err)
-			}
-			return nil
-		})
+		testrun.GoRun(t, b.Run)
 		b.Queue("duel")
 		players = append(players, player{b, p})
 	}
@@ -152,17 +141,5 @@ func TestQueueRedirectCarriesTicket(t *testing.T) {
 	}
 	if moved != 1 {
 		t.Errorf("%d players were redirected, want 1", moved)
-	}
-}
-
-// waitFor polls cond until it holds, or fails the test when ctx ends.
-func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("waiting for %s: %v", what, ctx.Err())
-		case <-time.After(10 * time.Millisecond):
-		}
 	}
 }

@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/muster-gg/muster/internal/playtest"
 	"github.com/muster-gg/muster/internal/testbin"
 )
 
@@ -84,24 +83,25 @@ func TestMinimalGamePlays(t *testing.T) {
 		}
 	}
 
-	var players []*websocket.Conn
+	var players []*playtest.Conn
 	for range 2 {
-		c := connect(ctx, t, base)
-		send(ctx, t, c, "queue", map[string]string{"playlist": "race"})
+		c := connect(t, base)
+		c.Send("queue", map[string]string{"playlist": "race"})
 		players = append(players, c)
 	}
 	for _, c := range players {
-		await(ctx, t, c, "room")
-		await(ctx, t, c, "state")
+		c.Next("room")
+		c.Next("state")
 	}
 	for _, c := range players {
 		for range 10 {
-			send(ctx, t, c, "input", 1)
+			c.Send("input", 1)
 		}
 	}
+	winnerOrEnd := func(p map[string]any) bool { return p["type"] == "winner" || p["type"] == "room_end" }
 	for i, c := range players {
 		var winners []any
-		for p := await(ctx, t, c, "winner", "room_end"); p["type"] == "winner"; p = await(ctx, t, c, "winner", "room_end") {
+		for p := c.NextWhere("a winner or the room's end", winnerOrEnd); p["type"] == "winner"; p = c.NextWhere("a winner or the room's end", winnerOrEnd) {
 			winners = append(winners, p["player"])
 		}
 		if len(winners) != 1 || winners[0] == nil {
@@ -112,7 +112,8 @@ func TestMinimalGamePlays(t *testing.T) {
 }
 
 // connect gets a guest ticket, connects and says hello.
-func connect(ctx context.Context, t *testing.T, base string) *websocket.Conn {
+func connect(t *testing.T, base string) *playtest.Conn {
+	t.Helper()
 	resp, err := http.Post(base+"/ticket", "application/json", strings.NewReader("{}"))
 	if err != nil {
 		t.Fatal(err)
@@ -120,33 +121,7 @@ func connect(ctx context.Context, t *testing.T, base string) *websocket.Conn {
 	var tk struct{ Ticket string }
 	json.NewDecoder(resp.Body).Decode(&tk)
 	resp.Body.Close()
-	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+"/play?ticket="+tk.Ticket, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	send(ctx, t, c, "hello", map[string]string{"mode": "new"})
-	await(ctx, t, c, "welcome")
+	c := playtest.DialPlay(t, base, "ticket="+tk.Ticket)
+	c.Welcome("new")
 	return c
-}
-
-func send(ctx context.Context, t *testing.T, c *websocket.Conn, typ string, data any) {
-	b, _ := json.Marshal(map[string]any{"type": typ, "data": data})
-	if err := c.Write(ctx, websocket.MessageText, b); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// await reads packets until one of the types typ.
-func await(ctx context.Context, t *testing.T, c *websocket.Conn, typ ...string) map[string]any {
-	t.Helper()
-	for {
-		_, b, err := c.Read(ctx)
-		if err != nil {
-			t.Fatalf("waiting for %q: %v", typ, err)
-		}
-		var p map[string]any
-		if json.Unmarshal(b, &p) == nil && slices.Contains(typ, fmt.Sprint(p["type"])) {
-			return p
-		}
-	}
 }

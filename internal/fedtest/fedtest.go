@@ -1,8 +1,8 @@
 // Package fedtest is the shared setup of the federation's end-to-end
 // tests: a home on a real Redis served over HTTP, approved nodes, the
 // muster-node binary and the processes of a node (started on loopback,
-// stopped when the test ends), home-minted tokens, and a player's
-// WebSocket connection to a node's game server with one of them.
+// stopped when the test ends) and home-minted tokens, with which a
+// playtest player enters a node's game server.
 //
 // Like internal/testbin, everything skips the test with one line when a
 // program is missing (redis-server, go), and fails it under CI=true.
@@ -10,7 +10,6 @@ package fedtest
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -22,11 +21,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/muster-gg/muster/backplane/redis"
 	"github.com/muster-gg/muster/federation"
 	"github.com/muster-gg/muster/internal/testbin"
+	"github.com/muster-gg/muster/internal/testrun"
 )
 
 // AnnounceEvery is how often the agents of a test announce, and
@@ -172,74 +170,11 @@ func Mint(tb testing.TB, secret, player, room, node string) string {
 	return tok
 }
 
-// Connect dials a Muster game server's play URL (ws://host:port/play)
-// with ticket, says hello as a new player and returns the connection and
-// the first packet (a welcome, when the ticket is good). The connection
-// is returned whenever the dial succeeded, for the caller to close.
-func Connect(ctx context.Context, playURL, ticket string) (*websocket.Conn, map[string]any, error) {
-	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	c, _, err := websocket.Dial(dctx, playURL+"?ticket="+ticket, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := Send(dctx, c, "hello", map[string]string{"mode": "new"}); err != nil {
-		return c, nil, err
-	}
-	m, err := Read(dctx, c)
-	return c, m, err
-}
-
-// Send writes the message {"type":typ,"data":data} to c (no data when
-// data is nil).
-func Send(ctx context.Context, c *websocket.Conn, typ string, data any) error {
-	msg := map[string]any{"type": typ}
-	if data != nil {
-		msg["data"] = data
-	}
-	b, err := json.Marshal(msg)
-	if err != nil {
-		return err
-	}
-	return c.Write(ctx, websocket.MessageText, b)
-}
-
-// Read reads the next packet from c as a JSON object.
-func Read(ctx context.Context, c *websocket.Conn) (map[string]any, error) {
-	_, data, err := c.Read(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	err = json.Unmarshal(data, &m)
-	return m, err
-}
-
-// ReadUntil reads packets from c until one satisfies cond and returns it,
-// failing the test when none has come within 20 s.
-func ReadUntil(tb testing.TB, c *websocket.Conn, what string, cond func(map[string]any) bool) map[string]any {
-	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	for {
-		m, err := Read(ctx, c)
-		if err != nil {
-			tb.Fatalf("waiting for %s: %v", what, err)
-		}
-		if cond(m) {
-			return m
-		}
-	}
-}
-
-// WaitFor polls cond until it holds, failing the test after a minute.
+// WaitFor polls cond until it holds, failing the test after a minute:
+// processes take longer than a test's own parts.
 func WaitFor(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			tb.Fatalf("waited a minute for %s", what)
-		}
-	}
+	testrun.WaitWithin(tb, time.Minute, what, cond)
 }
 
 // RevokeAgent revokes the server serverID at home and waits until agent,
@@ -271,14 +206,6 @@ func StartPlacer(tb testing.TB, cfg federation.PlacerConfig) *federation.Placer 
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	tb.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			tb.Errorf("placer: %v", err)
-		}
-	})
+	testrun.GoRun(tb, p.Run)
 	return p
 }

@@ -17,6 +17,9 @@ type Game struct {
 	// MatchLen is the number of steps after which a room ends; 0 means
 	// never.
 	MatchLen uint64
+	// States, when set, has every pass of a room send its players
+	// {"type":"state","room","step"}.
+	States bool
 
 	mu    sync.Mutex
 	ended int
@@ -48,6 +51,13 @@ func (g *Game) FixedStep(r *room.Room[*Sim, int, string]) {
 		g.ended++
 		g.mu.Unlock()
 		r.End("match over")
+	}
+}
+
+// AfterSteps implements room.AfterStepper: the state, when States is set.
+func (g *Game) AfterSteps(r *room.Room[*Sim, int, string]) {
+	if g.States {
+		r.Broadcast(map[string]any{"type": "state", "room": r.ID(), "step": r.Step()})
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/fleettest"
+	"github.com/muster-gg/muster/internal/testrun"
 	"github.com/muster-gg/muster/room"
 )
 
@@ -93,7 +94,7 @@ func StartSocketless(t *testing.T, o SocketlessOpts) *Socketless {
 			h.UseServer(s.Fleet)
 		}
 		c.Nodes = append(c.Nodes, n)
-		GoRun(t, h.Run) // runs the module's Run too
+		testrun.GoRun(t, h.Run) // runs the module's Run too
 	}
 	time.Sleep(fleettest.Heartbeat) // every server has beaten after all started
 	synctest.Wait()

@@ -1,18 +1,17 @@
 package hosttest
 
 import (
-	"context"
 	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/fleettest"
+	"github.com/muster-gg/muster/internal/playtest"
+	"github.com/muster-gg/muster/internal/testrun"
 	"github.com/muster-gg/muster/relay"
 	"github.com/muster-gg/muster/room"
 )
@@ -80,13 +79,12 @@ func StartServers(tb testing.TB, o Sockets) []*Server {
 		cfg.DrainTimeout = 20 * time.Second
 	})
 	var out []*Server
-	logger := slog.New(slog.NewTextHandler(tbWriter{tb}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := testrun.Logger(tb, slog.LevelWarn)
 	for i, s := range c.Servers {
 		h, err := room.New[*Sim, int, string](&Game{MatchLen: o.MatchLen}, room.Config{Secret: "shared", MoveCooldown: o.Cooldown, Limits: room.Limits{Connects: 1 << 20, Open: math.MaxInt}}, logger.With("node_id", s.ID()))
 		if err != nil {
 			tb.Fatal(err)
 		}
-		runs := []func(context.Context) error{h.Run}
 		for _, m := range o.Modules(i) {
 			if err := h.Use(m); err != nil {
 				tb.Fatal(err)
@@ -101,25 +99,16 @@ func StartServers(tb testing.TB, o Sockets) []*Server {
 		mux := http.NewServeMux()
 		mux.Handle("/play", h.Handler())
 		https[i].Config.Handler = rl.Middleware(mux)
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		for _, run := range runs {
-			wg.Go(func() {
-				if err := run(ctx); err != nil {
-					tb.Error(err)
-				}
-			})
-		}
+		testrun.GoRun(tb, h.Run) // stopped after the server and the relay
+		<-h.Started()            // before, /play answers 503
 		https[i].Start()
 		tb.Cleanup(func() {
 			https[i].Close()
 			rl.Close()
-			cancel()
-			wg.Wait()
 		})
 		out = append(out, &Server{Server: s, Host: h, URL: https[i].URL})
 	}
-	WaitFor(tb, "servers see each other", func() bool {
+	testrun.WaitFor(tb, "servers see each other", func() bool {
 		for _, s := range out {
 			if len(s.Nodes()) != o.Servers {
 				return false
@@ -130,10 +119,16 @@ func StartServers(tb testing.TB, o Sockets) []*Server {
 	return out
 }
 
-// tbWriter writes to the test's log.
-type tbWriter struct{ tb testing.TB }
+// Connect connects player id to s as a new player; the player reconnects
+// through s when redirected.
+func (s *Server) Connect(tb testing.TB, id string) *playtest.Player {
+	tb.Helper()
+	return playtest.Connect(tb, s.URL, s.URL, s.Host.Tickets(), id)
+}
 
-func (w tbWriter) Write(p []byte) (int, error) {
-	w.tb.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
+// ConnectVia is Connect for a player that reconnects through lb, the
+// public URL of a load balancer (or of another server).
+func (s *Server) ConnectVia(tb testing.TB, lb, id string) *playtest.Player {
+	tb.Helper()
+	return playtest.Connect(tb, s.URL, lb, s.Host.Tickets(), id)
 }

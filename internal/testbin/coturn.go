@@ -73,14 +73,7 @@ func (c *Coturn) Log() string {
 	return c.out.String() + string(data)
 }
 
-func (c *Coturn) stop() {
-	if c.cmd == nil {
-		return
-	}
-	_ = c.cmd.Process.Kill()
-	_ = c.cmd.Wait()
-	c.cmd = nil
-}
+func (c *Coturn) stop() { kill(&c.cmd) }
 
 // Allocate runs turnutils_uclient against the server with the given
 // credentials: one TCP allocation, a few messages relayed to a loopback

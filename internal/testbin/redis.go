@@ -84,13 +84,17 @@ func (r *Redis) launch() error {
 
 // Stop kills the server and waits for it to exit. It is safe to call when
 // the server is not running.
-func (r *Redis) Stop() {
-	if r.cmd == nil {
+func (r *Redis) Stop() { kill(&r.cmd) }
+
+// kill kills the process *cmd runs, if any, waits for it to exit and
+// forgets it.
+func kill(cmd **exec.Cmd) {
+	if *cmd == nil {
 		return
 	}
-	_ = r.cmd.Process.Kill()
-	_ = r.cmd.Wait()
-	r.cmd = nil
+	_ = (*cmd).Process.Kill()
+	_ = (*cmd).Wait()
+	*cmd = nil
 }
 
 // WaitDial polls addr until it accepts a TCP connection or timeout passes.

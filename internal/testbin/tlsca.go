@@ -29,19 +29,9 @@ type CA struct {
 // NewCA makes a certificate authority in a temporary directory.
 func NewCA(tb testing.TB) *CA {
 	tb.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(tb),
-		Subject:               pkix.Name{CommonName: "muster test CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
+	key, tmpl := newKey(tb), template(tb, "muster test CA")
+	tmpl.IsCA, tmpl.BasicConstraintsValid = true, true
+	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		tb.Fatal(err)
@@ -61,20 +51,11 @@ func NewCA(tb testing.TB) *CA {
 // files.
 func (ca *CA) Issue(tb testing.TB, name string) (certFile, keyFile string) {
 	tb.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(tb),
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		DNSNames:     []string{"localhost"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
+	key, tmpl := newKey(tb), template(tb, name)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
+	tmpl.DNSNames = []string{"localhost"}
+	tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
 		tb.Fatal(err)
@@ -88,6 +69,28 @@ func (ca *CA) Issue(tb testing.TB, name string) (certFile, keyFile string) {
 	writePEM(tb, certFile, "CERTIFICATE", der)
 	writePEM(tb, keyFile, "PRIVATE KEY", keyDER)
 	return certFile, keyFile
+}
+
+// newKey returns a new P-256 key.
+func newKey(tb testing.TB) *ecdsa.PrivateKey {
+	tb.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return key
+}
+
+// template returns the template of a certificate named name, good from an
+// hour ago for a day.
+func template(tb testing.TB, name string) *x509.Certificate {
+	tb.Helper()
+	return &x509.Certificate{
+		SerialNumber: serial(tb),
+		Subject:      pkix.Name{CommonName: name},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+	}
 }
 
 func serial(tb testing.TB) *big.Int {

@@ -1,26 +1,23 @@
-package hosttest
+package playtest
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
-	"strings"
 	"testing"
-	"time"
-
-	"github.com/coder/websocket"
-
-	"github.com/muster-gg/muster/room"
 )
+
+// Tickets issues the ticket a player connects with; room.Tickets does.
+type Tickets interface {
+	Issue(id string) (string, error)
+}
 
 // Player is a client of a room host's /play endpoint that follows
 // redirects: it reconnects through its load balancer (some server's
 // public URL) with ?node=, as a real client would.
 type Player struct {
+	// Conn is its current connection; the test's cleanup closes it.
+	*Conn
 	// ID is the player's id.
 	ID string
-	// Conn is its current connection; the test's cleanup closes it.
-	Conn *websocket.Conn
 	// Node is the server it is connected to, from its welcome.
 	Node string
 	// Moves are the redirect packets it followed.
@@ -28,43 +25,42 @@ type Player struct {
 
 	tb      testing.TB
 	lb      string
-	tickets *room.Tickets
+	tickets Tickets
 }
 
 // Connect connects player id, with a ticket from tickets, to the server
-// at url; it will reconnect through lb.
-func Connect(tb testing.TB, url, lb string, tickets *room.Tickets, id string) *Player {
+// at url (an http:// URL) as a new player; it will reconnect through lb.
+func Connect(tb testing.TB, url, lb string, tickets Tickets, id string) *Player {
 	tb.Helper()
 	p := &Player{ID: id, tb: tb, lb: url, tickets: tickets}
 	if err := p.dial("", "new"); err != nil {
 		tb.Fatal(err)
 	}
 	p.lb = lb
-	tb.Cleanup(func() { p.Conn.CloseNow() })
 	return p
 }
 
+// dial connects the player through its load balancer, to node when it is
+// not "", says hello in mode and reads the welcome.
 func (p *Player) dial(node, mode string) error {
 	tk, err := p.tickets.Issue(p.ID)
 	if err != nil {
 		return err
 	}
-	url := "ws" + strings.TrimPrefix(p.lb, "http") + "/play?ticket=" + tk
+	query := ""
 	if node != "" {
-		url += "&node=" + node
+		query = "node=" + node
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, _, err := websocket.Dial(ctx, url, nil)
+	c, _, err := TryDial(p.tb, PlayURL(p.lb, withTicket(query, tk)), nil)
 	if err != nil {
-		return fmt.Errorf("%s: dial: %w", p.ID, err)
+		return fmt.Errorf("%s: %w", p.ID, err)
 	}
 	if p.Conn != nil {
 		p.Conn.CloseNow()
 	}
 	p.Conn = c
-	if err := p.write("hello", map[string]string{"mode": mode}); err != nil {
-		return err
+	if err := c.WritePacket("hello", map[string]string{"mode": mode}); err != nil {
+		return fmt.Errorf("%s: write hello: %w", p.ID, err)
 	}
 	w, err := p.Await("welcome")
 	if err != nil {
@@ -74,30 +70,14 @@ func (p *Player) dial(node, mode string) error {
 	return nil
 }
 
-func (p *Player) write(typ string, data any) error {
-	frame, _ := json.Marshal(map[string]any{"type": typ, "data": data})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := p.Conn.Write(ctx, websocket.MessageText, frame); err != nil {
-		return fmt.Errorf("%s: write %s: %w", p.ID, typ, err)
-	}
-	return nil
-}
-
 // Await reads until a packet of type typ, following redirects on the
 // way. It does not fail the test, so it may run on a goroutine of its
 // own.
 func (p *Player) Await(typ string) (map[string]any, error) {
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, data, err := p.Conn.Read(ctx)
-		cancel()
+		m, err := p.Receive()
 		if err != nil {
 			return nil, fmt.Errorf("%s on %s: waiting for %q: %w", p.ID, p.Node, typ, err)
-		}
-		var m map[string]any
-		if err := json.Unmarshal(data, &m); err != nil {
-			return nil, fmt.Errorf("%s: undecodable packet %q", p.ID, data)
 		}
 		if m["type"] == typ {
 			return m, nil
@@ -108,15 +88,6 @@ func (p *Player) Await(typ string) (map[string]any, error) {
 				return nil, err
 			}
 		}
-	}
-}
-
-// Send writes a packet of type typ with data; it fails the test on an
-// error, so it is for the test's goroutine.
-func (p *Player) Send(typ string, data any) {
-	p.tb.Helper()
-	if err := p.write(typ, data); err != nil {
-		p.tb.Fatal(err)
 	}
 }
 
