@@ -13,7 +13,7 @@ import (
 	"github.com/muster-gg/muster/config"
 	"github.com/muster-gg/muster/federation"
 	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/hosttest"
+	"github.com/muster-gg/muster/internal/testkit/hosttest"
 	"github.com/muster-gg/muster/lobby"
 	"github.com/muster-gg/muster/matchmaking"
 	"github.com/muster-gg/muster/relay"

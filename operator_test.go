@@ -19,7 +19,7 @@ import (
 	"github.com/muster-gg/muster"
 	"github.com/muster-gg/muster/dashboard"
 	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/testbin"
+	"github.com/muster-gg/muster/internal/testkit/testbin"
 	"github.com/muster-gg/muster/matchmaking"
 )
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/testbin"
+	"github.com/muster-gg/muster/internal/testkit/testbin"
 )
 
 // TestDrainingServerRelaysNoNewConnection: a server that drains answers a

@@ -13,7 +13,7 @@ import (
 
 	"github.com/muster-gg/muster"
 	"github.com/muster-gg/muster/config"
-	"github.com/muster-gg/muster/internal/testbin"
+	"github.com/muster-gg/muster/internal/testkit/testbin"
 	"github.com/muster-gg/muster/matchmaking"
 	"github.com/muster-gg/muster/room"
 )

@@ -11,8 +11,8 @@ import (
 
 	"github.com/muster-gg/muster"
 	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/fleettest"
-	"github.com/muster-gg/muster/internal/testbin"
+	"github.com/muster-gg/muster/internal/testkit/fleettest"
+	"github.com/muster-gg/muster/internal/testkit/testbin"
 )
 
 // A slow or failing Redis must never stall a room. These tests put a proxy

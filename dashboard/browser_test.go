@@ -16,8 +16,8 @@ import (
 	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/dashboard"
 	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/fleettest"
-	"github.com/muster-gg/muster/internal/testbin"
+	"github.com/muster-gg/muster/internal/testkit/fleettest"
+	"github.com/muster-gg/muster/internal/testkit/testbin"
 )
 
 var updateDocs = flag.Bool("update-docs", false, "write the README's screenshot, ../docs/dashboard.png")

@@ -17,7 +17,7 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
-	"github.com/muster-gg/muster/internal/testbin"
+	"github.com/muster-gg/muster/internal/testkit/testbin"
 )
 
 // TestBrowser runs the browser scenario on a cluster of its own:

@@ -12,7 +12,7 @@ import (
 
 	"github.com/muster-gg/muster/examples/duel/bot"
 	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/fleetproc"
+	"github.com/muster-gg/muster/internal/testkit/fleetproc"
 )
 
 // The fleet's settings: a short heartbeat so that a dead server is gone

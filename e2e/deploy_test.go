@@ -20,7 +20,7 @@ import (
 	"github.com/muster-gg/muster"
 	"github.com/muster-gg/muster/config"
 	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/testbin"
+	"github.com/muster-gg/muster/internal/testkit/testbin"
 )
 
 // The container port of the duel server: config.yml's muster.server.http.port.

@@ -15,10 +15,10 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/muster-gg/muster/federation"
-	"github.com/muster-gg/muster/internal/fedtest"
-	"github.com/muster-gg/muster/internal/fleetproc"
-	"github.com/muster-gg/muster/internal/playtest"
-	"github.com/muster-gg/muster/internal/testbin"
+	"github.com/muster-gg/muster/internal/testkit/fedtest"
+	"github.com/muster-gg/muster/internal/testkit/fleetproc"
+	"github.com/muster-gg/muster/internal/testkit/playtest"
+	"github.com/muster-gg/muster/internal/testkit/testbin"
 )
 
 // seedAnnounce is the announce body exactly as the federation seed shows

@@ -12,7 +12,7 @@ import (
 	"github.com/muster-gg/muster/backplane"
 	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/backplane/redis"
-	"github.com/muster-gg/muster/internal/testbin"
+	"github.com/muster-gg/muster/internal/testkit/testbin"
 )
 
 // BenchmarkRegions3000Rooms times the regions list of a register holding

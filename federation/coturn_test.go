@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/muster-gg/muster/internal/testbin"
+	"github.com/muster-gg/muster/internal/testkit/testbin"
 )
 
 // TestTURNCredentialsWithCoturn: credentials minted here are accepted by a

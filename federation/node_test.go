@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/muster-gg/muster/backplane/memory"
-	"github.com/muster-gg/muster/internal/testrun"
+	"github.com/muster-gg/muster/internal/testkit/testrun"
 )
 
 // newLiveEnv is an env on the real clock, which inside a synctest bubble

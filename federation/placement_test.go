@@ -9,7 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/muster-gg/muster/internal/testrun"
+	"github.com/muster-gg/muster/internal/testkit/testrun"
 )
 
 // placementEnv: au (game and TURN), nz (TURN only), jp (game, not

@@ -14,7 +14,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 
 	"github.com/muster-gg/muster/backplane/redis"
-	"github.com/muster-gg/muster/internal/testbin"
+	"github.com/muster-gg/muster/internal/testkit/testbin"
 )
 
 // TestTwoHomesRaceOnRedis: two Home values on one Redis race approve

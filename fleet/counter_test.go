@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/muster-gg/muster/backplane"
-	"github.com/muster-gg/muster/internal/fleettest"
+	"github.com/muster-gg/muster/internal/testkit/fleettest"
 )
 
 func TestIncrementFleetWideThenLocal(t *testing.T) {

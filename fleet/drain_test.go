@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/fleettest"
+	"github.com/muster-gg/muster/internal/testkit/fleettest"
 )
 
 // probe makes a request to the fleet's handler from remote, as if it came

@@ -16,8 +16,8 @@ import (
 	"github.com/muster-gg/muster/backplane"
 	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/fleettest"
-	"github.com/muster-gg/muster/internal/testrun"
+	"github.com/muster-gg/muster/internal/testkit/fleettest"
+	"github.com/muster-gg/muster/internal/testkit/testrun"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/fleettest"
+	"github.com/muster-gg/muster/internal/testkit/fleettest"
 )
 
 // TestHandoffConfirm: a handoff that Arrive or TakeHandoff finds is

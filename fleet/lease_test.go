@@ -12,8 +12,8 @@ import (
 
 	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/fleettest"
-	"github.com/muster-gg/muster/internal/testrun"
+	"github.com/muster-gg/muster/internal/testkit/fleettest"
+	"github.com/muster-gg/muster/internal/testkit/testrun"
 )
 
 // A release that the store acknowledged and then lost (a failover) leaves

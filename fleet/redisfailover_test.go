@@ -23,10 +23,10 @@ import (
 	"github.com/muster-gg/muster/backplane"
 	"github.com/muster-gg/muster/backplane/redis"
 	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/hosttest"
-	"github.com/muster-gg/muster/internal/playtest"
-	"github.com/muster-gg/muster/internal/testbin"
-	"github.com/muster-gg/muster/internal/testrun"
+	"github.com/muster-gg/muster/internal/testkit/hosttest"
+	"github.com/muster-gg/muster/internal/testkit/playtest"
+	"github.com/muster-gg/muster/internal/testkit/testbin"
+	"github.com/muster-gg/muster/internal/testkit/testrun"
 	"github.com/muster-gg/muster/room"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/muster-gg/muster/backplane"
 	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/fleettest"
+	"github.com/muster-gg/muster/internal/testkit/fleettest"
 )
 
 // ReleaseLater gives a claim up at once and writes the release from the

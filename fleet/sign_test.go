@@ -8,7 +8,7 @@ import (
 
 	"github.com/muster-gg/muster/backplane"
 	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/fleettest"
+	"github.com/muster-gg/muster/internal/testkit/fleettest"
 )
 
 // Records that are unsigned or signed with another key are dropped from

@@ -11,7 +11,7 @@ import (
 
 	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/fleettest"
+	"github.com/muster-gg/muster/internal/testkit/fleettest"
 )
 
 // A second server started with a node id in use refuses to run, naming the

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/muster-gg/muster/internal/hosttest"
-	"github.com/muster-gg/muster/internal/playtest"
+	"github.com/muster-gg/muster/internal/testkit/hosttest"
+	"github.com/muster-gg/muster/internal/testkit/playtest"
 	"github.com/muster-gg/muster/lobby"
 	"github.com/muster-gg/muster/room"
 )

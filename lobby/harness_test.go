@@ -10,7 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/muster-gg/muster/internal/hosttest"
+	"github.com/muster-gg/muster/internal/testkit/hosttest"
 	"github.com/muster-gg/muster/room"
 )
 

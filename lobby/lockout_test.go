@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/muster-gg/muster/internal/hosttest"
+	"github.com/muster-gg/muster/internal/testkit/hosttest"
 	"github.com/muster-gg/muster/lobby"
 	"github.com/muster-gg/muster/room"
 )

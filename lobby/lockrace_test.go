@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/muster-gg/muster/backplane/memory"
-	"github.com/muster-gg/muster/internal/hosttest"
+	"github.com/muster-gg/muster/internal/testkit/hosttest"
 	"github.com/muster-gg/muster/room"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/muster-gg/muster/internal/hosttest"
+	"github.com/muster-gg/muster/internal/testkit/hosttest"
 )
 
 // benchBatch is the number of players that enqueue between two rounds.

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/hosttest"
-	"github.com/muster-gg/muster/internal/playtest"
-	"github.com/muster-gg/muster/internal/testrun"
+	"github.com/muster-gg/muster/internal/testkit/hosttest"
+	"github.com/muster-gg/muster/internal/testkit/playtest"
+	"github.com/muster-gg/muster/internal/testkit/testrun"
 	"github.com/muster-gg/muster/lobby"
 	"github.com/muster-gg/muster/matchmaking"
 	"github.com/muster-gg/muster/room"

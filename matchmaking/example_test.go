@@ -11,7 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/hosttest"
+	"github.com/muster-gg/muster/internal/testkit/hosttest"
 	"github.com/muster-gg/muster/matchmaking"
 	"github.com/muster-gg/muster/room"
 )

@@ -15,8 +15,8 @@ import (
 
 	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/fleettest"
-	"github.com/muster-gg/muster/internal/hosttest"
+	"github.com/muster-gg/muster/internal/testkit/fleettest"
+	"github.com/muster-gg/muster/internal/testkit/hosttest"
 	"github.com/muster-gg/muster/metrics"
 	"github.com/muster-gg/muster/relay"
 	"github.com/muster-gg/muster/room"

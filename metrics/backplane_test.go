@@ -11,7 +11,7 @@ import (
 
 	"github.com/muster-gg/muster/backplane"
 	"github.com/muster-gg/muster/backplane/memory"
-	"github.com/muster-gg/muster/internal/fleettest"
+	"github.com/muster-gg/muster/internal/testkit/fleettest"
 	"github.com/muster-gg/muster/metrics"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/muster-gg/muster/internal/testrun"
+	"github.com/muster-gg/muster/internal/testkit/testrun"
 )
 
 // relayed connects a client through a to b and returns it with b's node.

@@ -8,7 +8,7 @@ import (
 	"testing/synctest"
 
 	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/fleettest"
+	"github.com/muster-gg/muster/internal/testkit/fleettest"
 	"github.com/muster-gg/muster/relay"
 )
 

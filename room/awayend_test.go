@@ -6,8 +6,8 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/muster-gg/muster/internal/playtest"
-	"github.com/muster-gg/muster/internal/testrun"
+	"github.com/muster-gg/muster/internal/testkit/playtest"
+	"github.com/muster-gg/muster/internal/testkit/testrun"
 )
 
 // TestRoomEndReachesPlayerWhoWasAway: a player whose connection dropped

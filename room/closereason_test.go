@@ -8,7 +8,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/muster-gg/muster/internal/playtest"
+	"github.com/muster-gg/muster/internal/testkit/playtest"
 )
 
 // A close reason is valid UTF-8 and fits a close frame, whatever the text

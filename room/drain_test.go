@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/fleettest"
+	"github.com/muster-gg/muster/internal/testkit/fleettest"
 )
 
 // draining is the counter game with a ServerDraining packet.

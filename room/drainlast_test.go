@@ -12,8 +12,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/playtest"
-	"github.com/muster-gg/muster/internal/testrun"
+	"github.com/muster-gg/muster/internal/testkit/playtest"
+	"github.com/muster-gg/muster/internal/testkit/testrun"
 )
 
 // TestDrainSendsTheRestAway: a player still connected to a draining server

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/muster-gg/muster/internal/playtest"
-	"github.com/muster-gg/muster/internal/testrun"
+	"github.com/muster-gg/muster/internal/testkit/playtest"
+	"github.com/muster-gg/muster/internal/testkit/testrun"
 )
 
 // ender is the counter game with a RoomEnded hook that records each end

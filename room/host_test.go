@@ -13,7 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/muster-gg/muster/internal/testrun"
+	"github.com/muster-gg/muster/internal/testkit/testrun"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -11,9 +11,9 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/playtest"
-	"github.com/muster-gg/muster/internal/testbin"
-	"github.com/muster-gg/muster/internal/testrun"
+	"github.com/muster-gg/muster/internal/testkit/playtest"
+	"github.com/muster-gg/muster/internal/testkit/testbin"
+	"github.com/muster-gg/muster/internal/testkit/testrun"
 )
 
 // A failed handoff write moves nobody: the player on a rejoin forward is

@@ -1,6 +1,6 @@
 package soak
 
-// The fleet harness: internal/fleetproc's, with what a soak needs on top:
+// The fleet harness: internal/testkit/fleetproc's, with what a soak needs on top:
 // many client addresses, a larger nginx, server RSS, metrics and Redis
 // claims.
 
@@ -21,7 +21,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/fleetproc"
+	"github.com/muster-gg/muster/internal/testkit/fleetproc"
 )
 
 var (

@@ -9,7 +9,7 @@ import (
 	"github.com/muster-gg/muster/backplane"
 	"github.com/muster-gg/muster/backplane/backplanetest"
 	"github.com/muster-gg/muster/backplane/memory"
-	"github.com/muster-gg/muster/internal/testrun"
+	"github.com/muster-gg/muster/internal/testkit/testrun"
 )
 
 func TestConformance(t *testing.T) {

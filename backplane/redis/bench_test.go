@@ -11,7 +11,7 @@ import (
 	"github.com/muster-gg/muster/backplane"
 	"github.com/muster-gg/muster/backplane/backplanetest"
 	"github.com/muster-gg/muster/backplane/redis"
-	"github.com/muster-gg/muster/internal/testbin"
+	"github.com/muster-gg/muster/internal/testkit/testbin"
 )
 
 // countHook counts round trips: each command or pipeline sent is one.

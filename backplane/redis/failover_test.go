@@ -9,7 +9,7 @@ import (
 
 	"github.com/muster-gg/muster/backplane"
 	"github.com/muster-gg/muster/backplane/redis"
-	"github.com/muster-gg/muster/internal/testbin"
+	"github.com/muster-gg/muster/internal/testkit/testbin"
 )
 
 // clusterFailover kills the master that holds a fleet's keys and

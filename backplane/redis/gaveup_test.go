@@ -9,8 +9,8 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/muster-gg/muster/backplane"
-	"github.com/muster-gg/muster/internal/testbin"
-	"github.com/muster-gg/muster/internal/testrun"
+	"github.com/muster-gg/muster/internal/testkit/testbin"
+	"github.com/muster-gg/muster/internal/testkit/testrun"
 )
 
 // TestTakeThatGaveUpLosesNothing: a take of a handoff is sent to a Redis

@@ -14,7 +14,7 @@ import (
 	"github.com/muster-gg/muster/backplane"
 	"github.com/muster-gg/muster/backplane/backplanetest"
 	"github.com/muster-gg/muster/backplane/redis"
-	"github.com/muster-gg/muster/internal/testbin"
+	"github.com/muster-gg/muster/internal/testkit/testbin"
 )
 
 func TestMain(m *testing.M) {

@@ -7,7 +7,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/muster-gg/muster/backplane"
-	"github.com/muster-gg/muster/internal/testbin"
+	"github.com/muster-gg/muster/internal/testkit/testbin"
 )
 
 // beatOnce starts a redis-server and makes node a's first heartbeat with

@@ -15,7 +15,7 @@ import (
 
 	"github.com/muster-gg/muster/backplane"
 	"github.com/muster-gg/muster/backplane/redis"
-	"github.com/muster-gg/muster/internal/testbin"
+	"github.com/muster-gg/muster/internal/testkit/testbin"
 )
 
 // testClient returns a client of the Redis at addr, closed when the test

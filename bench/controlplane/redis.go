@@ -15,7 +15,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/muster-gg/muster/internal/testbin"
+	"github.com/muster-gg/muster/internal/testkit/testbin"
 )
 
 // redisServer is a redis-server started for one fleet size: no

@@ -50,7 +50,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/muster-gg/muster/internal/testbin"
+	"github.com/muster-gg/muster/internal/testkit/testbin"
 	"github.com/muster-gg/muster/relay"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/muster-gg/muster/internal/benchgame"
+	"github.com/muster-gg/muster/internal/testkit/benchgame"
 	"github.com/muster-gg/muster/room"
 )
 

@@ -37,7 +37,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/muster-gg/muster/internal/benchgame"
+	"github.com/muster-gg/muster/internal/testkit/benchgame"
 	"github.com/muster-gg/muster/room"
 )
 

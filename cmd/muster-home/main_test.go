@@ -17,7 +17,7 @@ import (
 
 	"github.com/muster-gg/muster/backplane/redis"
 	"github.com/muster-gg/muster/federation"
-	"github.com/muster-gg/muster/internal/testbin"
+	"github.com/muster-gg/muster/internal/testkit/testbin"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

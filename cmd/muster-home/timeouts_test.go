@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/muster-gg/muster/federation"
-	"github.com/muster-gg/muster/internal/testbin"
+	"github.com/muster-gg/muster/internal/testkit/testbin"
 )
 
 // TestServeTimeouts: home's keep-alive connection that goes quiet after a

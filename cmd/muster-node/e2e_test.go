@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/muster-gg/muster/federation"
-	"github.com/muster-gg/muster/internal/fedtest"
-	"github.com/muster-gg/muster/internal/testbin"
+	"github.com/muster-gg/muster/internal/testkit/fedtest"
+	"github.com/muster-gg/muster/internal/testkit/testbin"
 )
 
 // TestFederationEndToEnd is issue 22's acceptance without the game

@@ -11,8 +11,8 @@ import (
 
 	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/federation"
-	"github.com/muster-gg/muster/internal/fedtest"
-	"github.com/muster-gg/muster/internal/testbin"
+	"github.com/muster-gg/muster/internal/testkit/fedtest"
+	"github.com/muster-gg/muster/internal/testkit/testbin"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -16,9 +16,9 @@ import (
 	"github.com/muster-gg/muster"
 	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/federation"
-	"github.com/muster-gg/muster/internal/fedtest"
-	"github.com/muster-gg/muster/internal/hosttest"
-	"github.com/muster-gg/muster/internal/playtest"
+	"github.com/muster-gg/muster/internal/testkit/fedtest"
+	"github.com/muster-gg/muster/internal/testkit/hosttest"
+	"github.com/muster-gg/muster/internal/testkit/playtest"
 	"github.com/muster-gg/muster/matchmaking"
 )
 

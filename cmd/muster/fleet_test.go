@@ -19,7 +19,7 @@ import (
 	"github.com/muster-gg/muster/backplane/redis"
 	"github.com/muster-gg/muster/dashboard"
 	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/testbin"
+	"github.com/muster-gg/muster/internal/testkit/testbin"
 )
 
 // server is one game server of a test fleet: its fleet on Redis and its

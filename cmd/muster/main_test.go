@@ -13,7 +13,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
-	"github.com/muster-gg/muster/internal/testbin"
+	"github.com/muster-gg/muster/internal/testkit/testbin"
 )
 
 // runMain makes the test binary run main when a test executes it again, so

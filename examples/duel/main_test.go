@@ -16,7 +16,7 @@ import (
 	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/config"
 	"github.com/muster-gg/muster/examples/duel/bot"
-	"github.com/muster-gg/muster/internal/testrun"
+	"github.com/muster-gg/muster/internal/testkit/testrun"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

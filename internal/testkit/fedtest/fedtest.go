@@ -4,7 +4,7 @@
 // stopped when the test ends) and home-minted tokens, with which a
 // playtest player enters a node's game server.
 //
-// Like internal/testbin, everything skips the test with one line when a
+// Like internal/testkit/testbin, everything skips the test with one line when a
 // program is missing (redis-server, go), and fails it under CI=true.
 package fedtest
 
@@ -23,8 +23,8 @@ import (
 
 	"github.com/muster-gg/muster/backplane/redis"
 	"github.com/muster-gg/muster/federation"
-	"github.com/muster-gg/muster/internal/testbin"
-	"github.com/muster-gg/muster/internal/testrun"
+	"github.com/muster-gg/muster/internal/testkit/testbin"
+	"github.com/muster-gg/muster/internal/testkit/testrun"
 )
 
 // AnnounceEvery is how often the agents of a test announce, and

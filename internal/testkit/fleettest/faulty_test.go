@@ -6,7 +6,7 @@ import (
 
 	"github.com/muster-gg/muster/backplane"
 	"github.com/muster-gg/muster/backplane/memory"
-	"github.com/muster-gg/muster/internal/fleettest"
+	"github.com/muster-gg/muster/internal/testkit/fleettest"
 )
 
 // TestFaulty: a cut fails every call, the compare-and-set included; Fail

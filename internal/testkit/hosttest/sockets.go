@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/muster-gg/muster/fleet"
-	"github.com/muster-gg/muster/internal/fleettest"
-	"github.com/muster-gg/muster/internal/playtest"
-	"github.com/muster-gg/muster/internal/testrun"
+	"github.com/muster-gg/muster/internal/testkit/fleettest"
+	"github.com/muster-gg/muster/internal/testkit/playtest"
+	"github.com/muster-gg/muster/internal/testkit/testrun"
 	"github.com/muster-gg/muster/relay"
 	"github.com/muster-gg/muster/room"
 )

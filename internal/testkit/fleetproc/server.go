@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/muster-gg/muster/internal/testbin"
+	"github.com/muster-gg/muster/internal/testkit/testbin"
 )
 
 // Server is one duel process of a Fleet. Its methods are safe for
