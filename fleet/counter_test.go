@@ -10,12 +10,8 @@ import (
 )
 
 func TestIncrementFleetWideThenLocal(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := fleettest.Start(t, 2, nil)
-		a, b := c.Servers[0], c.Servers[1]
+	withTwo(t, func(t *testing.T, a, b *fleettest.Server) {
 		ctx := t.Context()
-		time.Sleep(hb)
-		synctest.Wait()
 		if n, err := a.Increment(ctx, "ticket:x", time.Minute, 1); err != nil || n != 1 {
 			t.Fatalf("first increment on a: %d, %v", n, err)
 		}

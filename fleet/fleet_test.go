@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -174,168 +173,6 @@ func TestLeaveIsAtOnce(t *testing.T) {
 	})
 }
 
-func TestClaims(t *testing.T) {
-	withSeen(t, 3, func(t *testing.T, c *fleettest.Cluster) {
-		a, b, dead := c.Servers[0], c.Servers[1], c.Servers[2]
-		ctx := t.Context()
-		if err := a.Claim(ctx, fleet.KindPlayer, "p1"); err != nil {
-			t.Fatal(err)
-		}
-		if n, err := b.Locate(ctx, fleet.KindPlayer, "p1"); err != nil || n.ID != "s0" || n.InternalAddress == "" {
-			t.Fatalf("Locate(p1) from s1 = %+v, %v; want s0 with its address", n, err)
-		}
-		if _, err := b.Locate(ctx, fleet.KindPlayer, "nobody"); !errors.Is(err, fleet.ErrNotFound) {
-			t.Fatalf("Locate of an unclaimed player: %v", err)
-		}
-
-		// Release never removes another server's claim.
-		if err := b.Release(ctx, fleet.KindPlayer, "p1"); err != nil {
-			t.Fatal(err)
-		}
-		if n, err := b.Locate(ctx, fleet.KindPlayer, "p1"); err != nil || n.ID != "s0" {
-			t.Fatalf("s1's release moved s0's claim: %+v, %v", n, err)
-		}
-
-		// A dead server's claims point nowhere, and its unique ones can be
-		// taken over.
-		if err := dead.ClaimUnique(ctx, fleet.KindLobby, "K7QX"); err != nil {
-			t.Fatal(err)
-		}
-		if err := a.ClaimUnique(ctx, fleet.KindLobby, "K7QX"); !errors.Is(err, fleet.ErrHeld) {
-			t.Fatalf("claim of a live server's lobby: %v, want ErrHeld", err)
-		}
-		dead.Kill()
-		time.Sleep(fleet.MissedHeartbeats * hb)
-		synctest.Wait()
-		if _, err := a.Locate(ctx, fleet.KindLobby, "K7QX"); !errors.Is(err, fleet.ErrNotFound) {
-			t.Fatalf("Locate of a dead server's lobby: %v", err)
-		}
-		if err := a.ClaimUnique(ctx, fleet.KindLobby, "K7QX"); err != nil {
-			t.Fatalf("take-over of a dead server's lobby: %v", err)
-		}
-	})
-}
-
-func TestClaimUniqueRace32(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := fleettest.Start(t, 32, nil)
-		time.Sleep(hb)
-		synctest.Wait()
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		winners := 0
-		for _, s := range c.Servers {
-			wg.Go(func() {
-				err := s.ClaimUnique(t.Context(), fleet.KindLobby, "RACE")
-				switch {
-				case err == nil:
-					mu.Lock()
-					winners++
-					mu.Unlock()
-				case !errors.Is(err, fleet.ErrHeld):
-					t.Error(err)
-				}
-			})
-		}
-		wg.Wait()
-		if winners != 1 {
-			t.Fatalf("%d of 32 servers won the lobby code", winners)
-		}
-	})
-}
-
-func TestHandoffs(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := fleettest.Start(t, 3, nil)
-		a, b, other := c.Servers[0], c.Servers[1], c.Servers[2]
-		ctx := t.Context()
-		if err := a.PutHandoff(ctx, "s1", "p1", []byte("queue duel waited 4.2s")); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := other.TakeHandoff(ctx, "p1"); !errors.Is(err, fleet.ErrNotFound) {
-			t.Fatalf("a server that is not the target took the handoff: %v", err)
-		}
-		data, err := b.TakeHandoff(ctx, "p1")
-		if err != nil || string(data) != "queue duel waited 4.2s" {
-			t.Fatalf("target's take = %q, %v", data, err)
-		}
-		if _, err := b.TakeHandoff(ctx, "p1"); !errors.Is(err, fleet.ErrNotFound) {
-			t.Fatalf("second take: %v", err)
-		}
-
-		if err := a.PutHandoff(ctx, "s1", "p2", []byte("x")); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(fleet.HandoffTTL)
-		if _, err := b.TakeHandoff(ctx, "p2"); !errors.Is(err, fleet.ErrNotFound) {
-			t.Fatalf("take after %v: %v", fleet.HandoffTTL, err)
-		}
-	})
-}
-
-func TestArrive(t *testing.T) {
-	withSeen(t, 3, func(t *testing.T, c *fleettest.Cluster) {
-		a, b, dead := c.Servers[0], c.Servers[1], c.Servers[2]
-		ctx := t.Context()
-		arrive := func(s *fleettest.Server, id string) (string, string) {
-			t.Helper()
-			holder, data, err := s.Arrive(ctx, fleet.KindPlayer, id)
-			if err != nil {
-				t.Fatalf("%s: Arrive(%s): %v", s.ID(), id, err)
-			}
-			return holder.ID, string(data)
-		}
-		if h, d := arrive(b, "p1"); h != "" || d != "" {
-			t.Fatalf("Arrive with nothing stored = %q, %q", h, d)
-		}
-
-		// Held on a, sent to b with a queue place: b finds both, in one call.
-		if err := a.Claim(ctx, fleet.KindPlayer, "p1", "p2"); err != nil {
-			t.Fatal(err)
-		}
-		if err := a.PutHandoff(ctx, "s1", "p1", []byte("waited 4.2s")); err != nil {
-			t.Fatal(err)
-		}
-		before := b.Backplane.Calls("Arrive")
-		if h, d := arrive(b, "p1"); h != "s0" || d != "waited 4.2s" {
-			t.Fatalf("Arrive(p1) on s1 = %q, %q; want s0 and the handoff", h, d)
-		}
-		if n := b.Backplane.Calls("Arrive") - before; n != 1 {
-			t.Fatalf("Arrive made %d backplane calls", n)
-		}
-		if h, d := arrive(b, "p1"); h != "s0" || d != "" {
-			t.Fatalf("second Arrive(p1) = %q, %q; the handoff is taken once", h, d)
-		}
-		// This server's own claim; its handoff is taken all the same.
-		if err := b.PutHandoff(ctx, "s0", "p2", []byte("lobby")); err != nil {
-			t.Fatal(err)
-		}
-		if h, d := arrive(a, "p2"); h != "s0" || d != "lobby" {
-			t.Fatalf("Arrive(p2) on its holder = %q, %q", h, d)
-		}
-
-		// Claims released together; a dead holder is nobody.
-		if err := a.Release(ctx, fleet.KindPlayer, "p1", "p2"); err != nil {
-			t.Fatal(err)
-		}
-		if h, _ := arrive(b, "p2"); h != "" {
-			t.Fatalf("Arrive(p2) after release = %q", h)
-		}
-		if err := dead.Claim(ctx, fleet.KindPlayer, "p3"); err != nil {
-			t.Fatal(err)
-		}
-		if h, _ := arrive(b, "p3"); h != "s2" {
-			t.Fatalf("Arrive(p3) = %q, want s2", h)
-		}
-		dead.Kill()
-		time.Sleep(fleet.MissedHeartbeats * hb)
-		synctest.Wait()
-		if h, _ := arrive(b, "p3"); h != "" {
-			t.Fatalf("Arrive(p3) once its holder is dead = %q, want nobody", h)
-		}
-	})
-}
-
 func TestAloneIsInert(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := startFleet(t, fleet.Config{NodeID: "solo"}, memory.New(), nil)
@@ -351,25 +188,6 @@ func TestAloneIsInert(t *testing.T) {
 	})
 }
 
-func TestBadConfig(t *testing.T) {
-	cases := map[string]fleet.Config{
-		"no node id":         {},
-		"node id with colon": {NodeID: "a:b"},
-		"call timeout":       {NodeID: "a", Heartbeat: time.Second, CallTimeout: 2 * time.Second},
-		"bad address":        {NodeID: "a", InternalAddress: "nohostport"},
-		"negative load":      {NodeID: "a", MaxLoad: -1},
-		"huge heartbeat":     {NodeID: "a", Heartbeat: fleet.MaxHeartbeat + 1},
-		"huge drain timeout": {NodeID: "a", DrainTimeout: 25 * time.Hour},
-	}
-	for name, cfg := range cases {
-		t.Run(name, func(t *testing.T) {
-			if _, err := fleet.New(cfg, memory.New(), nil); err == nil {
-				t.Fatal("no error")
-			}
-		})
-	}
-}
-
 // A server stopped before its first heartbeat ends reports no outage: a
 // heartbeat cut short by the stop is not the backplane failing.
 func TestStopIsNotAnOutage(t *testing.T) {
@@ -383,4 +201,52 @@ func TestStopIsNotAnOutage(t *testing.T) {
 	if strings.Contains(log.String(), "unreachable") {
 		t.Fatalf("log of a stopped server:\n%s", log.String())
 	}
+}
+
+// One heartbeat over its deadline leaves the view as it was, and the
+// claims are re-asserted in one round trip; only failures that span the
+// ttl leave the server alone.
+func TestSlowHeartbeatKeepsView(t *testing.T) {
+	withSeen(t, 3, func(t *testing.T, c *fleettest.Cluster) {
+		a := c.Servers[0]
+		ids10 := make([]string, 10)
+		for i := range ids10 {
+			ids10[i] = string(rune('a' + i))
+		}
+		if err := a.Claim(t.Context(), fleet.KindPlayer, ids10...); err != nil {
+			t.Fatal(err)
+		}
+		a.Backplane.Fail("Heartbeat", context.DeadlineExceeded)
+		time.Sleep(hb)
+		synctest.Wait()
+		if got := ids(a.Fleet); got != "[s0 s1 s2]" || a.Alone() {
+			t.Fatalf("after one slow heartbeat s0 sees %s (alone %v)", got, a.Alone())
+		}
+		a.Backplane.Fail("Heartbeat", nil)
+		unique, reasserts := a.Backplane.Calls("ClaimUnique"), a.Backplane.Calls("Reassert")
+		time.Sleep(hb)
+		synctest.Wait()
+		if got := ids(a.Fleet); got != "[s0 s1 s2]" {
+			t.Fatalf("after the heartbeat that followed, s0 sees %s", got)
+		}
+		if n := a.Backplane.Calls("ClaimUnique") - unique; n != 0 {
+			t.Errorf("re-assertion of 10 claims made %d ClaimUnique calls", n)
+		}
+		if n := a.Backplane.Calls("Reassert") - reasserts; n != 1 {
+			t.Errorf("re-assertion of 10 claims took %d round trips, want 1", n)
+		}
+
+		// Failures that span the ttl: alone.
+		a.Backplane.Cut(true)
+		time.Sleep(fleet.MissedHeartbeats*hb - hb/2)
+		synctest.Wait()
+		if a.Alone() {
+			t.Fatal("s0 is alone before its failures span the ttl")
+		}
+		time.Sleep(hb)
+		synctest.Wait()
+		if !a.Alone() {
+			t.Fatalf("s0 cut off for a ttl still sees %s", ids(a.Fleet))
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -107,4 +108,55 @@ func TestFailedHeartbeatRace(t *testing.T) {
 		t.Error("not detached with every heartbeat failing")
 	}
 	f.run.End(t)
+}
+
+func TestRunTwice(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := startFleet(t, fleet.Config{NodeID: "a"}, memory.New(), nil)
+		synctest.Wait()
+		if err := f.Run(f.run.Context()); !errors.Is(err, fleet.ErrRunning) {
+			t.Fatalf("second Run = %v, want ErrRunning", err)
+		}
+		f.run.End(t)
+		// Run has ended: a drain request is refused, and starts nothing.
+		if got := probe(f.Handler(), "POST", fleet.PathDrain, "127.0.0.1:5000", ""); got != http.StatusConflict {
+			t.Fatalf("drain after Run ended = %d, want 409", got)
+		}
+	})
+}
+
+func TestNewRejectsNilBackplane(t *testing.T) {
+	if _, err := fleet.New(fleet.Config{NodeID: "a"}, nil, nil); !errors.Is(err, fleet.ErrConfig) {
+		t.Fatalf("New with a nil backplane = %v, want ErrConfig", err)
+	}
+}
+
+// TestNewRejectsUnprintableNodeID: a node id is written into logs, URLs
+// and other servers' views; one with a space or a control character is
+// refused.
+func TestNewRejectsUnprintableNodeID(t *testing.T) {
+	for _, id := range []string{"a b", "a\x1b[31mred", "a\tb", "a\u2028b", "a\u00a0b"} {
+		if _, err := fleet.New(fleet.Config{NodeID: id}, memory.New(), nil); !errors.Is(err, fleet.ErrConfig) {
+			t.Errorf("New with node id %q = %v, want ErrConfig", id, err)
+		}
+	}
+}
+
+func TestBadConfig(t *testing.T) {
+	cases := map[string]fleet.Config{
+		"no node id":         {},
+		"node id with colon": {NodeID: "a:b"},
+		"call timeout":       {NodeID: "a", Heartbeat: time.Second, CallTimeout: 2 * time.Second},
+		"bad address":        {NodeID: "a", InternalAddress: "nohostport"},
+		"negative load":      {NodeID: "a", MaxLoad: -1},
+		"huge heartbeat":     {NodeID: "a", Heartbeat: fleet.MaxHeartbeat + 1},
+		"huge drain timeout": {NodeID: "a", DrainTimeout: 25 * time.Hour},
+	}
+	for name, cfg := range cases {
+		t.Run(name, func(t *testing.T) {
+			if _, err := fleet.New(cfg, memory.New(), nil); err == nil {
+				t.Fatal("no error")
+			}
+		})
+	}
 }

@@ -16,6 +16,125 @@ import (
 	"github.com/muster-gg/muster/internal/testkit/fleettest"
 )
 
+func TestClaims(t *testing.T) {
+	withSeen(t, 3, func(t *testing.T, c *fleettest.Cluster) {
+		a, b, dead := c.Servers[0], c.Servers[1], c.Servers[2]
+		ctx := t.Context()
+		if err := a.Claim(ctx, fleet.KindPlayer, "p1"); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := b.Locate(ctx, fleet.KindPlayer, "p1"); err != nil || n.ID != "s0" || n.InternalAddress == "" {
+			t.Fatalf("Locate(p1) from s1 = %+v, %v; want s0 with its address", n, err)
+		}
+		if _, err := b.Locate(ctx, fleet.KindPlayer, "nobody"); !errors.Is(err, fleet.ErrNotFound) {
+			t.Fatalf("Locate of an unclaimed player: %v", err)
+		}
+
+		// Release never removes another server's claim.
+		if err := b.Release(ctx, fleet.KindPlayer, "p1"); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := b.Locate(ctx, fleet.KindPlayer, "p1"); err != nil || n.ID != "s0" {
+			t.Fatalf("s1's release moved s0's claim: %+v, %v", n, err)
+		}
+
+		// A dead server's claims point nowhere, and its unique ones can be
+		// taken over.
+		if err := dead.ClaimUnique(ctx, fleet.KindLobby, "K7QX"); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.ClaimUnique(ctx, fleet.KindLobby, "K7QX"); !errors.Is(err, fleet.ErrHeld) {
+			t.Fatalf("claim of a live server's lobby: %v, want ErrHeld", err)
+		}
+		dead.Kill()
+		time.Sleep(fleet.MissedHeartbeats * hb)
+		synctest.Wait()
+		if _, err := a.Locate(ctx, fleet.KindLobby, "K7QX"); !errors.Is(err, fleet.ErrNotFound) {
+			t.Fatalf("Locate of a dead server's lobby: %v", err)
+		}
+		if err := a.ClaimUnique(ctx, fleet.KindLobby, "K7QX"); err != nil {
+			t.Fatalf("take-over of a dead server's lobby: %v", err)
+		}
+	})
+}
+
+func TestClaimUniqueRace32(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := fleettest.Start(t, 32, nil)
+		time.Sleep(hb)
+		synctest.Wait()
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		winners := 0
+		for _, s := range c.Servers {
+			wg.Go(func() {
+				err := s.ClaimUnique(t.Context(), fleet.KindLobby, "RACE")
+				switch {
+				case err == nil:
+					mu.Lock()
+					winners++
+					mu.Unlock()
+				case !errors.Is(err, fleet.ErrHeld):
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if winners != 1 {
+			t.Fatalf("%d of 32 servers won the lobby code", winners)
+		}
+	})
+}
+
+// A release that the store acknowledged and then lost (a failover) leaves
+// a claim pointing at a live server that no longer holds it: it stops
+// pointing anywhere within one ttl.
+func TestLostReleaseCleanedWithinTTL(t *testing.T) {
+	withTwo(t, func(t *testing.T, a, b *fleettest.Server) {
+		ctx := t.Context()
+		if err := a.Claim(ctx, fleet.KindPlayer, "p1", "p2"); err != nil {
+			t.Fatal(err)
+		}
+		a.Backplane.Drop("Release", true)
+		if err := a.Release(ctx, fleet.KindPlayer, "p1"); err != nil {
+			t.Fatal(err)
+		}
+		a.Backplane.Drop("Release", false)
+		if n, err := b.Locate(ctx, fleet.KindPlayer, "p1"); err != nil || n.ID != "s0" {
+			t.Fatalf("the lost release: Locate(p1) = %+v, %v; want the stale s0", n, err)
+		}
+		time.Sleep(fleet.MissedHeartbeats * hb)
+		synctest.Wait()
+		if n, err := b.Locate(ctx, fleet.KindPlayer, "p1"); !errors.Is(err, fleet.ErrNotFound) {
+			t.Errorf("one ttl after a lost release, Locate(p1) = %+v, %v; want ErrNotFound", n, err)
+		}
+		if holder, _, err := b.Arrive(ctx, fleet.KindPlayer, "p1"); err != nil || holder.ID != "" {
+			t.Errorf("one ttl after a lost release, Arrive(p1) = %+v, %v; want no holder", holder, err)
+		}
+		if n, err := b.Locate(ctx, fleet.KindPlayer, "p2"); err != nil || n.ID != "s0" {
+			t.Errorf("a claim still held: Locate(p2) = %+v, %v", n, err)
+		}
+	})
+}
+
+// A claim written and then lost by the store (a failover) is written
+// again within a heartbeat, though no heartbeat failed.
+func TestLostClaimHealsWithinHeartbeat(t *testing.T) {
+	withTwo(t, func(t *testing.T, a, b *fleettest.Server) {
+		ctx := t.Context()
+		a.Backplane.Drop("Claim", true)
+		if err := a.Claim(ctx, fleet.KindPlayer, "p1"); err != nil {
+			t.Fatal(err)
+		}
+		a.Backplane.Drop("Claim", false)
+		time.Sleep(hb)
+		synctest.Wait()
+		if n, err := b.Locate(ctx, fleet.KindPlayer, "p1"); err != nil || n.ID != "s0" {
+			t.Fatalf("a heartbeat after a lost claim, Locate(p1) = %+v, %v; want s0", n, err)
+		}
+	})
+}
+
 // ReleaseLater gives a claim up at once and writes the release from the
 // fleet's own goroutine, every queued release in one round trip.
 func TestReleaseLaterIsOneRoundTrip(t *testing.T) {
