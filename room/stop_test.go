@@ -19,8 +19,10 @@ import (
 	"github.com/muster-gg/muster/internal/testkit/testrun"
 )
 
-// blackhole is a backplane whose calls, once cut, wait for their context
-// (or for the cut to end) like a Redis that stopped answering.
+// blackhole is a backplane whose calls that reach the store (Heartbeat,
+// Leave, Claim, Release, Arrive, PutHandoff, Increment), once cut, wait
+// for their context (or for the cut to end) like a Redis that stopped
+// answering.
 type blackhole struct {
 	backplane.Backplane
 	mu    sync.Mutex
@@ -29,8 +31,9 @@ type blackhole struct {
 }
 
 func newBlackhole() *blackhole {
-	b := &blackhole{Backplane: memory.New(), open: make(chan struct{})}
+	b := &blackhole{open: make(chan struct{})}
 	close(b.open)
+	b.Backplane = backplane.Wrap(memory.New(), backplane.Hooks{Before: b.wait})
 	return b
 }
 
@@ -50,7 +53,14 @@ func (b *blackhole) cut(cut bool) {
 	}
 }
 
-func (b *blackhole) wait(ctx context.Context) error {
+// wait is the Before hook: a call of op waits while the blackhole is cut.
+func (b *blackhole) wait(ctx context.Context, op backplane.Op) error {
+	switch op {
+	case backplane.OpHeartbeat, backplane.OpLeave, backplane.OpClaim, backplane.OpRelease,
+		backplane.OpArrive, backplane.OpPutHandoff, backplane.OpIncrement:
+	default:
+		return nil
+	}
 	b.mu.Lock()
 	open := b.open
 	b.mu.Unlock()
@@ -66,55 +76,6 @@ func (b *blackhole) wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-func (b *blackhole) Heartbeat(ctx context.Context, n backplane.Node, ttl time.Duration) ([]backplane.Node, bool, error) {
-	if err := b.wait(ctx); err != nil {
-		return nil, false, err
-	}
-	return b.Backplane.Heartbeat(ctx, n, ttl)
-}
-
-func (b *blackhole) Leave(ctx context.Context, id string) error {
-	if err := b.wait(ctx); err != nil {
-		return err
-	}
-	return b.Backplane.Leave(ctx, id)
-}
-
-func (b *blackhole) Claim(ctx context.Context, owner string, keys ...backplane.Key) error {
-	if err := b.wait(ctx); err != nil {
-		return err
-	}
-	return b.Backplane.Claim(ctx, owner, keys...)
-}
-
-func (b *blackhole) Release(ctx context.Context, owner string, keys ...backplane.Key) error {
-	if err := b.wait(ctx); err != nil {
-		return err
-	}
-	return b.Backplane.Release(ctx, owner, keys...)
-}
-
-func (b *blackhole) Arrive(ctx context.Context, key backplane.Key, target, id string, hold time.Duration) (string, backplane.Taken, error) {
-	if err := b.wait(ctx); err != nil {
-		return "", backplane.Taken{}, err
-	}
-	return b.Backplane.Arrive(ctx, key, target, id, hold)
-}
-
-func (b *blackhole) PutHandoff(ctx context.Context, target, id string, data []byte, ttl time.Duration) error {
-	if err := b.wait(ctx); err != nil {
-		return err
-	}
-	return b.Backplane.PutHandoff(ctx, target, id, data, ttl)
-}
-
-func (b *blackhole) Increment(ctx context.Context, key string, ttl time.Duration, by int64) (int64, error) {
-	if err := b.wait(ctx); err != nil {
-		return 0, err
-	}
-	return b.Backplane.Increment(ctx, key, ttl, by)
 }
 
 // blackholeFleet runs a fleet of one on a blackhole with a call timeout
