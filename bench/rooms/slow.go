@@ -16,15 +16,28 @@ import (
 	"github.com/muster-gg/muster/room"
 )
 
-// slowBackplane delays every call by delay once on is set: a Redis that
-// answers, slowly.
+// slowBackplane delays the calls that reach the store (Heartbeat, Claim,
+// Release, Leave) by delay once on is set: a Redis that answers, slowly.
+// Its Backplane is memory's, wrapped with wait as the Before hook.
 type slowBackplane struct {
 	backplane.Backplane
 	delay time.Duration
 	on    atomic.Bool
 }
 
-func (b *slowBackplane) wait(ctx context.Context) error {
+func newSlowBackplane(delay time.Duration) *slowBackplane {
+	b := &slowBackplane{delay: delay}
+	b.Backplane = backplane.Wrap(memory.New(), backplane.Hooks{Before: b.wait})
+	return b
+}
+
+// wait is the Before hook: a call of op waits delay while on is set.
+func (b *slowBackplane) wait(ctx context.Context, op backplane.Op) error {
+	switch op {
+	case backplane.OpHeartbeat, backplane.OpClaim, backplane.OpRelease, backplane.OpLeave:
+	default:
+		return nil
+	}
 	if !b.on.Load() {
 		return nil
 	}
@@ -38,34 +51,6 @@ func (b *slowBackplane) wait(ctx context.Context) error {
 	}
 }
 
-func (b *slowBackplane) Heartbeat(ctx context.Context, n backplane.Node, ttl time.Duration) ([]backplane.Node, bool, error) {
-	if err := b.wait(ctx); err != nil {
-		return nil, false, err
-	}
-	return b.Backplane.Heartbeat(ctx, n, ttl)
-}
-
-func (b *slowBackplane) Claim(ctx context.Context, owner string, keys ...backplane.Key) error {
-	if err := b.wait(ctx); err != nil {
-		return err
-	}
-	return b.Backplane.Claim(ctx, owner, keys...)
-}
-
-func (b *slowBackplane) Release(ctx context.Context, owner string, keys ...backplane.Key) error {
-	if err := b.wait(ctx); err != nil {
-		return err
-	}
-	return b.Backplane.Release(ctx, owner, keys...)
-}
-
-func (b *slowBackplane) Leave(ctx context.Context, id string) error {
-	if err := b.wait(ctx); err != nil {
-		return err
-	}
-	return b.Backplane.Leave(ctx, id)
-}
-
 // runChurn runs k rooms of two players on a host bound to a fleet whose
 // backplane answers every call delay late, while churners end rooms,
 // unseat players and open new rooms (their claims wait for the
@@ -74,7 +59,7 @@ func (b *slowBackplane) Leave(ctx context.Context, id string) error {
 // ended and players unseated while measuring, and how much of the
 // machine's CPU time the hypervisor took meanwhile ("" when unknown).
 func runChurn(k int, delay, measure time.Duration, churners int) (p99 time.Duration, ended, left int64, steal string) {
-	bp := &slowBackplane{Backplane: memory.New(), delay: delay}
+	bp := newSlowBackplane(delay)
 	logger := slog.New(slog.DiscardHandler)
 	fl, err := fleet.New(fleet.Config{NodeID: "bench", Heartbeat: time.Second, CallTimeout: 500 * time.Millisecond}, bp, logger)
 	if err != nil {
