@@ -1,11 +1,114 @@
 package matchmaking
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/room"
 )
+
+// A draining gather server hands its 50 waiting players, with their
+// waited time, to the next server, and lets its running rooms finish.
+func TestDrainHandsQueueOver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startCluster(t, clusterOpts{
+			servers: 3, run: true, server: true, matchLen: 8 * 60, // rooms end after 8 s
+			playlists: []Playlist{{Name: "duel"}, {Name: "royale", Teams: 2, TeamSize: 32}},
+		})
+		g := c.gather("royale")[0]
+		if c.gather("duel")[0] != g {
+			// Open the running rooms on g directly.
+			for i := range 3 {
+				if _, err := g.Host.OpenRoom(t.Context(), room.Info{Kind: "duel", Players: []string{fmt.Sprintf("r%da", i), fmt.Sprintf("r%db", i)}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		} else {
+			for i := range 6 {
+				c.queue(g, fmt.Sprintf("r%d", i), "duel", nil)
+			}
+		}
+		for i := range 50 {
+			c.queue(g, fmt.Sprintf("w%02d", i), "royale", nil)
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if g.Host.Rooms() != 3 || g.mm.Waiting("royale") != 50 {
+			t.Fatalf("before the drain: %d rooms, %d waiting on %s", g.Host.Rooms(), g.mm.Waiting("royale"), g.Srv.ID())
+		}
+		waitedAtDrain := map[string]time.Duration{}
+		for i := range 50 {
+			id := fmt.Sprintf("w%02d", i)
+			waitedAtDrain[id], _ = g.mm.Waited(id)
+		}
+
+		start := time.Now()
+		if err := g.Srv.Drain(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		took := time.Since(start)
+		if took >= g.Srv.Config().DrainTimeout {
+			t.Errorf("drain took %v: it hit the timeout", took)
+		}
+		arrived := map[string]arrival{}
+		c.mu.Lock()
+		for _, a := range c.arrivals {
+			arrived[a.player] = a
+		}
+		c.mu.Unlock()
+		for i := range 50 {
+			id := fmt.Sprintf("w%02d", i)
+			a, ok := arrived[id]
+			switch {
+			case !ok:
+				t.Errorf("%s was lost", id)
+			case a.node == g.Srv.ID():
+				t.Errorf("%s arrived on the draining server", id)
+			case a.waited < waitedAtDrain[id] || a.waited > waitedAtDrain[id]+cooldown:
+				// Moved within the cooldown of the drain's start at the latest.
+				t.Errorf("%s arrived with %v waited, had %v at the drain", id, a.waited, waitedAtDrain[id])
+			}
+			if m := c.movesOf(id); len(m) != 1 || m[0].reason != room.ReasonDrain || m[0].waited != a.waited {
+				t.Errorf("%s moves %+v, want one drain move carrying %v", id, m, a.waited)
+			}
+		}
+		ended := g.Game.Ended()
+		if ended != 3 || g.Host.Rooms() != 0 {
+			t.Errorf("%d rooms ended by the game, %d still run; want the 3 to finish", ended, g.Host.Rooms())
+		}
+		if g.Srv.State() != fleet.StateLeaving {
+			t.Errorf("state after the drain: %s", g.Srv.State())
+		}
+	})
+}
+
+// With nowhere to go, a draining server's waiting players are told, not
+// dropped.
+func TestDrainNowhereTells(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startCluster(t, clusterOpts{servers: 1, server: true, run: true, fleet: func(_ int, cfg *fleet.Config) { cfg.DrainTimeout = 10 * time.Second }})
+		n := c.nodes[0]
+		c.queue(n, "p1", "duel", nil)
+		if err := n.Srv.Drain(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		told := 0
+		for _, p := range c.Sent("p1") {
+			if m, ok := p.(map[string]string); ok && m["type"] == "server_draining" {
+				told++
+			}
+		}
+		if told != 1 || c.Where("p1") != n.Srv.ID() {
+			t.Fatalf("p1 told %d times, at %s; want told once, not moved", told, c.Where("p1"))
+		}
+	})
+}
 
 // At a drain's end the host sends the players still here away: one who
 // waits takes its place along (the drain's handoff, its waited time); one
