@@ -18,8 +18,7 @@ import (
 // code; a lobby whose match runs moves when the match ends; the running
 // rooms finish.
 func TestDrainMovesLobbies(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, clusterOpts{servers: 3, server: true, run: true, matchLen: 6 * 60})
+	withCluster(t, clusterOpts{servers: 3, server: true, run: true, matchLen: 6 * 60}, func(t *testing.T, c *cluster) {
 		g := c.nodes[0]
 		ctx := t.Context()
 		type want struct {
@@ -99,8 +98,7 @@ func TestDrainMovesLobbies(t *testing.T) {
 
 // With nowhere to go, a draining server tells its lobbies' members.
 func TestDrainNowhereTells(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, clusterOpts{servers: 1, server: true, run: true})
+	withCluster(t, clusterOpts{servers: 1, server: true, run: true}, func(t *testing.T, c *cluster) {
 		a := c.nodes[0]
 		c.create(a, "host")
 		if err := a.Srv.Drain(context.Background()); err != nil {
@@ -114,8 +112,7 @@ func TestDrainNowhereTells(t *testing.T) {
 
 // A lobby created on a draining server is created on another one.
 func TestCreateWhileDrainingGoesElsewhere(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, clusterOpts{servers: 2, server: true, run: true, matchLen: 10 * 60})
+	withCluster(t, clusterOpts{servers: 2, server: true, run: true, matchLen: 10 * 60}, func(t *testing.T, c *cluster) {
 		a, b := c.nodes[0], c.nodes[1]
 		if _, err := a.Host.OpenRoom(t.Context(), room.Info{Players: []string{"x"}}); err != nil {
 			t.Fatal(err) // keeps a's drain going
@@ -143,8 +140,7 @@ func TestCreateWhileDrainingGoesElsewhere(t *testing.T) {
 // A code typed while its lobby's server drains leads to the server the
 // lobby moves to, not to the draining one.
 func TestJoinFollowsDrainingLobby(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, clusterOpts{servers: 3, server: true, run: true})
+	withCluster(t, clusterOpts{servers: 3, server: true, run: true}, func(t *testing.T, c *cluster) {
 		a, joiner := c.nodes[0], c.nodes[2]
 		code := c.create(a, "host")
 		c.connect(joiner, "p")
@@ -177,8 +173,7 @@ func TestJoinFollowsDrainingLobby(t *testing.T) {
 // creation that waits here goes along and is made on the next server; a
 // join waiting for its lobby to land is dropped.
 func TestReleaseTakesTheCreationAlong(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, clusterOpts{servers: 1})
+	withCluster(t, clusterOpts{servers: 1}, func(t *testing.T, c *cluster) {
 		n := c.nodes[0]
 		n.lm.kit.SetDraining(true)
 		c.connect(n, "p")
@@ -209,8 +204,7 @@ func TestReleaseTakesTheCreationAlong(t *testing.T) {
 // (the code is still claimed here until the lobby lands) waits for the
 // lobby to land and leads there: it is not told there is no lobby.
 func TestJoinOfLobbyHandedOnWaits(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, clusterOpts{servers: 2})
+	withCluster(t, clusterOpts{servers: 2}, func(t *testing.T, c *cluster) {
 		a, b := c.nodes[0], c.nodes[1]
 		code := c.create(a, "host")
 		// The lobby leaves a; its code stays claimed by a.

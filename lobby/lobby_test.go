@@ -20,8 +20,7 @@ const tick = 250 * time.Millisecond // Config.Tick's default
 // A code made on A and typed on B and C lands all three on A, with the
 // right host.
 func TestCodeWorksEverywhere(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, clusterOpts{servers: 3, run: true})
+	withCluster(t, clusterOpts{servers: 3, run: true}, func(t *testing.T, c *cluster) {
 		a, b, cc := c.nodes[0], c.nodes[1], c.nodes[2]
 		code := c.create(a, "host")
 
@@ -76,8 +75,7 @@ func TestCodeWorksEverywhere(t *testing.T) {
 // 32 racing creations on three servers never yield one code twice, even
 // when the candidate codes collide.
 func TestRacingCreationsUniqueCodes(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, clusterOpts{servers: 3})
+	withCluster(t, clusterOpts{servers: 3}, func(t *testing.T, c *cluster) {
 		var draws atomic.Int64
 		gen := func() string { // every candidate comes twice, in turn
 			k := draws.Add(1) / 2 % 40
@@ -121,8 +119,7 @@ func TestRacingCreationsUniqueCodes(t *testing.T) {
 // The host leaves: a new host. The last member leaves: the lobby closes
 // and its code is released.
 func TestNewHostWhenHostLeaves(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, clusterOpts{servers: 2})
+	withCluster(t, clusterOpts{servers: 2}, func(t *testing.T, c *cluster) {
 		a := c.nodes[0]
 		ctx := t.Context()
 		code := c.create(a, "host")
@@ -162,8 +159,7 @@ func TestNewHostWhenHostLeaves(t *testing.T) {
 // Members of a lobby whose match runs stay when their connection ends and
 // are dropped when the match ends; the lobby is then open again.
 func TestMatchAndAwayMembers(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, clusterOpts{servers: 1, run: true, matchLen: 60})
+	withCluster(t, clusterOpts{servers: 1, run: true, matchLen: 60}, func(t *testing.T, c *cluster) {
 		a := c.nodes[0]
 		ctx := t.Context()
 		code := c.create(a, "host")
