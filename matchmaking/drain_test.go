@@ -15,11 +15,10 @@ import (
 // A draining gather server hands its 50 waiting players, with their
 // waited time, to the next server, and lets its running rooms finish.
 func TestDrainHandsQueueOver(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, clusterOpts{
-			servers: 3, run: true, server: true, matchLen: 8 * 60, // rooms end after 8 s
-			playlists: []Playlist{{Name: "duel"}, {Name: "royale", Teams: 2, TeamSize: 32}},
-		})
+	withCluster(t, clusterOpts{
+		servers: 3, run: true, server: true, matchLen: 8 * 60, // rooms end after 8 s
+		playlists: []Playlist{{Name: "duel"}, {Name: "royale", Teams: 2, TeamSize: 32}},
+	}, func(t *testing.T, c *cluster) {
 		g := c.gather("royale")[0]
 		if c.gather("duel")[0] != g {
 			// Open the running rooms on g directly.
@@ -91,8 +90,10 @@ func TestDrainHandsQueueOver(t *testing.T) {
 // With nowhere to go, a draining server's waiting players are told, not
 // dropped.
 func TestDrainNowhereTells(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, clusterOpts{servers: 1, server: true, run: true, fleet: func(_ int, cfg *fleet.Config) { cfg.DrainTimeout = 10 * time.Second }})
+	withCluster(t, clusterOpts{
+		servers: 1, server: true, run: true,
+		fleet: func(_ int, cfg *fleet.Config) { cfg.DrainTimeout = 10 * time.Second },
+	}, func(t *testing.T, c *cluster) {
 		n := c.nodes[0]
 		c.queue(n, "p1", "duel", nil)
 		if err := n.Srv.Drain(context.Background()); err != nil {
@@ -114,8 +115,7 @@ func TestDrainNowhereTells(t *testing.T) {
 // waits takes its place along (the drain's handoff, its waited time); one
 // being moved is left to the module; one not queued takes nothing.
 func TestReleaseHandsThePlaceOn(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, clusterOpts{servers: 1})
+	withCluster(t, clusterOpts{servers: 1}, func(t *testing.T, c *cluster) {
 		n := c.nodes[0]
 		c.queue(n, "p1", "duel", ptr(1700.0))
 		c.queue(n, "p2", "duel", nil)

@@ -20,8 +20,7 @@ const cooldown = 3 * time.Second    // room.Config.MoveCooldown's default
 // heartbeat plus the cooldown they all wait on one server and are matched
 // there.
 func TestQueuesGather(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, clusterOpts{servers: 3, run: true})
+	withCluster(t, clusterOpts{servers: 3, run: true}, func(t *testing.T, c *cluster) {
 		g := c.gather("duel")[0]
 		for i := range 30 {
 			c.queue(c.nodes[i%3], fmt.Sprintf("p%02d", i), "duel", nil)
@@ -61,8 +60,10 @@ func TestQueuesGather(t *testing.T) {
 // A player who waited 4.2 s on A has waited 4.2 s on arrival at B, and
 // is told so.
 func TestWaitedTimeMoves(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, clusterOpts{servers: 2, playlists: []Playlist{{Name: "duel", Rating: RatingRule{Window: 10, Widen: 100}}}})
+	withCluster(t, clusterOpts{
+		servers:   2,
+		playlists: []Playlist{{Name: "duel", Rating: RatingRule{Window: 10, Widen: 100}}},
+	}, func(t *testing.T, c *cluster) {
 		order := c.gather("duel")
 		b, a := order[0], order[1]
 		c.queue(a, "p1", "duel", ptr(1500.0))
@@ -94,13 +95,12 @@ func TestWaitedTimeMoves(t *testing.T) {
 // the next server in order; with no server with room, players wait where
 // they are.
 func TestOverflow(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const maxLoad = 10
-		c := startCluster(t, clusterOpts{
-			servers: 3, run: true,
-			playlists: []Playlist{{Name: "squad", Teams: 2, TeamSize: 4}},
-			fleet:     func(_ int, cfg *fleet.Config) { cfg.MaxLoad = maxLoad },
-		})
+	const maxLoad = 10
+	withCluster(t, clusterOpts{
+		servers: 3, run: true,
+		playlists: []Playlist{{Name: "squad", Teams: 2, TeamSize: 4}},
+		fleet:     func(_ int, cfg *fleet.Config) { cfg.MaxLoad = maxLoad },
+	}, func(t *testing.T, c *cluster) {
 		order := c.gather("squad")
 		g, next, last := order[0], order[1], order[2]
 
@@ -179,13 +179,12 @@ func TestOverflow(t *testing.T) {
 // the full one; that server keeps it, and keeps its own players too,
 // instead of sending them to the full server to be sent back.
 func TestStaleViewBouncesNobody(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const maxLoad = 10
-		c := startCluster(t, clusterOpts{
-			servers:   3,
-			playlists: []Playlist{{Name: "squad", Teams: 2, TeamSize: 4}},
-			fleet:     func(_ int, cfg *fleet.Config) { cfg.MaxLoad = maxLoad },
-		})
+	const maxLoad = 10
+	withCluster(t, clusterOpts{
+		servers:   3,
+		playlists: []Playlist{{Name: "squad", Teams: 2, TeamSize: 4}},
+		fleet:     func(_ int, cfg *fleet.Config) { cfg.MaxLoad = maxLoad },
+	}, func(t *testing.T, c *cluster) {
 		order := c.gather("squad")
 		g, next := order[0], order[1]
 		ctx := t.Context()
@@ -237,9 +236,11 @@ func TestStaleViewBouncesNobody(t *testing.T) {
 // A player whose match was formed and whose room is being opened is never
 // moved, even when its server stops gathering meanwhile.
 func TestPendingJoinNeverMoved(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const maxLoad = 10
-		c := startCluster(t, clusterOpts{servers: 2, fleet: func(_ int, cfg *fleet.Config) { cfg.MaxLoad = maxLoad }})
+	const maxLoad = 10
+	withCluster(t, clusterOpts{
+		servers: 2,
+		fleet:   func(_ int, cfg *fleet.Config) { cfg.MaxLoad = maxLoad },
+	}, func(t *testing.T, c *cluster) {
 		order := c.gather("duel")
 		g, next := order[0], order[1]
 		release := make(chan struct{})
@@ -282,8 +283,7 @@ func TestPendingJoinNeverMoved(t *testing.T) {
 // An injected backplane error on the handoff write leaves the player in
 // place, with its place; it moves once the backplane works again.
 func TestHandoffWriteFailureKeepsPlace(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, clusterOpts{servers: 2})
+	withCluster(t, clusterOpts{servers: 2}, func(t *testing.T, c *cluster) {
 		order := c.gather("duel")
 		g, a := order[0], order[1]
 		c.queue(a, "p1", "duel", nil)
@@ -317,8 +317,7 @@ func TestHandoffWriteFailureKeepsPlace(t *testing.T) {
 
 // Alone, every decision is local: no handoff, no redirect.
 func TestAloneIsLocal(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, clusterOpts{servers: 1, run: true})
+	withCluster(t, clusterOpts{servers: 1, run: true}, func(t *testing.T, c *cluster) {
 		n := c.nodes[0]
 		for i := range 4 {
 			c.queue(n, fmt.Sprintf("p%d", i), "duel", nil)
@@ -335,8 +334,10 @@ func TestAloneIsLocal(t *testing.T) {
 // the receiver's view of it may be stale (three heartbeats), and never to
 // a server that was draining, even once Hold is over.
 func TestNotSentBack(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := startCluster(t, clusterOpts{servers: 2, playlists: []Playlist{{Name: "duel", Teams: 3}}}) // never full
+	withCluster(t, clusterOpts{
+		servers:   2,
+		playlists: []Playlist{{Name: "duel", Teams: 3}},
+	}, func(t *testing.T, c *cluster) { // never full
 		order := c.gather("duel")
 		g, other := order[0], order[1]
 		other.mm.cfg.Hold = time.Millisecond // only the guard under test holds
@@ -428,12 +429,11 @@ func TestGatherServerSeatsUpToMaxLoad(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				c := startCluster(t, clusterOpts{
-					servers: 3, server: true, run: true,
-					playlists: []Playlist{tc.pl},
-					fleet:     func(_ int, cfg *fleet.Config) { cfg.MaxLoad = tc.maxLoad },
-				})
+			withCluster(t, clusterOpts{
+				servers: 3, server: true, run: true,
+				playlists: []Playlist{tc.pl},
+				fleet:     func(_ int, cfg *fleet.Config) { cfg.MaxLoad = tc.maxLoad },
+			}, func(t *testing.T, c *cluster) {
 				w := watchSeats(c)
 				order := c.gather("duel")
 				g, next, last := order[0], order[1], order[2]
@@ -506,12 +506,11 @@ func TestGatherServerSeatsUpToMaxLoad(t *testing.T) {
 // no room for wait, not told to leave, and are matched as soon as rooms
 // end.
 func TestAloneAtMaxLoadWaits(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const maxLoad = 20
-		c := startCluster(t, clusterOpts{
-			servers: 1, server: true, run: true, matchLen: 10 * 60, // rooms end after 10 s
-			fleet: func(_ int, cfg *fleet.Config) { cfg.MaxLoad = maxLoad },
-		})
+	const maxLoad = 20
+	withCluster(t, clusterOpts{
+		servers: 1, server: true, run: true, matchLen: 10 * 60, // rooms end after 10 s
+		fleet: func(_ int, cfg *fleet.Config) { cfg.MaxLoad = maxLoad },
+	}, func(t *testing.T, c *cluster) {
 		w := watchSeats(c)
 		n := c.nodes[0]
 		for i := range 30 {
@@ -559,12 +558,11 @@ func TestAloneAtMaxLoadWaits(t *testing.T) {
 // the next server, and matched there, and the one left over waits there;
 // nobody is sent to the full server to be overflowed on, nor bounces.
 func TestNoGatherWithoutRoomForAMatch(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const maxLoad = 21
-		c := startCluster(t, clusterOpts{
-			servers: 3, server: true, run: true,
-			fleet: func(_ int, cfg *fleet.Config) { cfg.MaxLoad = maxLoad },
-		})
+	const maxLoad = 21
+	withCluster(t, clusterOpts{
+		servers: 3, server: true, run: true,
+		fleet: func(_ int, cfg *fleet.Config) { cfg.MaxLoad = maxLoad },
+	}, func(t *testing.T, c *cluster) {
 		order := c.gather("duel")
 		g, next, last := order[0], order[1], order[2]
 		for i := range 20 {

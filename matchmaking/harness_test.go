@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/goleak"
@@ -66,6 +67,12 @@ type clusterOpts struct {
 	server    bool   // bind the hosts to their servers (load, drain)
 	matchLen  uint64 // see game
 	run       bool   // run the modules' loops
+}
+
+// withCluster runs test in a synctest bubble on a cluster started with
+// startCluster(t, o).
+func withCluster(t *testing.T, o clusterOpts, test func(t *testing.T, c *cluster)) {
+	synctest.Test(t, func(t *testing.T) { test(t, startCluster(t, o)) })
 }
 
 // startCluster starts the cluster in the current synctest bubble and
