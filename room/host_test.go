@@ -286,3 +286,14 @@ func TestNewRoomLoadCountsAtOnce(t *testing.T) {
 		}
 	})
 }
+
+func TestDt(t *testing.T) {
+	h := newHost(t, newCounter(), Config{Rate: 50})
+	r, err := h.OpenRoom(t.Context(), Info{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Dt() != 20*time.Millisecond {
+		t.Fatalf("Dt %v at 50 Hz", r.Dt())
+	}
+}

@@ -1,16 +1,12 @@
 package room
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/muster-gg/muster/internal/testkit/playtest"
 	"github.com/muster-gg/muster/internal/testkit/testrun"
 )
 
@@ -64,109 +60,5 @@ func TestRoomWatcherToldOfOpenSeatsAndEnd(t *testing.T) {
 	}
 	if got := w.seen(); !slices.Equal(got, want) {
 		t.Fatalf("states\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-}
-
-// checker is a TicketChecker that knows the tickets "home:<id>" and fails
-// with err for "down".
-type checker struct{ err error }
-
-func (c checker) CheckTicket(_ context.Context, ticket string) (string, error) {
-	if id, ok := strings.CutPrefix(ticket, "home:"); ok {
-		return id, nil
-	}
-	if ticket == "down" && c.err != nil {
-		return "", c.err
-	}
-	return "", fmt.Errorf("not a home ticket: %w", ErrTicket)
-}
-
-func TestTicketCheckersAskedAfterOwnTickets(t *testing.T) {
-	h, srv := startHost(t, Config{})
-	h.AddTicketChecker(checker{})
-	h.AddTicketChecker(checker{err: errors.New("home unreachable")})
-	hello := `{"type":"hello","data":{"mode":"new"}}`
-
-	c := playtest.DialPlay(t, srv.URL, "ticket=home:alice")
-	c.SendText(hello)
-	if m := c.Next("welcome"); m["player"] != "alice" {
-		t.Fatalf("welcome %v, want alice from the checker", m)
-	}
-	c = playtest.DialPlayer(t, srv.URL, h.Tickets(), "bob", "")
-	c.SendText(hello)
-	if m := c.Next("welcome"); m["player"] != "bob" {
-		t.Fatalf("welcome %v, want bob from the host's tickets", m)
-	}
-	c = playtest.DialPlay(t, srv.URL, "ticket=nobody.knows")
-	c.SendText(hello)
-	if code := c.CloseCode(); code != StatusBadTicket {
-		t.Fatalf("a ticket nobody knows closed with %d, want %d", code, StatusBadTicket)
-	}
-	c = playtest.DialPlay(t, srv.URL, "ticket=down")
-	c.SendText(hello)
-	if code := c.CloseCode(); code != 1013 {
-		t.Fatalf("a checker that cannot check closed with %d, want 1013", code)
-	}
-}
-
-func TestConfigErrorsAreErrConfig(t *testing.T) {
-	cases := map[string]Config{
-		"rate":            {Rate: 5000},
-		"workers":         {Workers: -1},
-		"hello-timeout":   {HelloTimeout: -time.Second},
-		"limits.store":    {Limits: Limits{Store: "disk"}},
-		"limits.lockout":  {Limits: Limits{Lockout: -1}},
-		"limits.connects": {Limits: Limits{Connects: -1}},
-		"limits.open":     {Limits: Limits{Open: -1}},
-	}
-	for key, cfg := range cases {
-		t.Run(key, func(t *testing.T) {
-			_, err := New[*csim, int, *cplayer](newCounter(), cfg, quietLog)
-			if !errors.Is(err, ErrConfig) {
-				t.Fatalf("New: %v, want ErrConfig", err)
-			}
-			env := "MUSTER__ROOM__" + strings.ToUpper(strings.NewReplacer("-", "_", ".", "__").Replace(key))
-			if !strings.Contains(err.Error(), "muster.room."+key) || !strings.Contains(err.Error(), env) {
-				t.Fatalf("error %q names neither muster.room.%s nor %s", err, key, env)
-			}
-		})
-	}
-}
-
-func TestNewTicketsForASignInService(t *testing.T) {
-	signIn, err := NewTickets("fleet secret", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, srv := startHost(t, Config{Secret: "fleet secret"})
-	tk, err := signIn.Issue("alice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := playtest.DialPlay(t, srv.URL, "ticket="+tk)
-	if m := c.Welcome("new"); m["player"] != "alice" {
-		t.Fatalf("welcome %v", m)
-	}
-	if _, err := h.Tickets().Redeem(t.Context(), tk); !errors.Is(err, ErrTicket) {
-		t.Fatalf("second use of a sign-in ticket: %v, want ErrTicket", err)
-	}
-	other, _ := NewTickets("another fleet", 0)
-	tk, _ = other.Issue("mallory")
-	if _, err := h.Tickets().Redeem(t.Context(), tk); !errors.Is(err, ErrTicket) {
-		t.Fatalf("a ticket of another secret: %v, want ErrTicket", err)
-	}
-	if _, err := NewTickets("", 0); !errors.Is(err, ErrConfig) {
-		t.Fatalf("NewTickets without a secret: %v, want ErrConfig", err)
-	}
-}
-
-func TestDt(t *testing.T) {
-	h := newHost(t, newCounter(), Config{Rate: 50})
-	r, err := h.OpenRoom(t.Context(), Info{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Dt() != 20*time.Millisecond {
-		t.Fatalf("Dt %v at 50 Hz", r.Dt())
 	}
 }
