@@ -69,12 +69,6 @@ type clusterOpts struct {
 	run       bool   // run the modules' loops
 }
 
-// withCluster runs test in a synctest bubble on a cluster started with
-// startCluster(t, o).
-func withCluster(t *testing.T, o clusterOpts, test func(t *testing.T, c *cluster)) {
-	synctest.Test(t, func(t *testing.T) { test(t, startCluster(t, o)) })
-}
-
 // startCluster starts the cluster in the current synctest bubble and
 // waits until every server sees every other.
 func startCluster(t *testing.T, o clusterOpts) *cluster {
@@ -107,6 +101,12 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 		},
 	})
 	return c
+}
+
+// withCluster runs test in a synctest bubble on a cluster started with
+// startCluster(t, o).
+func withCluster(t *testing.T, o clusterOpts, test func(t *testing.T, c *cluster)) {
+	synctest.Test(t, func(t *testing.T) { test(t, startCluster(t, o)) })
 }
 
 func (c *cluster) node(id string) *node { return hosttest.Find(c.nodes, id) }
