@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -33,7 +32,7 @@ func startRedis(bin string) (*redisServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := testbin.PickPort("127.0.0.1")
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -43,9 +42,7 @@ func startRedis(bin string) (*redisServer, error) {
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", dir,
 		"--protected-mode", "no", "--loglevel", "warning")
-	r.cmd.Stdout, r.cmd.Stderr = &r.out, &r.out
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := r.cmd.Start(); err != nil {
+	if err := testbin.StartChild(r.cmd, &r.out, false); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("start redis-server: %w", err)
 	}
@@ -61,15 +58,6 @@ func (r *redisServer) stop() {
 	_ = r.cmd.Process.Kill()
 	_ = r.cmd.Wait()
 	os.RemoveAll(r.dir)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // redisCounters are the cumulative INFO figures the table is made of.

@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"net"
-
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -69,9 +67,7 @@ func (r *Redis) launch() error {
 	}
 	args = append(args, r.args...)
 	cmd := exec.Command(r.bin, args...)
-	cmd.Stdout, cmd.Stderr = &r.out, &r.out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := StartChild(cmd, &r.out, false); err != nil {
 		return fmt.Errorf("start redis-server: %v", err)
 	}
 	r.cmd = cmd
@@ -85,29 +81,3 @@ func (r *Redis) launch() error {
 // Stop kills the server and waits for it to exit. It is safe to call when
 // the server is not running.
 func (r *Redis) Stop() { kill(&r.cmd) }
-
-// kill kills the process *cmd runs, if any, waits for it to exit and
-// forgets it.
-func kill(cmd **exec.Cmd) {
-	if *cmd == nil {
-		return
-	}
-	_ = (*cmd).Process.Kill()
-	_ = (*cmd).Wait()
-	*cmd = nil
-}
-
-// WaitDial polls addr until it accepts a TCP connection or timeout passes.
-func WaitDial(addr string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			return c.Close()
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not accepting connections after %v: %w", timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
