@@ -39,6 +39,19 @@ func StartRedis(tb testing.TB) *Redis {
 	return r
 }
 
+// LaunchRedis starts the redis-server binary bin without persistence on
+// 127.0.0.1:port, with its files in dir. It is the part of StartRedis that
+// needs no testing.TB, for benchmark programs: the caller must call Stop,
+// and not Start.
+func LaunchRedis(bin, dir string, port int) (*Redis, error) {
+	r := &Redis{bin: bin, dir: dir, port: port}
+	r.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	if err := r.launch(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
 // Start starts the server again after Stop, on the same port and empty.
 func (r *Redis) Start() {
 	r.tb.Helper()
