@@ -14,6 +14,7 @@ import (
 	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/config"
 	"github.com/muster-gg/muster/federation"
+	"github.com/muster-gg/muster/internal/testkit/playtest"
 	"github.com/muster-gg/muster/room"
 )
 
@@ -60,12 +61,12 @@ func TestFederationFromConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	ticket := "ticket=" + tok
-	first := dialPlay(t, s.addr, ticket)
-	first.welcome(t, "alice")
+	first := playtest.DialPlay(t, "http://"+s.addr, ticket)
+	welcome(t, first, "alice")
 	first.CloseNow()
-	again := dialPlay(t, s.addr, ticket)
-	again.send(t, "hello", map[string]string{"mode": "new"})
-	if m, err := again.receive(); websocket.CloseStatus(err) != 4001 {
+	again := playtest.DialPlay(t, "http://"+s.addr, ticket)
+	again.Hello("new")
+	if m, err := again.Receive(); websocket.CloseStatus(err) != 4001 {
 		t.Fatalf("the home token again: %v %v, want close 4001", m, err)
 	}
 

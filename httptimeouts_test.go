@@ -1,13 +1,7 @@
 package muster_test
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -16,11 +10,14 @@ import (
 	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/config"
 	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/internal/testkit/playtest"
+	"github.com/muster-gg/muster/internal/testkit/rawhttp"
 	"github.com/muster-gg/muster/matchmaking"
 )
 
-// closedWithin bounds every wait in TestHTTPTimeouts; it is a failure
-// deadline, never a measurement.
+// closedWithin bounds the players' waits in TestHTTPTimeouts, as
+// rawhttp.ClosedWithin bounds the closes; it is a failure deadline, never a
+// measurement.
 const closedWithin = 10 * time.Second
 
 // TestHTTPTimeouts: a stranger's keep-alive connection that goes quiet
@@ -43,10 +40,10 @@ func TestHTTPTimeouts(t *testing.T) {
 	// msgs has what a player's connection reads: it reads all the while,
 	// so that the server's pings are answered.
 	type msgs chan []byte
-	player := func(s *muster.Server, id, query string) (*playConn, msgs) {
+	player := func(s *muster.Server, id, query string) (*playtest.Conn, msgs) {
 		t.Helper()
-		c := dialPlayer(t, a.addr, s.Tickets(), id, query)
-		c.welcome(t, id)
+		c := playtest.DialPlayer(t, "http://"+a.addr, s.Tickets(), id, query)
+		welcome(t, c, id)
 		in := make(msgs, 64)
 		go func() {
 			defer close(in)
@@ -70,24 +67,22 @@ func TestHTTPTimeouts(t *testing.T) {
 		t.Fatalf("a relays no connection to b:\n%s", m)
 	}
 
-	idleConn, idleR := keptAlive(t, a.addr, fleet.PathLive)
+	kept := rawhttp.KeptAlive(t, a.addr, fleet.PathLive)
 
-	slowConn, slowR := rawConn(t, a.addr)
-	if _, err := io.WriteString(slowConn, "POST /ticket HTTP/1.1\r\nHost: game\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"player\":"); err != nil {
-		t.Fatal(err)
-	}
+	slow := rawhttp.Dial(t, a.addr)
+	slow.Send(t, "POST /ticket HTTP/1.1\r\nHost: game\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"player\":")
 
-	waitClosed(t, "the idle keep-alive connection", idleConn, idleR)
-	waitClosed(t, "the connection whose body never came", slowConn, slowR)
+	kept.WaitClosed(t, "the idle keep-alive connection")
+	slow.WaitClosed(t, "the connection whose body never came")
 
 	// Both WebSockets have now been open longer than both timeouts, and
 	// idle: each still reaches its room host.
 	for _, p := range []struct {
 		name string
-		c    *playConn
+		c    *playtest.Conn
 		in   msgs
 	}{{"the player's WebSocket", direct, directIn}, {"the relayed WebSocket", relayed, relayedIn}} {
-		if err := p.c.write("queue", map[string]string{"playlist": "duel"}); err != nil {
+		if err := p.c.WritePacket("queue", map[string]string{"playlist": "duel"}); err != nil {
 			t.Fatalf("%s after the timeouts: %v", p.name, err)
 		}
 		wait := time.After(closedWithin)
@@ -123,47 +118,4 @@ func startFleetServer(t *testing.T, bp *memory.Backplane, id string, opts ...mus
 	}
 	return start(t, Counter{}, cfg, l, append([]muster.Option{muster.WithBackplane(bp), quiet,
 		muster.WithPlaylists(matchmaking.Playlist{Name: "duel"})}, opts...)...)
-}
-
-// rawConn opens a TCP connection to addr, closed when the test ends.
-func rawConn(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c, bufio.NewReader(c)
-}
-
-// keptAlive asks addr for path on a connection of its own, checks the 200
-// that keeps it alive, and returns the connection, left quiet.
-func keptAlive(t *testing.T, addr, path string) (net.Conn, *bufio.Reader) {
-	t.Helper()
-	c, r := rawConn(t, addr)
-	if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: muster\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(r, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || resp.Close {
-		t.Fatalf("GET %s: %d, close %v; want 200 on a kept-alive connection", path, resp.StatusCode, resp.Close)
-	}
-	return c, r
-}
-
-// waitClosed reads c until the server closes it, and fails the test if it
-// is still open after closedWithin.
-func waitClosed(t *testing.T, what string, c net.Conn, r *bufio.Reader) {
-	t.Helper()
-	c.SetReadDeadline(time.Now().Add(closedWithin))
-	_, err := io.Copy(io.Discard, r)
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Errorf("%s still open after %v", what, closedWithin)
-	}
-	// nil (EOF) or a reset: closed by the server.
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/muster-gg/muster"
 	"github.com/muster-gg/muster/dashboard"
 	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/internal/testkit/playtest"
+	"github.com/muster-gg/muster/internal/testkit/rawhttp"
 	"github.com/muster-gg/muster/internal/testkit/testbin"
 	"github.com/muster-gg/muster/matchmaking"
 )
@@ -110,14 +112,13 @@ func TestOperatorPort(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &tk); code != http.StatusOK || err != nil || tk.Ticket == "" {
 		t.Fatalf("POST /ticket on the game's port: %d %q", code, body)
 	}
-	c := dialPlay(t, game, "ticket="+tk.Ticket)
-	c.welcome(t, tk.Player)
+	c := playtest.DialPlay(t, "http://"+game, "ticket="+tk.Ticket)
+	welcome(t, c, tk.Player)
 	c.Close(websocket.StatusNormalClosure, "")
 
 	// The operator's server has the game's timeouts: a quiet keep-alive
 	// connection is closed at the idle timeout.
-	idleConn, idleR := keptAlive(t, op, fleet.PathLive)
-	waitClosed(t, "the idle keep-alive connection to the operator's port", idleConn, idleR)
+	rawhttp.KeptAlive(t, op, fleet.PathLive).WaitClosed(t, "the idle keep-alive connection to the operator's port")
 
 	run.stop(t) // Run's error, if any, is reported at cleanup
 	for _, addr := range []string{game, op} {

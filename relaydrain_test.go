@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/internal/testkit/playtest"
 	"github.com/muster-gg/muster/internal/testkit/testbin"
 )
 
@@ -21,8 +22,13 @@ func TestDrainingServerRelaysNoNewConnection(t *testing.T) {
 	a := startDrainingServer(t, rd.Addr, "a", 100, slowHeartbeat, time.Minute, quiet)
 	b := startSlowServer(t, rd.Addr, "b", 100)
 	seesReady(t, a, b)
-	through := func(id string) (*playConn, *http.Response, error) {
-		return tryDialPlay(t, a.addr, ticketed(t, b.Tickets(), id, "node=b"))
+	through := func(id string) (*playtest.Conn, int, error) {
+		t.Helper()
+		tk, err := b.Tickets().Issue(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return playtest.TryDial(t, playtest.PlayURL("http://"+a.addr, "ticket="+tk+"&node=b"), nil)
 	}
 	before, _, err := through("before")
 	if err != nil {
@@ -46,19 +52,19 @@ func TestDrainingServerRelaysNoNewConnection(t *testing.T) {
 	// starts beside the others just after: a connection made meanwhile
 	// may still be relayed.
 	waitUntil(t, "a draining server refuses a new connection to b", func() bool {
-		c, resp, err := through("during")
+		c, status, err := through("during")
 		if err == nil {
 			c.CloseNow()
 			return false
 		}
-		if resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
-			t.Fatalf("a draining server answered %v (%v), want 503", resp, err)
+		if status != http.StatusServiceUnavailable {
+			t.Fatalf("a draining server answered %d (%v), want 503", status, err)
 		}
 		return true
 	})
 	// b welcomes the player who connected through a before the drain.
-	if err := before.write("hello", map[string]string{"mode": "new"}); err != nil {
+	if err := before.WritePacket("hello", map[string]string{"mode": "new"}); err != nil {
 		t.Fatalf("the connection relayed before the drain: %v", err)
 	}
-	before.next(t, "welcome")
+	before.Next("welcome")
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/muster-gg/muster"
 	"github.com/muster-gg/muster/config"
+	"github.com/muster-gg/muster/internal/testkit/playtest"
 	"github.com/muster-gg/muster/matchmaking"
 	"github.com/muster-gg/muster/room"
 )
@@ -171,7 +172,7 @@ func (w watcher) RoomChanged(s room.RoomState) { w <- s }
 func TestCheckersAndWatchers(t *testing.T) {
 	rooms := make(watcher, 16)
 	s := startServer(t, muster.DefaultConfig(), muster.WithTicketCheckers(homeTokens{}), muster.WithRoomWatchers(rooms))
-	dialPlay(t, s.addr, "ticket=home-token-1").welcome(t, "visitor-1")
+	welcome(t, playtest.DialPlay(t, "http://"+s.addr, "ticket=home-token-1"), "visitor-1")
 
 	ctx := t.Context()
 	if err := s.Host().Open(ctx, room.Info{ID: "r1", Kind: "test", Players: []string{"visitor-1"}}); err != nil {
@@ -189,10 +190,14 @@ func TestConfigPlaylists(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := startServer(t, cfg)
-	c := dialPlayer(t, s.addr, s.Tickets(), "p1", "")
-	c.welcome(t, "p1")
-	c.send(t, "queue", map[string]string{"playlist": "from-config"})
-	if m := c.next(t, "queue.waiting", "queue.error", "error"); m["type"] != "queue.waiting" {
+	c := playtest.DialPlayer(t, "http://"+s.addr, s.Tickets(), "p1", "")
+	welcome(t, c, "p1")
+	c.Send("queue", map[string]string{"playlist": "from-config"})
+	answer := func(m map[string]any) bool {
+		typ, _ := m["type"].(string)
+		return slices.Contains([]string{"queue.waiting", "queue.error", "error"}, typ)
+	}
+	if m := c.NextWhere(`a packet of ["queue.waiting" "queue.error" "error"]`, answer); m["type"] != "queue.waiting" {
 		t.Fatalf("queue on a playlist from config.yml: %v", m)
 	}
 }

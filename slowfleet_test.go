@@ -13,6 +13,7 @@ import (
 
 	"github.com/muster-gg/muster"
 	"github.com/muster-gg/muster/config"
+	"github.com/muster-gg/muster/internal/testkit/playtest"
 	"github.com/muster-gg/muster/internal/testkit/testbin"
 	"github.com/muster-gg/muster/matchmaking"
 	"github.com/muster-gg/muster/room"
@@ -109,7 +110,7 @@ func startDrainingServer(t *testing.T, redisAddr, id string, maxLoad int, heartb
 // goroutine that reads everything it is sent.
 type slowPlayer struct {
 	id   string
-	conn *playConn
+	conn *playtest.Conn
 	done chan struct{} // closed when the reader has returned
 
 	mu      sync.Mutex
@@ -124,7 +125,7 @@ type slowPlayer struct {
 // hello with mode ("new" or "rejoin").
 func connect(t *testing.T, s *testServer, id, mode string) *slowPlayer {
 	t.Helper()
-	p := &slowPlayer{id: id, conn: dialPlayer(t, s.addr, s.Tickets(), id, ""), done: make(chan struct{})}
+	p := &slowPlayer{id: id, conn: playtest.DialPlayer(t, "http://"+s.addr, s.Tickets(), id, ""), done: make(chan struct{})}
 	go p.read()
 	t.Cleanup(p.close)
 	p.send(t, "hello", map[string]string{"mode": mode})
@@ -164,7 +165,7 @@ func (p *slowPlayer) read() {
 
 func (p *slowPlayer) send(t *testing.T, typ string, data any) {
 	t.Helper()
-	if err := p.conn.write(typ, data); err != nil {
+	if err := p.conn.WritePacket(typ, data); err != nil {
 		t.Fatalf("%s: write %s: %v", p.id, typ, err)
 	}
 }

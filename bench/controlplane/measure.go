@@ -58,10 +58,10 @@ func measure(ctx context.Context, bin string, d design, k, slow int, o options) 
 		return result{}, err
 	}
 	defer srv.stop()
-	admin := goredis.NewClient(&goredis.Options{Addr: srv.addr})
+	admin := goredis.NewClient(&goredis.Options{Addr: srv.Addr})
 	defer admin.Close()
 
-	s, err := newSim(d, k, srv.addr, heartbeat, workloadTick*time.Duration(slow), o.timeout, o.ops)
+	s, err := newSim(d, k, srv.Addr, heartbeat, workloadTick*time.Duration(slow), o.timeout, o.ops)
 	if err != nil {
 		return result{}, err
 	}

@@ -2,15 +2,11 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -22,10 +18,8 @@ import (
 // persistence, a free loopback port, killed by stop (and by the kernel if
 // this program dies first).
 type redisServer struct {
-	addr string
-	dir  string
-	cmd  *exec.Cmd
-	out  bytes.Buffer
+	*testbin.Redis
+	dir string
 }
 
 func startRedis(bin string) (*redisServer, error) {
@@ -33,43 +27,23 @@ func startRedis(bin string) (*redisServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := testbin.PickPort("127.0.0.1")
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	r := &redisServer{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir}
-	r.cmd = exec.Command(bin,
-		"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", dir,
-		"--protected-mode", "no", "--loglevel", "warning")
-	r.cmd.Stdout, r.cmd.Stderr = &r.out, &r.out
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := r.cmd.Start(); err != nil {
+	r, err := testbin.LaunchRedis(bin, dir, port)
+	if err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("start redis-server: %w", err)
+		return nil, err
 	}
-	if err := testbin.WaitDial(r.addr, 10*time.Second); err != nil {
-		r.stop()
-		return nil, fmt.Errorf("redis-server on %s: %w\n%s", r.addr, err, r.out.String())
-	}
-	return r, nil
+	return &redisServer{Redis: r, dir: dir}, nil
 }
 
 // stop kills the server, waits for it and removes its directory.
 func (r *redisServer) stop() {
-	_ = r.cmd.Process.Kill()
-	_ = r.cmd.Wait()
+	r.Stop()
 	os.RemoveAll(r.dir)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // redisCounters are the cumulative INFO figures the table is made of.

@@ -151,7 +151,7 @@ func run(conns, size int, duration time.Duration, rounds int, maxRT int64, cpupr
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	port, err := freePort()
+	port, err := testbin.PickPort("127.0.0.1")
 	if err != nil {
 		return err
 	}
@@ -614,13 +614,4 @@ func childrenOf(pid int) []int {
 		}
 	}
 	return out
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -8,30 +8,12 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/muster-gg/muster/internal/testkit/benchgame"
-	"github.com/muster-gg/muster/room"
 )
 
 // runRooms runs n rooms of benchgame's counter at 60 Hz until stop is
 // called.
 func runRooms(n int) (h *benchgame.Host, stop func(), err error) {
-	h, err = benchgame.NewHost(60)
-	if err != nil {
-		return nil, nil, err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		h.Run(ctx)
-	}()
-	for range n {
-		if _, err := h.OpenRoom(ctx, room.Info{}); err != nil {
-			cancel()
-			<-done
-			return nil, nil, err
-		}
-	}
-	return h, func() { cancel(); <-done }, nil
+	return benchgame.Start(60, n)
 }
 
 // players are connections straight to the relaying server, each sending a

@@ -143,24 +143,15 @@ func newHost() *benchgame.Host {
 }
 
 func runHost(k int, measure time.Duration) time.Duration {
-	h := newHost()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		h.Run(ctx)
-	}()
-	for range k {
-		if _, err := h.OpenRoom(ctx, room.Info{}); err != nil {
-			panic(err)
-		}
+	h, stop, err := benchgame.Start(rate, k)
+	if err != nil {
+		panic(err)
 	}
 	time.Sleep(time.Second)
 	h.ResetLateness()
 	time.Sleep(measure)
 	p99, _ := h.Lateness(0.99)
-	cancel()
-	<-done
+	stop()
 	runtime.GC()
 	return p99
 }

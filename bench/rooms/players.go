@@ -13,20 +13,17 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/muster-gg/muster/internal/testkit/benchgame"
 )
 
 // playerBytes serves a host on loopback, has a child process connect n
 // players that say hello, and returns the server's heap growth per player.
 func playerBytes(n int) (float64, error) {
-	h := newHost()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		h.Run(ctx)
-	}()
-	defer func() { cancel(); <-done }()
+	h, stop, err := benchgame.Start(rate, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer stop()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

@@ -14,4 +14,6 @@
 //   - testbin: the outside programs (redis-server, nginx, chromium,
 //     coturn) started on free loopback ports, or skipped.
 //   - benchgame: the game the benchmarks play.
+//   - rawhttp: HTTP/1.1 by hand over TCP, for tests of a server's
+//     timeouts.
 package testkit

@@ -144,6 +144,18 @@ func (c *fakeConn) expect(typ string) json.RawMessage {
 	}
 }
 
+// redirect sends the bot to server b for reason, as a server does:
+// the redirect, with the packet's other fields from extra (key, value
+// pairs), then a normal close.
+func (c *fakeConn) redirect(reason string, extra ...string) {
+	m := map[string]string{"type": "redirect", "node": "b", "param": "node", "reason": reason}
+	for i := 0; i+1 < len(extra); i += 2 {
+		m[extra[i]] = extra[i+1]
+	}
+	c.send(m)
+	c.ws.Close(websocket.StatusNormalClosure, "redirect")
+}
+
 func (c *fakeConn) welcome(room string) {
 	c.send(map[string]string{"type": "welcome", "node": c.node, "player": c.player, "room": room})
 }
@@ -192,8 +204,7 @@ func TestQueueRedirectPlay(t *testing.T) {
 		case "a":
 			c.welcome("")
 			if c.expect("queue") != nil {
-				c.send(map[string]string{"type": "redirect", "node": "b", "param": "node", "reason": "queue"})
-				c.ws.Close(websocket.StatusNormalClosure, "redirect")
+				c.redirect("queue")
 			}
 		case "b":
 			c.welcome("")
@@ -256,8 +267,7 @@ func TestRedirectTicket(t *testing.T) {
 					if tc.good {
 						f.give("given", c.player)
 					}
-					c.send(map[string]string{"type": "redirect", "node": "b", "param": "node", "reason": "rejoin", "ticket": "given", "query": "node=b&ticket=given"})
-					c.ws.Close(websocket.StatusNormalClosure, "redirect")
+					c.redirect("rejoin", "ticket", "given", "query", "node=b&ticket=given")
 				case "b":
 					c.welcome("r1")
 					c.play(1000)
@@ -301,8 +311,7 @@ func TestDropRejoin(t *testing.T) {
 				switch c.node {
 				case "a": // the fleet finds the room on b
 					c.welcome("")
-					c.send(map[string]string{"type": "redirect", "node": "b", "param": "node", "reason": "rejoin"})
-					c.ws.Close(websocket.StatusNormalClosure, "redirect")
+					c.redirect("rejoin")
 				case "b":
 					c.welcome("r1")
 					c.play(1000)

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/muster-gg/muster/examples/duel/bot"
 )
 
@@ -22,8 +20,7 @@ func TestDrainRedirectBeforeQueueConfirmed(t *testing.T) {
 		switch c.node {
 		case "a":
 			c.welcome("")
-			c.send(map[string]string{"type": "redirect", "node": "b", "param": "node", "reason": "drain"})
-			c.ws.Close(websocket.StatusNormalClosure, "redirect")
+			c.redirect("drain")
 		case "b":
 			c.welcome("")
 			if c.expect("queue") != nil {
@@ -58,8 +55,7 @@ func TestDrainRedirectAfterQueueConfirmed(t *testing.T) {
 			c.welcome("")
 			if c.expect("queue") != nil {
 				c.send(map[string]any{"type": "queue.waiting", "playlist": "duel", "node": "a"})
-				c.send(map[string]string{"type": "redirect", "node": "b", "param": "node", "reason": "drain"})
-				c.ws.Close(websocket.StatusNormalClosure, "redirect")
+				c.redirect("drain")
 			}
 		case "b":
 			c.welcome("")

@@ -3,6 +3,7 @@
 package benchgame
 
 import (
+	"context"
 	"log/slog"
 	"math"
 
@@ -44,4 +45,27 @@ func NewHost(rate int) (*Host, error) {
 		Rate:   rate,
 		Limits: room.Limits{Connects: 1 << 30, Open: math.MaxInt},
 	}, slog.New(slog.DiscardHandler))
+}
+
+// Start runs a host of NewHost(rate) with n rooms open. stop ends it and
+// returns once its Run has.
+func Start(rate, n int) (h *Host, stop func(), err error) {
+	h, err = NewHost(rate)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.Run(ctx)
+	}()
+	stop = func() { cancel(); <-done }
+	for range n {
+		if _, err := h.OpenRoom(ctx, room.Info{}); err != nil {
+			stop()
+			return nil, nil, err
+		}
+	}
+	return h, stop, nil
 }

@@ -133,9 +133,7 @@ func Start(tb testing.TB, name, bin string, env []string, args ...string) *Proc 
 	out := &testbin.Buffer{}
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := testbin.StartChild(cmd, out, false); err != nil {
 		tb.Fatalf("start %s: %v", name, err)
 	}
 	done := make(chan struct{})

@@ -3,9 +3,7 @@ package testbin
 import (
 	"os/exec"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // ChromiumFlags are the flags headless Chromium needs on these machines:
@@ -47,9 +45,7 @@ func StartChromium(tb testing.TB, url string) *Chromium {
 	}
 	args := append(append([]string(nil), ChromiumFlags...), "--user-data-dir="+tb.TempDir(), url)
 	c := &Chromium{cmd: exec.Command(bin, args...)}
-	c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.out
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := c.cmd.Start(); err != nil {
+	if err := StartChild(c.cmd, &c.out, true); err != nil {
 		tb.Fatalf("start %s: %v", bin, err)
 	}
 	tb.Cleanup(c.Stop)
@@ -63,23 +59,4 @@ func (c *Chromium) Output() string { return c.out.String() }
 // It is safe to call more than once.
 func (c *Chromium) Stop() {
 	c.once.Do(func() { stopGroup(c.cmd) })
-}
-
-// stopGroup ends the process group cmd leads: SIGTERM, up to 5 s to exit,
-// then SIGKILL for whatever is left (children that outlived the leader).
-func stopGroup(cmd *exec.Cmd) {
-	pgid := cmd.Process.Pid
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		<-done
-	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 }

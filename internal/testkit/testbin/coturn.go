@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -54,9 +53,7 @@ func StartCoturn(tb testing.TB, secret string) *Coturn {
 		"--pidfile="+filepath.Join(c.Dir, "turn.pid"),
 		"--db="+filepath.Join(c.Dir, "turndb"),
 	)
-	cmd.Stdout, cmd.Stderr = &c.out, &c.out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := StartChild(cmd, &c.out, false); err != nil {
 		tb.Fatalf("start turnserver: %v", err)
 	}
 	c.cmd = cmd

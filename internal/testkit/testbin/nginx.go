@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -65,10 +64,8 @@ func runNginx(bin, dir, addr, conf string) (*Nginx, error) {
 		return nil, fmt.Errorf("nginx: write config: %w", err)
 	}
 	cmd := exec.Command(bin, "-p", dir, "-c", file, "-e", filepath.Join(dir, "error.log"))
-	cmd.Stdout, cmd.Stderr = &n.out, &n.out
-	// Own process group, so Stop reaches the workers too; killed with us.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	// Own process group, so Stop reaches the workers too.
+	if err := StartChild(cmd, &n.out, true); err != nil {
 		return nil, fmt.Errorf("nginx: start: %w", err)
 	}
 	n.cmd = cmd

@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"net"
-
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -41,6 +39,19 @@ func StartRedis(tb testing.TB) *Redis {
 	return r
 }
 
+// LaunchRedis starts the redis-server binary bin without persistence on
+// 127.0.0.1:port, with its files in dir. It is the part of StartRedis that
+// needs no testing.TB, for benchmark programs: the caller must call Stop,
+// and not Start.
+func LaunchRedis(bin, dir string, port int) (*Redis, error) {
+	r := &Redis{bin: bin, dir: dir, port: port}
+	r.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	if err := r.launch(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
 // Start starts the server again after Stop, on the same port and empty.
 func (r *Redis) Start() {
 	r.tb.Helper()
@@ -69,9 +80,7 @@ func (r *Redis) launch() error {
 	}
 	args = append(args, r.args...)
 	cmd := exec.Command(r.bin, args...)
-	cmd.Stdout, cmd.Stderr = &r.out, &r.out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := StartChild(cmd, &r.out, false); err != nil {
 		return fmt.Errorf("start redis-server: %v", err)
 	}
 	r.cmd = cmd
@@ -85,29 +94,3 @@ func (r *Redis) launch() error {
 // Stop kills the server and waits for it to exit. It is safe to call when
 // the server is not running.
 func (r *Redis) Stop() { kill(&r.cmd) }
-
-// kill kills the process *cmd runs, if any, waits for it to exit and
-// forgets it.
-func kill(cmd **exec.Cmd) {
-	if *cmd == nil {
-		return
-	}
-	_ = (*cmd).Process.Kill()
-	_ = (*cmd).Wait()
-	*cmd = nil
-}
-
-// WaitDial polls addr until it accepts a TCP connection or timeout passes.
-func WaitDial(addr string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			return c.Close()
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not accepting connections after %v: %w", timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}

@@ -7,6 +7,7 @@
 package testbin
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -47,6 +48,16 @@ func Need(tb testing.TB, name string) string {
 // sometimes gave it to another connection first.
 func FreePort(tb testing.TB, host string) int {
 	tb.Helper()
+	port, err := PickPort(host)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return port
+}
+
+// PickPort is FreePort for programs without a testing.TB (benchmarks): it
+// returns the port, or an error when none of 100 tried was free.
+func PickPort(host string) (int, error) {
 	lo := ephemeralLow()
 	span := min(lo-1024, 12000)
 	for range 100 {
@@ -54,11 +65,10 @@ func FreePort(tb testing.TB, host string) int {
 		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 		if err == nil {
 			l.Close()
-			return port
+			return port, nil
 		}
 	}
-	tb.Fatalf("free port on %s: none of 100 tried below %d", host, lo)
-	return 0
+	return 0, fmt.Errorf("free port on %s: none of 100 tried below %d", host, lo)
 }
 
 // ephemeralLow returns the lowest port of the kernel's ephemeral range,
