@@ -24,6 +24,7 @@ var layers = map[string]int{
 	"internal/uid":            0,
 	"internal/addrkey":        0,
 	"internal/baseurl":        0,
+	"internal/defaults":       0,
 	"clients/js":              0,
 	"backplane/memory":        10,
 	"backplane/redis":         10,

@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"github.com/muster-gg/muster/backplane"
+	"github.com/muster-gg/muster/internal/defaults"
 )
 
 // Config configures a Fleet. The zero value of each field means its
@@ -96,24 +97,9 @@ func DefaultConfig() Config {
 }
 
 func (c Config) withDefaults() (Config, error) {
-	d := DefaultConfig()
-	if c.Cluster == "" {
-		c.Cluster = d.Cluster
-	}
-	if c.NodeParam == "" {
-		c.NodeParam = d.NodeParam
-	}
-	if c.Heartbeat == 0 {
-		c.Heartbeat = d.Heartbeat
-	}
+	defaults.Fill(&c, DefaultConfig())
 	if c.CallTimeout == 0 {
 		c.CallTimeout = c.Heartbeat / 4
-	}
-	if c.MaxLoad == 0 {
-		c.MaxLoad = d.MaxLoad
-	}
-	if c.DrainTimeout == 0 {
-		c.DrainTimeout = d.DrainTimeout
 	}
 	if c.LoadStep == 0 {
 		c.LoadStep = max(1, c.MaxLoad/20)

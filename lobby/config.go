@@ -3,6 +3,8 @@ package lobby
 import (
 	"fmt"
 	"time"
+
+	"github.com/muster-gg/muster/internal/defaults"
 )
 
 // Config configures a Module. The zero value of each field means its
@@ -59,14 +61,7 @@ func DefaultConfig() Config {
 }
 
 func (c Config) withDefaults() (Config, error) {
-	d := DefaultConfig()
-	fill(&c.CodeLength, d.CodeLength)
-	fill(&c.MaxMembers, d.MaxMembers)
-	fill(&c.RoomKind, d.RoomKind)
-	fill(&c.Tick, d.Tick)
-	fill(&c.ArrivalTimeout, d.ArrivalTimeout)
-	fill(&c.CodeFailures, d.CodeFailures)
-	fill(&c.CodeLockout, d.CodeLockout)
+	defaults.Fill(&c, DefaultConfig())
 	switch {
 	case c.CodeLength < 4 || c.CodeLength > 6:
 		return c, fmt.Errorf("%w: Config.CodeLength %d is outside 4-6", ErrConfig, c.CodeLength)
@@ -82,12 +77,4 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: Config.CodeLockout %v is negative (muster.lobby.code-lockout, MUSTER__LOBBY__CODE_LOCKOUT)", ErrConfig, c.CodeLockout)
 	}
 	return c, nil
-}
-
-// fill sets *v to d when it is zero.
-func fill[T comparable](v *T, d T) {
-	var zero T
-	if *v == zero {
-		*v = d
-	}
 }

@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"runtime"
 	"time"
+
+	"github.com/muster-gg/muster/internal/defaults"
 )
 
 // The largest Config.Workers, Config.SendQueue, Config.MaxCatchUp and
@@ -94,17 +96,8 @@ func DefaultConfig() Config {
 
 func (c Config) withDefaults() (Config, error) {
 	d := DefaultConfig()
-	fill(&c.Rate, d.Rate)
-	fill(&c.Workers, min(runtime.GOMAXPROCS(0), MaxWorkers))
-	fill(&c.MaxCatchUp, d.MaxCatchUp)
-	fill(&c.SendQueue, d.SendQueue)
-	fill(&c.ReadLimit, d.ReadLimit)
-	fill(&c.HelloTimeout, d.HelloTimeout)
-	fill(&c.PingInterval, d.PingInterval)
-	fill(&c.TicketTTL, d.TicketTTL)
-	fill(&c.MoveCooldown, d.MoveCooldown)
-	fill(&c.DrainGrace, d.DrainGrace)
-	fill(&c.AwayTimeout, d.AwayTimeout)
+	d.Workers = min(runtime.GOMAXPROCS(0), MaxWorkers)
+	defaults.Fill(&c, d)
 	if c.Secret == "" {
 		c.Secret = rand.Text()
 	}
@@ -142,12 +135,4 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	return c, nil
-}
-
-// fill sets *v to d when it is zero.
-func fill[T comparable](v *T, d T) {
-	var zero T
-	if *v == zero {
-		*v = d
-	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/muster-gg/muster/internal/addrkey"
+	"github.com/muster-gg/muster/internal/defaults"
 )
 
 // Where rate limits and lockouts count.
@@ -69,15 +70,7 @@ func defaultLimits() Limits {
 }
 
 func (l Limits) withDefaults() (Limits, error) {
-	d := defaultLimits()
-	fill(&l.Store, d.Store)
-	fill(&l.Connects, d.Connects)
-	fill(&l.Window, d.Window)
-	fill(&l.Open, d.Open)
-	fill(&l.Failures, d.Failures)
-	fill(&l.Lockout, d.Lockout)
-	fill(&l.Messages, d.Messages)
-	fill(&l.Burst, d.Burst)
+	defaults.Fill(&l, defaultLimits())
 	switch {
 	case l.Store != StoreMemory && l.Store != StoreBackplane:
 		return l, configError("limits.store", "%q is neither memory nor backplane", l.Store)
