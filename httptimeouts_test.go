@@ -1,13 +1,8 @@
 package muster_test
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +11,7 @@ import (
 	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/config"
 	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/internal/testkit/testrun"
 	"github.com/muster-gg/muster/matchmaking"
 )
 
@@ -70,15 +66,15 @@ func TestHTTPTimeouts(t *testing.T) {
 		t.Fatalf("a relays no connection to b:\n%s", m)
 	}
 
-	idleConn, idleR := keptAlive(t, a.addr, fleet.PathLive)
+	idleConn, idleR := testrun.KeptAlive(t, a.addr, "muster", fleet.PathLive)
 
-	slowConn, slowR := rawConn(t, a.addr)
+	slowConn, slowR := testrun.RawConn(t, a.addr)
 	if _, err := io.WriteString(slowConn, "POST /ticket HTTP/1.1\r\nHost: game\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"player\":"); err != nil {
 		t.Fatal(err)
 	}
 
-	waitClosed(t, "the idle keep-alive connection", idleConn, idleR)
-	waitClosed(t, "the connection whose body never came", slowConn, slowR)
+	testrun.WaitClosed(t, "the idle keep-alive connection", idleConn, idleR, closedWithin)
+	testrun.WaitClosed(t, "the connection whose body never came", slowConn, slowR, closedWithin)
 
 	// Both WebSockets have now been open longer than both timeouts, and
 	// idle: each still reaches its room host.
@@ -123,47 +119,4 @@ func startFleetServer(t *testing.T, bp *memory.Backplane, id string, opts ...mus
 	}
 	return start(t, Counter{}, cfg, l, append([]muster.Option{muster.WithBackplane(bp), quiet,
 		muster.WithPlaylists(matchmaking.Playlist{Name: "duel"})}, opts...)...)
-}
-
-// rawConn opens a TCP connection to addr, closed when the test ends.
-func rawConn(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c, bufio.NewReader(c)
-}
-
-// keptAlive asks addr for path on a connection of its own, checks the 200
-// that keeps it alive, and returns the connection, left quiet.
-func keptAlive(t *testing.T, addr, path string) (net.Conn, *bufio.Reader) {
-	t.Helper()
-	c, r := rawConn(t, addr)
-	if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: muster\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(r, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || resp.Close {
-		t.Fatalf("GET %s: %d, close %v; want 200 on a kept-alive connection", path, resp.StatusCode, resp.Close)
-	}
-	return c, r
-}
-
-// waitClosed reads c until the server closes it, and fails the test if it
-// is still open after closedWithin.
-func waitClosed(t *testing.T, what string, c net.Conn, r *bufio.Reader) {
-	t.Helper()
-	c.SetReadDeadline(time.Now().Add(closedWithin))
-	_, err := io.Copy(io.Discard, r)
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Errorf("%s still open after %v", what, closedWithin)
-	}
-	// nil (EOF) or a reset: closed by the server.
 }

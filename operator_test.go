@@ -20,6 +20,7 @@ import (
 	"github.com/muster-gg/muster/dashboard"
 	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/testkit/testbin"
+	"github.com/muster-gg/muster/internal/testkit/testrun"
 	"github.com/muster-gg/muster/matchmaking"
 )
 
@@ -116,8 +117,8 @@ func TestOperatorPort(t *testing.T) {
 
 	// The operator's server has the game's timeouts: a quiet keep-alive
 	// connection is closed at the idle timeout.
-	idleConn, idleR := keptAlive(t, op, fleet.PathLive)
-	waitClosed(t, "the idle keep-alive connection to the operator's port", idleConn, idleR)
+	idleConn, idleR := testrun.KeptAlive(t, op, "muster", fleet.PathLive)
+	testrun.WaitClosed(t, "the idle keep-alive connection to the operator's port", idleConn, idleR, closedWithin)
 
 	run.stop(t) // Run's error, if any, is reported at cleanup
 	for _, addr := range []string{game, op} {

@@ -1,20 +1,17 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"net"
-	"net/http"
-	"os"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/muster-gg/muster/federation"
 	"github.com/muster-gg/muster/internal/testkit/testbin"
+	"github.com/muster-gg/muster/internal/testkit/testrun"
 )
 
 // TestServeTimeouts: home's keep-alive connection that goes quiet after a
@@ -39,38 +36,11 @@ func TestServeTimeouts(t *testing.T) {
 	if err := testbin.WaitDial(addr, closedWithin); err != nil {
 		t.Fatal(err)
 	}
-	conn := func() (net.Conn, *bufio.Reader) {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c, bufio.NewReader(c)
-	}
-	waitClosed := func(what string, c net.Conn, r *bufio.Reader) {
-		c.SetReadDeadline(time.Now().Add(closedWithin))
-		if _, err := io.Copy(io.Discard, r); errors.Is(err, os.ErrDeadlineExceeded) {
-			t.Errorf("%s still open after %v", what, closedWithin)
-		}
-	}
-
-	idle, idleR := conn()
-	if _, err := io.WriteString(idle, "GET "+federation.PathRegions+" HTTP/1.1\r\nHost: home\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(idleR, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || resp.Close {
-		t.Fatalf("GET %s: %d, close %v; want 200 on a kept-alive connection", federation.PathRegions, resp.StatusCode, resp.Close)
-	}
-	slow, slowR := conn()
+	idle, idleR := testrun.KeptAlive(t, addr, "home", federation.PathRegions)
+	slow, slowR := testrun.RawConn(t, addr)
 	if _, err := io.WriteString(slow, "POST "+federation.PathJoin+" HTTP/1.1\r\nHost: home\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"name\":"); err != nil {
 		t.Fatal(err)
 	}
-	waitClosed("the idle keep-alive connection", idle, idleR)
-	waitClosed("the connection whose body never came", slow, slowR)
+	testrun.WaitClosed(t, "the idle keep-alive connection", idle, idleR, closedWithin)
+	testrun.WaitClosed(t, "the connection whose body never came", slow, slowR, closedWithin)
 }
