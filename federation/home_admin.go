@@ -164,7 +164,7 @@ type createNodeResponse struct {
 // serveCreateNode answers POST /nodes; the answer, which holds the node
 // key, is not to be stored.
 func (h *Home) serveCreateNode(w http.ResponseWriter, r *http.Request) {
-	res, ok := serveJSON(h, w, r, h.cfg.MaxBody, "max-body", decodeNodeSpec, h.createNode)
+	res, ok := serveJSON(h, w, r, h.cfg.MaxBody, "max-body", decodeNodeSpec, h.createNodeAnswer)
 	if !ok {
 		return
 	}
@@ -172,8 +172,8 @@ func (h *Home) serveCreateNode(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, res)
 }
 
-// createNode is CreateNode with its answer to POST /nodes.
-func (h *Home) createNode(ctx context.Context, spec NodeSpec) (createNodeResponse, error) {
+// createNodeAnswer is CreateNode with its answer to POST /nodes.
+func (h *Home) createNodeAnswer(ctx context.Context, spec NodeSpec) (createNodeResponse, error) {
 	info, key, err := h.CreateNode(ctx, spec)
 	return createNodeResponse{Node: info, Key: key}, err
 }
