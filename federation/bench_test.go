@@ -77,9 +77,7 @@ func fillRooms(b *testing.B, e *env, servers, rooms int) {
 		props[fmt.Sprintf("p%d", i)] = strings.Repeat("x", 1000)
 	}
 	for s := range servers {
-		_, sk := e.join(key)
-		e.selfTest(sk)
-		e.announce(sk, map[string]string{ServiceGame: fmt.Sprintf("10.0.0.%d:1", s)})
+		sk := e.inRotation(key, map[string]string{ServiceGame: fmt.Sprintf("10.0.0.%d:1", s)})
 		for r := range rooms {
 			req := roomRequest{RoomReport: RoomReport{
 				RoomID:     fmt.Sprintf("s%d-r%d", s, r),

@@ -241,18 +241,14 @@ type NodeConfig struct {
 
 func (c NodeConfig) withDefaults() (NodeConfig, *url.URL, error) {
 	setDefault(&c.AnnounceEvery, DefaultAnnounceEvery)
-	setDefault(&c.Timeout, DefaultNodeTimeout)
 	setDefault(&c.SelfTestTimeout, DefaultSelfTestTimeout)
-	if c.HTTPClient == nil {
-		c.HTTPClient = newHomeClient()
-	}
 	if c.Hardware == nil {
 		c.Hardware = ReadHardware
 	}
 	c.Services = cloneServices(c.Services)
-	base, err := homeBaseURL(c.HomeURL)
+	base, err := reachHome(c.HomeURL, &c.Timeout, &c.HTTPClient)
 	if err != nil {
-		return c, nil, fmt.Errorf("%w: HomeURL: %w", ErrInvalidConfig, err)
+		return c, nil, err
 	}
 	switch {
 	case c.KeyFile == "":
@@ -335,19 +331,15 @@ func (c PlacerConfig) withDefaults() (PlacerConfig, *url.URL, error) {
 	setDefault(&c.LookupTimeout, DefaultLookupTimeout)
 	setDefault(&c.CountryTTL, DefaultCountryTTL)
 	setDefault(&c.TURNTTL, DefaultTURNTTL)
-	setDefault(&c.Timeout, DefaultNodeTimeout)
 	setDefault(&c.LookupWorkers, DefaultLookupWorkers)
 	setDefault(&c.LookupQueue, DefaultLookupQueue)
-	if c.HTTPClient == nil {
-		c.HTTPClient = newHomeClient()
-	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
 	c.HomeServices = cloneServices(c.HomeServices)
-	base, err := homeBaseURL(c.HomeURL)
+	base, err := reachHome(c.HomeURL, &c.Timeout, &c.HTTPClient)
 	if err != nil {
-		return c, nil, fmt.Errorf("%w: HomeURL: %w", ErrInvalidConfig, err)
+		return c, nil, err
 	}
 	switch {
 	case c.PollEvery < 0, c.MaxStale < 0, c.LookupTimeout < 0, c.CountryTTL < 0, c.TURNTTL < 0, c.Timeout < 0:
@@ -361,6 +353,22 @@ func (c PlacerConfig) withDefaults() (PlacerConfig, *url.URL, error) {
 		return c, nil, fmt.Errorf("%w: HomeServices: %w", ErrInvalidConfig, err)
 	}
 	return c, base, nil
+}
+
+// reachHome fills in what a Node and a Placer alike need to reach home:
+// the bound of one request (default DefaultNodeTimeout) and the HTTP
+// client (default one that follows no redirect). It returns home's base
+// URL, parsed and checked.
+func reachHome(homeURL string, timeout *time.Duration, client **http.Client) (*url.URL, error) {
+	setDefault(timeout, DefaultNodeTimeout)
+	if *client == nil {
+		*client = newHomeClient()
+	}
+	base, err := homeBaseURL(homeURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: HomeURL: %w", ErrInvalidConfig, err)
+	}
+	return base, nil
 }
 
 // homeBaseURL parses and checks home's base URL (baseurl.Valid): the

@@ -149,6 +149,24 @@ func (e *env) sydney() (nodeKey, serverKey string) {
 	return nodeKey, serverKey
 }
 
+// inRotation puts a server of the node whose key is given in rotation: it
+// enrols it, passes its self-test and announces services. It returns the
+// server's key.
+func (e *env) inRotation(nodeKey string, services map[string]string) (serverKey string) {
+	e.t.Helper()
+	_, serverKey = e.join(nodeKey)
+	e.selfTest(serverKey)
+	e.announce(serverKey, services)
+	return serverKey
+}
+
+// sydneyInRotation creates au-sydney and puts one server of it in rotation
+// with game as its game server; it returns the server's key.
+func (e *env) sydneyInRotation(game string) (serverKey string) {
+	e.t.Helper()
+	return e.inRotation(e.createNode("au-sydney", "AU", true), map[string]string{ServiceGame: game})
+}
+
 // join enrols a server with the node key and returns its id and key.
 func (e *env) join(nodeKey string) (id, key string) {
 	e.t.Helper()

@@ -164,25 +164,18 @@ type createNodeResponse struct {
 // serveCreateNode answers POST /nodes; the answer, which holds the node
 // key, is not to be stored.
 func (h *Home) serveCreateNode(w http.ResponseWriter, r *http.Request) {
-	data, err := h.readBody(w, r)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	spec, err := decodeNodeSpec(data)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	ctx, cancel := h.ctx(r)
-	defer cancel()
-	info, key, err := h.CreateNode(ctx, spec)
-	if err != nil {
-		h.fail(w, err)
+	res, ok := serveJSON(h, w, r, h.cfg.MaxBody, "max-body", decodeNodeSpec, h.createNodeAnswer)
+	if !ok {
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusCreated, createNodeResponse{Node: info, Key: key})
+	writeJSON(w, http.StatusCreated, res)
+}
+
+// createNodeAnswer is CreateNode with its answer to POST /nodes.
+func (h *Home) createNodeAnswer(ctx context.Context, spec NodeSpec) (createNodeResponse, error) {
+	info, key, err := h.CreateNode(ctx, spec)
+	return createNodeResponse{Node: info, Key: key}, err
 }
 
 // nodeList is the answer to GET /nodes.

@@ -213,28 +213,44 @@ func (h *Home) serveRoom(w http.ResponseWriter, r *http.Request, p principal) {
 	serveDoor(h, w, r, p, h.cfg.MaxReportBytes, "max-report-bytes", decodeRoomReport, h.reportRoom, http.StatusOK)
 }
 
-// serveDoor answers a door's JSON request: it reads a body of at most
-// limit bytes (key names the limit's config key), decodes it, and answers
-// status with what do returns.
+// serveDoor answers a door's JSON request from p: it reads a body of at
+// most limit bytes (key names the limit's config key), decodes it, and
+// answers status with what do returns.
 func serveDoor[Req, Res any](h *Home, w http.ResponseWriter, r *http.Request, p principal,
 	limit int64, key string, decode func([]byte) (Req, error),
 	do func(context.Context, principal, Req) (Res, error), status int) {
+	res, ok := serveJSON(h, w, r, limit, key, decode, func(ctx context.Context, req Req) (Res, error) {
+		return do(ctx, p, req)
+	})
+	if ok {
+		writeJSON(w, status, res)
+	}
+}
+
+// serveJSON serves a JSON request up to its answer: it reads a body of at
+// most limit bytes (key names the limit's config key), decodes it and
+// carries it out with do, within the request's time. It returns do's
+// result, or answers the error itself and returns false.
+func serveJSON[Req, Res any](h *Home, w http.ResponseWriter, r *http.Request,
+	limit int64, key string, decode func([]byte) (Req, error),
+	do func(context.Context, Req) (Res, error)) (Res, bool) {
+	var res Res
 	data, err := h.readBodyLimit(w, r, limit, key)
 	if err != nil {
 		h.fail(w, err)
-		return
+		return res, false
 	}
 	req, err := decode(data)
 	if err != nil {
 		h.fail(w, err)
-		return
+		return res, false
 	}
 	ctx, cancel := h.ctx(r)
 	defer cancel()
-	res, err := do(ctx, p, req)
+	res, err = do(ctx, req)
 	if err != nil {
 		h.fail(w, err)
-		return
+		return res, false
 	}
-	writeJSON(w, status, res)
+	return res, true
 }

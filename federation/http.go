@@ -84,11 +84,6 @@ func (h *Home) ctx(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), h.cfg.RequestTimeout)
 }
 
-// readBody reads a JSON body of at most MaxBody bytes.
-func (h *Home) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	return h.readBodyLimit(w, r, h.cfg.MaxBody, "max-body")
-}
-
 // readBodyLimit reads a body of at most limit bytes; key names the config
 // key of the limit.
 func (h *Home) readBodyLimit(w http.ResponseWriter, r *http.Request, limit int64, key string) ([]byte, error) {

@@ -18,10 +18,7 @@ func placementEnv(t *testing.T) (*env, *Placer) {
 	t.Helper()
 	e := newEnv(t, HomeConfig{})
 	add := func(id, country string, approve bool, services map[string]string) string {
-		_, sk := e.join(e.createNode(id, country, approve))
-		e.selfTest(sk)
-		e.announce(sk, services)
-		return sk
+		return e.inRotation(e.createNode(id, country, approve), services)
 	}
 	add("de-berlin", "DE", true, map[string]string{ServiceGame: "de:1"})
 	e.clock.Advance(3 * time.Minute)
@@ -69,9 +66,7 @@ func TestPlaceSpreadsOverServers(t *testing.T) {
 	e := newEnv(t, HomeConfig{})
 	key := e.createNode("au-sydney", "AU", true)
 	for _, addr := range []string{"a:1", "b:1", "c:1"} {
-		_, sk := e.join(key)
-		e.selfTest(sk)
-		e.announce(sk, map[string]string{ServiceGame: addr})
+		e.inRotation(key, map[string]string{ServiceGame: addr})
 	}
 	p := newPlacerFor(t, e, PlacerConfig{})
 	p.step(context.Background(), e.clock.Now())

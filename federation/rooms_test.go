@@ -39,9 +39,7 @@ func (e *env) report(key string, req roomRequest) bool {
 func TestDroppedRoomReportCorrectedByNext(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, HomeConfig{})
-	_, sk := e.sydney()
-	e.selfTest(sk)
-	e.announce(sk, map[string]string{ServiceGame: "au:1"})
+	sk := e.sydneyInRotation("au:1")
 
 	e.report(sk, report("r1", 1, "alice"))
 	lost := report("r1", 2, "alice", "bob") // never arrives

@@ -29,10 +29,8 @@ func TestSilentServerLeavesRotation(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, HomeConfig{})
 	ctx := context.Background()
-	_, sk := e.sydney()
-	e.selfTest(sk)
 	node := "wss://au.example/play"
-	e.announce(sk, map[string]string{ServiceGame: node})
+	sk := e.sydneyInRotation(node)
 	placer := newPlacerFor(t, e, PlacerConfig{})
 	placer.step(ctx, e.clock.Now())
 
@@ -164,9 +162,7 @@ func TestPlacerKeepsListUntilStale(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, HomeConfig{})
 	ctx := context.Background()
-	_, sk := e.sydney()
-	e.selfTest(sk)
-	e.announce(sk, map[string]string{ServiceGame: "a:1"})
+	sk := e.sydneyInRotation("a:1")
 	fail := false
 	p := newPlacerFor(t, e, PlacerConfig{})
 	p.cfg.HTTPClient = &http.Client{Transport: handlerTransport{h: e.h, drop: func(*http.Request) bool { return fail }}}

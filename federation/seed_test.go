@@ -43,9 +43,8 @@ func TestPlacementThirds(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, HomeConfig{})
 	for i := 1; i <= 3; i++ {
-		_, sk := e.join(e.createNode(fmt.Sprintf("node-%d", i), "AU", true))
-		e.selfTest(sk)
-		e.announce(sk, map[string]string{ServiceGame: fmt.Sprintf("10.0.0.%d:7000", i), ServiceTURN: fmt.Sprintf("10.0.0.%d:3478", i)})
+		e.inRotation(e.createNode(fmt.Sprintf("node-%d", i), "AU", true),
+			map[string]string{ServiceGame: fmt.Sprintf("10.0.0.%d:7000", i), ServiceTURN: fmt.Sprintf("10.0.0.%d:3478", i)})
 	}
 	p := newPlacerFor(t, e, PlacerConfig{})
 	p.step(context.Background(), e.clock.Now())

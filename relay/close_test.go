@@ -21,10 +21,7 @@ func relayed(t *testing.T, opts ...nodeOpt) (*websocket.Conn, *testNode, *testNo
 	dir := &dirMap{}
 	a := startNode(t, "a", dir, opts...)
 	b := startNode(t, "b", dir, opts...)
-	c, served := dial(t, a, "/ws?node=b", dialOpts{})
-	if served != "b" {
-		t.Fatalf("served by %q, want b", served)
-	}
+	c := dialRelayed(t, a, b, dialOpts{})
 	recv(t, b.seen, "request at b")
 	return c, a, b
 }

@@ -378,6 +378,17 @@ func relayedVia(t *testing.T, opts ...nodeOpt) (a, b *testNode, c *websocket.Con
 	return a, b, c
 }
 
+// dialRelayed dials a for b (/ws?node=b) with o and fails the test unless
+// b serves the connection.
+func dialRelayed(t *testing.T, a, b *testNode, o dialOpts) *websocket.Conn {
+	t.Helper()
+	c, served := dial(t, a, "/ws?node="+b.id, o)
+	if served != b.id {
+		t.Fatalf("served by %q, want %s", served, b.id)
+	}
+	return c
+}
+
 // servesItself checks that n serves a connection to path itself, when
 // says at what point of the test.
 func servesItself(t *testing.T, n *testNode, path, when string) {

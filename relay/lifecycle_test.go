@@ -20,11 +20,7 @@ func TestCloseEndsRelayedConnections(t *testing.T) {
 	const n = 8
 	clients := make([]*websocket.Conn, n)
 	for i := range clients {
-		c, served := dial(t, a, "/ws?node=b", dialOpts{})
-		if served != "b" {
-			t.Fatalf("served by %q, want b", served)
-		}
-		clients[i] = c
+		clients[i] = dialRelayed(t, a, b, dialOpts{})
 	}
 	if got := a.relay.Stats().Active; got != n {
 		t.Fatalf("Active = %d, want %d", got, n)

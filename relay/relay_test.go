@@ -19,10 +19,7 @@ func TestRelayMessagesBothWays(t *testing.T) {
 	a, b := startPair(t)
 
 	offer := []string{"v1.echo", "v2.echo", "x.other"}
-	c, served := dial(t, a, "/ws?node=b", dialOpts{subprotocols: offer})
-	if served != "b" {
-		t.Fatalf("served by %q, want b", served)
-	}
+	c := dialRelayed(t, a, b, dialOpts{subprotocols: offer})
 	got := recv(t, b.seen, "request at b")
 	if !got.Relayed {
 		t.Errorf("b: FromRelay = false, want true")

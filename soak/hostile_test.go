@@ -51,8 +51,8 @@ func testHostile(t *testing.T, c *cluster, cr *crowd, inv *invariants, fig *figu
 		})
 	}
 	st := inv.check(t, "hostile", nil)
-	if d, f := st.dropsSince(mark), st.failuresSince(mark); d > 0 || f > 0 {
-		t.Errorf("the hostile clients affected the players: %d drops, %d failed connection attempts; want none:\n%s", d, f, st.dropList(mark))
+	if d, f, list := st.troubleSince(mark); d > 0 || f > 0 {
+		t.Errorf("the hostile clients affected the players: %d drops, %d failed connection attempts; want none:\n%s", d, f, list)
 		return
 	}
 	fig.add(t, "players unaffected (0 drops, 0 failed attempts); %s", st)
@@ -645,16 +645,10 @@ func newRaw(c *cluster, ip net.IP, player string, rcvbuf int) *raw {
 func (r *raw) seat(ctx context.Context) error {
 	base, mode := "http://"+r.c.Running()[0].Addr+"/", "new"
 	for range 5 {
-		tk, err := ticket(ctx, base, r.hc, r.player)
+		ws, err := r.connect(ctx, base)
 		if err != nil {
 			return err
 		}
-		ws, _, err := dialPlay(ctx, base, r.hc, "ticket="+tk, nil)
-		if err != nil {
-			return err
-		}
-		local, _ := netip.ParseAddrPort(r.local.Load().(string)) // no keep-alive: the connection just dialed
-		r.ws = &rawConn{Conn: ws, local: local}
 		send := func(s string) error { return ws.Write(ctx, websocket.MessageText, []byte(s)) }
 		if err := send(`{"type":"hello","data":{"mode":"` + mode + `"}}`); err != nil {
 			return err
@@ -696,6 +690,25 @@ func (r *raw) seat(ctx context.Context) error {
 	return fmt.Errorf("%s: not seated after 5 connections", r.player)
 }
 
+// connect takes a ticket from the server at base and connects the player
+// to it, in place of its connection so far, which it closes.
+func (r *raw) connect(ctx context.Context, base string) (*websocket.Conn, error) {
+	tk, err := ticket(ctx, base, r.hc, r.player)
+	if err != nil {
+		return nil, err
+	}
+	ws, _, err := dialPlay(ctx, base, r.hc, "ticket="+tk, nil)
+	if err != nil {
+		return nil, err
+	}
+	if r.ws != nil {
+		r.ws.CloseNow()
+	}
+	local, _ := netip.ParseAddrPort(r.local.Load().(string)) // no keep-alive: the connection just dialed
+	r.ws = &rawConn{Conn: ws, local: local}
+	return ws, nil
+}
+
 // rejoin connects the player again, directly to the server of its room,
 // and returns once it is welcomed back in its seat.
 func (r *raw) rejoin(ctx context.Context) error {
@@ -705,20 +718,10 @@ func (r *raw) rejoin(ctx context.Context) error {
 	if s == nil {
 		return fmt.Errorf("%s: its server %s is gone", r.player, r.node)
 	}
-	base := "http://" + s.Addr + "/"
-	tk, err := ticket(ctx, base, r.hc, r.player)
+	ws, err := r.connect(ctx, "http://"+s.Addr+"/")
 	if err != nil {
 		return err
 	}
-	ws, _, err := dialPlay(ctx, base, r.hc, "ticket="+tk, nil)
-	if err != nil {
-		return err
-	}
-	if r.ws != nil {
-		r.ws.CloseNow()
-	}
-	local, _ := netip.ParseAddrPort(r.local.Load().(string))
-	r.ws = &rawConn{Conn: ws, local: local}
 	if err := ws.Write(ctx, websocket.MessageText, []byte(`{"type":"hello","data":{"mode":"rejoin"}}`)); err != nil {
 		return err
 	}

@@ -72,46 +72,31 @@ func (s status) lost(t time.Time) []lostRoom {
 // the count a scenario reports agrees with the invariant check.
 func (s status) lostSince(t time.Time) int { return len(s.lost(t)) }
 
-func (s status) dropsSince(t time.Time) int {
-	n := 0
-	for _, r := range s.reports {
-		for _, d := range r.Drops {
-			if d.At.After(t) {
-				n++
-			}
-		}
-	}
-	return n
-}
-
-// dropList describes the drops and failed attempts since t, a few of them.
-func (s status) dropList(t time.Time) string {
+// troubleSince counts the drops and the failed attempts since t, and
+// describes a few of them.
+func (s status) troubleSince(t time.Time) (drops, failures int, list string) {
 	var out []string
 	for _, r := range s.reports {
 		for _, d := range r.Drops {
 			if d.At.After(t) {
+				drops++
 				out = append(out, fmt.Sprintf("%s dropped by %s at +%v: %d %s", r.Player, d.Node, d.At.Sub(t).Round(time.Millisecond), d.Code, d.Reason))
 			}
 		}
 		for _, f := range r.Failures {
 			if f.At.After(t) {
+				failures++
 				out = append(out, fmt.Sprintf("%s failed at +%v (%s, asked for %q): %s", r.Player, f.At.Sub(t).Round(time.Millisecond), f.Stage, f.Node, f.Err))
 			}
 		}
 	}
-	return strings.Join(out[:min(len(out), 10)], "\n")
+	return drops, failures, strings.Join(out[:min(len(out), 10)], "\n")
 }
 
-func (s status) failuresSince(t time.Time) int {
-	n := 0
-	for _, r := range s.reports {
-		for _, f := range r.Failures {
-			if f.At.After(t) {
-				n++
-			}
-		}
-	}
-	return n
+// dropList describes the drops and failed attempts since t, a few of them.
+func (s status) dropList(t time.Time) string {
+	_, _, list := s.troubleSince(t)
+	return list
 }
 
 func (s status) String() string {

@@ -188,8 +188,8 @@ func testNginxReload(t *testing.T, c *cluster, cr *crowd, inv *invariants, fig *
 		return rejoinedAfter(r, t0)
 	})
 	st := inv.check(t, "nginx-reload", nil)
-	if st.dropsSince(mark) > 0 || st.failuresSince(mark) > 0 {
-		t.Errorf("across the reload: %d drops, %d failed attempts; want none:\n%s", st.dropsSince(mark), st.failuresSince(mark), st.dropList(mark))
+	if d, f, list := st.troubleSince(mark); d > 0 || f > 0 {
+		t.Errorf("across the reload: %d drops, %d failed attempts; want none:\n%s", d, f, list)
 	}
 	fig.add(t, "workers %v → %v; %d bots dropped on purpose and back in their rooms through the new worker; %s", before, after, len(dropped), st)
 }
