@@ -188,9 +188,10 @@ func (c *Client) write(ping time.Duration) {
 	}
 }
 
-// ping pings the client and cuts it when it does not answer within
-// timeout, then closes done. A client that stopped reading answers no
-// ping; the socket buffers would otherwise hide it for minutes.
+// ping pings the client and closes its connection (1001, "no answer to
+// ping") when it does not answer within timeout, then closes done. A
+// client that stopped reading answers no ping; the socket buffers would
+// otherwise hide it for minutes.
 func (c *Client) ping(timeout time.Duration, done chan struct{}) {
 	defer close(done)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -201,7 +202,8 @@ func (c *Client) ping(timeout time.Duration, done chan struct{}) {
 			return // closing anyway: the writer ends the connection
 		default:
 		}
-		c.conn.CloseNow()
+		// The writer sends the close frame, bounded as every close is: a
+		// client that reads but does not answer is told why.
 		c.Close(StatusGoingAway, "no answer to ping")
 	}
 }

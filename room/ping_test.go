@@ -154,3 +154,31 @@ func TestLatePongDoesNotStallSends(t *testing.T) {
 		t.Fatal("the client was closed")
 	}
 }
+
+// TestUnansweredPingCloses: a client that reads every frame but answers
+// no ping is told why it is cut: a close frame, 1001 "no answer to ping",
+// before its socket ends (#39.4: it ended with no close frame, 1006).
+func TestUnansweredPingCloses(t *testing.T) {
+	h, srv := startHost(t, Config{PingInterval: 100 * time.Millisecond})
+	tk, _ := h.Tickets().Issue("mute")
+	rc := dialRaw(t, srv.URL, "ticket="+tk)
+	rc.write(t, 0x1, []byte(`{"type":"hello","data":{"mode":"new"}}`))
+	rc.conn.SetReadDeadline(time.Now().Add(10 * time.Second)) // bounds a hung test only
+	for {
+		op, p, err := rc.read()
+		if err != nil {
+			t.Fatalf("the socket ended without a close frame: %v", err)
+		}
+		if op != 0x8 {
+			continue // data frames and pings, read and never answered
+		}
+		if len(p) < 2 {
+			t.Fatalf("close frame %q without a code", p)
+		}
+		code, reason := binary.BigEndian.Uint16(p), string(p[2:])
+		if code != 1001 || reason != "no answer to ping" {
+			t.Fatalf("close %d %q, want 1001 %q", code, reason, "no answer to ping")
+		}
+		return
+	}
+}
