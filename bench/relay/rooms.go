@@ -38,27 +38,21 @@ func startPlayers(url string, n int) (*players, error) {
 		}
 		pl.wg.Go(func() {
 			defer c.CloseNow()
-			t := time.NewTicker(time.Second / 60)
-			defer t.Stop()
 			msg := make([]byte, 32)
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-				}
+			benchgame.Every(ctx, time.Second/60, func() bool {
 				t0 := time.Now()
 				if err := c.Write(ctx, websocket.MessageBinary, msg); err != nil {
-					return
+					return false
 				}
 				if _, _, err := c.Read(ctx); err != nil {
-					return
+					return false
 				}
 				rt := time.Since(t0)
 				pl.mu.Lock()
 				pl.rts = append(pl.rts, rt)
 				pl.mu.Unlock()
-			}
+				return true
+			})
 		})
 	}
 	return pl, nil

@@ -175,14 +175,7 @@ func runBaseline(k int, measure time.Duration) (time.Duration, float64) {
 			}
 			s := &benchgame.Count{}
 			start := time.Now()
-			t := time.NewTicker(period)
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-				}
+			benchgame.Every(ctx, period, func() bool {
 				if measuring.Load() {
 					// Late against the last time a step was due; steps the
 					// ticker dropped are counted as missed.
@@ -192,7 +185,8 @@ func runBaseline(k int, measure time.Duration) (time.Duration, float64) {
 					missed[i%shards].Add(int64(since/period) - int64(s.N) - 1)
 				}
 				s.N = uint64(time.Since(start) / period)
-			}
+				return true
+			})
 		})
 	}
 	time.Sleep(time.Second)

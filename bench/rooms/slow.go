@@ -13,6 +13,7 @@ import (
 	"github.com/muster-gg/muster/backplane"
 	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/internal/testkit/benchgame"
 	"github.com/muster-gg/muster/room"
 )
 
@@ -90,14 +91,7 @@ func runChurn(k int, delay, measure time.Duration, churners int) (p99 time.Durat
 	var churn sync.WaitGroup
 	for range churners {
 		churn.Go(func() {
-			t := time.NewTicker(50 * time.Millisecond)
-			defer t.Stop()
-			for {
-				select {
-				case <-cctx.Done():
-					return
-				case <-t.C:
-				}
+			benchgame.Every(cctx, 50*time.Millisecond, func() bool {
 				// End a room, unseat a player of another, open one.
 				last := next.Load()
 				id := fmt.Sprintf("r%d", 1+rand.Int64N(last))
@@ -119,7 +113,8 @@ func runChurn(k int, delay, measure time.Duration, churners int) (p99 time.Durat
 					// not on a worker; the churn keeps its pace meanwhile.
 					churn.Go(func() { open(cctx) })
 				}
-			}
+				return true
+			})
 		})
 	}
 	time.Sleep(time.Second)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"log/slog"
 	"math"
+	"time"
 
 	"github.com/muster-gg/muster/room"
 )
@@ -68,4 +69,21 @@ func Start(rate, n int) (h *Host, stop func(), err error) {
 		}
 	}
 	return h, stop, nil
+}
+
+// Every calls fn every period until ctx ends or fn returns false: the
+// pace of a benchmark's players and churners.
+func Every(ctx context.Context, period time.Duration, fn func() bool) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !fn() {
+			return
+		}
+	}
 }
