@@ -272,21 +272,21 @@ func ticket(ctx context.Context, base string, hc *http.Client, player string) (s
 
 // connect gets a ticket, dials base's /play with query extra, says hello
 // new and reads the welcome.
-func connect(ctx context.Context, base string, hc *http.Client, player, extra string) (*websocket.Conn, welcome, error) {
+func connect(ctx context.Context, base string, hc *http.Client, player, extra string) (*websocket.Conn, bot.Welcome, error) {
 	cctx, cancel := context.WithTimeout(ctx, botPatience)
 	defer cancel()
 	tk, err := ticket(cctx, base, hc, player)
 	if err != nil {
-		return nil, welcome{}, err
+		return nil, bot.Welcome{}, err
 	}
 	ws, _, err := dialPlay(cctx, base, hc, "ticket="+tk+extra, nil)
 	if err != nil {
-		return nil, welcome{}, err
+		return nil, bot.Welcome{}, err
 	}
 	w, err := hello(cctx, ws)
 	if err != nil {
 		ws.CloseNow()
-		return nil, welcome{}, err
+		return nil, bot.Welcome{}, err
 	}
 	return ws, w, nil
 }
@@ -300,24 +300,12 @@ func dialPlay(ctx context.Context, base string, hc *http.Client, query string, h
 	return ws, resp, err
 }
 
-type welcome struct {
-	Type, Node, Player, Room string
-}
-
 // hello says hello new and reads the welcome.
-func hello(ctx context.Context, ws *websocket.Conn) (welcome, error) {
+func hello(ctx context.Context, ws *websocket.Conn) (bot.Welcome, error) {
 	if err := ws.Write(ctx, websocket.MessageText, []byte(`{"type":"hello","data":{"mode":"new"}}`)); err != nil {
-		return welcome{}, err
+		return bot.Welcome{}, err
 	}
-	_, data, err := ws.Read(ctx)
-	if err != nil {
-		return welcome{}, err
-	}
-	var w welcome
-	if err := json.Unmarshal(data, &w); err != nil || w.Type != "welcome" {
-		return welcome{}, fmt.Errorf("expected a welcome, got %.80q", data)
-	}
-	return w, nil
+	return bot.ReadWelcome(ctx, ws)
 }
 
 // quantile returns the q quantile of ds (sorted in place).

@@ -23,8 +23,8 @@ type conn struct {
 	cancel  context.CancelFunc
 }
 
-// welcome is the server's answer to hello.
-type welcome struct {
+// Welcome is the server's answer to hello.
+type Welcome struct {
 	Type   string `json:"type"`
 	Node   string `json:"node"`
 	Player string `json:"player"`
@@ -72,11 +72,11 @@ func (b *Bot) failed(l link, stage string, err error) error {
 
 // hello says hello in l's mode and reads the welcome. A close by the
 // server instead of a welcome is a *CloseError.
-func hello(ctx context.Context, ws *websocket.Conn, l link) (welcome, error) {
-	var w welcome
+func hello(ctx context.Context, ws *websocket.Conn, l link) (Welcome, error) {
+	var w Welcome
 	err := writeJSON(ctx, ws, message{Type: "hello", Data: map[string]string{"mode": l.mode}})
 	if err == nil {
-		w, err = readWelcome(ctx, ws)
+		w, err = ReadWelcome(ctx, ws)
 	}
 	if code, reason := closeOf(err); code != -1 {
 		err = &CloseError{Node: l.hint, Code: code, Reason: reason}
@@ -87,7 +87,7 @@ func hello(ctx context.Context, ws *websocket.Conn, l link) (welcome, error) {
 // startReading starts the goroutine that reads c's frames into c.frames
 // until the connection ends or c.cancel is called; it closes c.frames
 // then, with c.readErr set.
-func startReading(ws *websocket.Conn, w welcome) *conn {
+func startReading(ws *websocket.Conn, w Welcome) *conn {
 	rctx, rcancel := context.WithCancel(context.Background())
 	c := &conn{ws: ws, node: w.Node, room: w.Room, frames: make(chan []byte, 16), cancel: rcancel}
 	go func() {
@@ -109,14 +109,16 @@ func startReading(ws *websocket.Conn, w welcome) *conn {
 	return c
 }
 
-func readWelcome(ctx context.Context, ws *websocket.Conn) (welcome, error) {
+// ReadWelcome reads the next message of ws, which must be the server's
+// welcome to a hello.
+func ReadWelcome(ctx context.Context, ws *websocket.Conn) (Welcome, error) {
 	_, data, err := ws.Read(ctx)
 	if err != nil {
-		return welcome{}, err
+		return Welcome{}, err
 	}
-	var w welcome
+	var w Welcome
 	if err := json.Unmarshal(data, &w); err != nil || w.Type != "welcome" {
-		return welcome{}, fmt.Errorf("expected a welcome, got %.80q", data)
+		return Welcome{}, fmt.Errorf("expected a welcome, got %.80q", data)
 	}
 	return w, nil
 }

@@ -133,7 +133,7 @@ func sleep(ctx context.Context, d time.Duration) {
 
 // welcomed records a welcome: the server, the gap since the last
 // connection, and the bot's seat.
-func (b *Bot) welcomed(c *conn, w welcome, l link) {
+func (b *Bot) welcomed(c *conn, w Welcome, l link) {
 	now := time.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
