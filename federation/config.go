@@ -1,6 +1,7 @@
 package federation
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/muster-gg/muster/internal/baseurl"
+	"github.com/muster-gg/muster/internal/defaults"
 )
 
 // Defaults used for the zero fields of the configs.
@@ -145,24 +147,23 @@ type RateLimits struct {
 	PerIP int `yaml:"per-ip"`
 }
 
+// DefaultHomeConfig returns the documented defaults: what NewHome uses for
+// each zero field (MaxReportBytes at most MaxBody).
+func DefaultHomeConfig() HomeConfig {
+	return HomeConfig{
+		AnnounceEvery: DefaultAnnounceEvery, SilentAfter: DefaultSilentAfter,
+		SelfTestEvery: DefaultSelfTestEvery, SelfTestGrace: DefaultSelfTestGrace,
+		RegionsCache: DefaultRegionsCache, RequestTimeout: DefaultRequestTimeout, SelfTestBytes: DefaultSelfTestBytes,
+		MaxBody: DefaultMaxBody, MaxReportBytes: min(DefaultMaxReportBytes, DefaultMaxBody),
+		MaxServersPerNode: DefaultMaxServersPerNode, MaxRoomsPerServer: DefaultMaxRoomsPerServer,
+		Limits: RateLimits{Window: time.Minute, Join: 10, Announce: 10, Rooms: 6000, SelfTest: 2, PerIP: 60000},
+	}
+}
+
 func (c HomeConfig) withDefaults() (HomeConfig, error) {
-	setDefault(&c.AnnounceEvery, DefaultAnnounceEvery)
-	setDefault(&c.SilentAfter, DefaultSilentAfter)
-	setDefault(&c.SelfTestEvery, DefaultSelfTestEvery)
-	setDefault(&c.SelfTestGrace, DefaultSelfTestGrace)
-	setDefault(&c.RegionsCache, DefaultRegionsCache)
-	setDefault(&c.RequestTimeout, DefaultRequestTimeout)
-	setDefault(&c.Limits.Window, time.Minute)
-	setDefault(&c.SelfTestBytes, DefaultSelfTestBytes)
-	setDefault(&c.MaxBody, DefaultMaxBody)
-	setDefault(&c.MaxServersPerNode, DefaultMaxServersPerNode)
-	setDefault(&c.MaxRoomsPerServer, DefaultMaxRoomsPerServer)
-	setDefault(&c.MaxReportBytes, min(DefaultMaxReportBytes, c.MaxBody))
-	setDefault(&c.Limits.Join, 10)
-	setDefault(&c.Limits.Announce, 10)
-	setDefault(&c.Limits.Rooms, 6000)
-	setDefault(&c.Limits.SelfTest, 2)
-	setDefault(&c.Limits.PerIP, 60000)
+	d := DefaultHomeConfig()
+	d.MaxReportBytes = min(DefaultMaxReportBytes, cmp.Or(c.MaxBody, d.MaxBody))
+	defaults.Fill(&c, d)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -325,14 +326,18 @@ type PlacerConfig struct {
 	Now func() time.Time `yaml:"-"`
 }
 
+// DefaultPlacerConfig returns the documented defaults: what NewPlacer
+// uses for each zero field.
+func DefaultPlacerConfig() PlacerConfig {
+	return PlacerConfig{
+		PollEvery: DefaultPollEvery, MaxStale: DefaultMaxStale, LookupTimeout: DefaultLookupTimeout,
+		CountryTTL: DefaultCountryTTL, TURNTTL: DefaultTURNTTL,
+		LookupWorkers: DefaultLookupWorkers, LookupQueue: DefaultLookupQueue,
+	}
+}
+
 func (c PlacerConfig) withDefaults() (PlacerConfig, *url.URL, error) {
-	setDefault(&c.PollEvery, DefaultPollEvery)
-	setDefault(&c.MaxStale, DefaultMaxStale)
-	setDefault(&c.LookupTimeout, DefaultLookupTimeout)
-	setDefault(&c.CountryTTL, DefaultCountryTTL)
-	setDefault(&c.TURNTTL, DefaultTURNTTL)
-	setDefault(&c.LookupWorkers, DefaultLookupWorkers)
-	setDefault(&c.LookupQueue, DefaultLookupQueue)
+	defaults.Fill(&c, DefaultPlacerConfig())
 	if c.Now == nil {
 		c.Now = time.Now
 	}
