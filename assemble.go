@@ -20,31 +20,11 @@ import (
 // roomConfig returns the room host's configuration: muster.room, with
 // muster.security.key as the ticket key.
 func roomConfig(c config.Config) room.Config {
-	r := c.Room
-	return room.Config{
-		Rate:         r.Rate,
-		Workers:      r.Workers,
-		MaxCatchUp:   r.MaxCatchUp,
-		ReadLimit:    int64(r.ReadLimit),
-		SendQueue:    r.SendQueue,
-		PingInterval: time.Duration(r.PingInterval),
-		HelloTimeout: time.Duration(r.HelloTimeout),
-		Secret:       c.Security.Key,
-		TicketTTL:    time.Duration(r.TicketTTL),
-		MoveCooldown: time.Duration(r.MoveCooldown),
-		AwayTimeout:  time.Duration(r.AwayTimeout),
-		DrainGrace:   time.Duration(r.DrainGrace),
-		Limits: room.Limits{
-			Store:    r.Limits.Store,
-			Connects: r.Limits.Connects,
-			Window:   time.Duration(r.Limits.Window),
-			Open:     openCap(r.Limits.Open),
-			Failures: r.Limits.Failures,
-			Lockout:  time.Duration(r.Limits.Lockout),
-			Messages: r.Limits.Messages,
-			Burst:    r.Limits.Burst,
-		},
-	}
+	var r room.Config
+	copyFields(&r, c.Room, "Secret")
+	r.Secret = c.Security.Key
+	r.Limits.Open = openCap(c.Room.Limits.Open)
+	return r
 }
 
 // openCap is room.Limits.Open for muster.room.limits.open n: n, or
@@ -80,16 +60,9 @@ func matchmakingConfig(c config.Config) (matchmaking.Config, []matchmaking.Playl
 
 // lobbyConfig returns the lobby module's configuration: muster.lobby.
 func lobbyConfig(c config.Config) lobby.Config {
-	l := c.Lobby
-	return lobby.Config{
-		CodeLength:     l.CodeLength,
-		MaxMembers:     l.MaxMembers,
-		RoomKind:       l.RoomKind,
-		Tick:           time.Duration(l.Tick),
-		ArrivalTimeout: time.Duration(l.ArrivalTimeout),
-		CodeFailures:   l.CodeFailures,
-		CodeLockout:    time.Duration(l.CodeLockout),
-	}
+	var l lobby.Config
+	copyFields(&l, c.Lobby)
+	return l
 }
 
 // fleetConfig returns the fleet's configuration for the server nodeID

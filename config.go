@@ -3,7 +3,6 @@ package muster
 import (
 	"errors"
 	"os"
-	"time"
 
 	"github.com/muster-gg/muster/backplane/redis"
 	"github.com/muster-gg/muster/config"
@@ -47,28 +46,17 @@ func DefaultConfig() config.Config {
 
 // defaultRoom is muster.room of room.DefaultConfig.
 func defaultRoom() config.Room {
-	r := room.DefaultConfig()
-	l := r.Limits
-	d := func(v time.Duration) config.Duration { return config.Duration(v) }
-	return config.Room{
-		Rate: r.Rate, Workers: r.Workers, MaxCatchUp: r.MaxCatchUp, ReadLimit: int(r.ReadLimit), SendQueue: r.SendQueue,
-		PingInterval: d(r.PingInterval), HelloTimeout: d(r.HelloTimeout), TicketTTL: d(r.TicketTTL),
-		MoveCooldown: d(r.MoveCooldown), AwayTimeout: d(r.AwayTimeout), DrainGrace: d(r.DrainGrace),
-		Limits: config.RoomLimits{
-			Store: l.Store, Connects: l.Connects, Window: d(l.Window), Open: openSetting(l.Open),
-			Failures: l.Failures, Lockout: d(l.Lockout), Messages: l.Messages, Burst: l.Burst,
-		},
-	}
+	var r config.Room
+	copyFields(&r, room.DefaultConfig(), "Secret")
+	r.Limits.Open = openSetting(r.Limits.Open)
+	return r
 }
 
 // defaultLobby is muster.lobby of lobby.DefaultConfig.
 func defaultLobby() config.Lobby {
-	l := lobby.DefaultConfig()
-	return config.Lobby{
-		CodeLength: l.CodeLength, MaxMembers: l.MaxMembers, RoomKind: l.RoomKind,
-		Tick: config.Duration(l.Tick), ArrivalTimeout: config.Duration(l.ArrivalTimeout),
-		CodeFailures: l.CodeFailures, CodeLockout: config.Duration(l.CodeLockout),
-	}
+	var l config.Lobby
+	copyFields(&l, lobby.DefaultConfig())
+	return l
 }
 
 // LoadConfig reads ./config.yml when there is one, then the MUSTER__
