@@ -20,16 +20,24 @@ import (
 // cfg configures can decide (the Redis address and TLS files, the names of
 // the cluster and of the node, the room host's and lobby's bounds, the
 // federation home's URL), then cfg.Validate's rules. New runs it, and so
-// does muster config check, so that the two agree. Given to config.Load
-// or config.Parse, as LoadConfig gives it, its error also says where the
-// value came from.
+// does muster config check (through LoadConfigFile), so that the two
+// agree.
 func CheckConfig(cfg config.Config) error {
+	if err := checkPackages(cfg); err != nil {
+		return err
+	}
+	return cfg.Validate()
+}
+
+// checkPackages is CheckConfig without Validate: the Check that LoadConfig
+// gives config.Load, which runs Validate after it.
+func checkPackages(cfg config.Config) error {
 	for _, check := range []func(config.Config) error{checkRedis, checkNames, checkRoom, checkLobby, checkFederation} {
 		if err := check(cfg); err != nil {
 			return err
 		}
 	}
-	return cfg.Validate()
+	return nil
 }
 
 // invalid is the *config.Error of a bad value of muster.<key>.

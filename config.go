@@ -68,5 +68,13 @@ func LoadConfig() (config.Config, error) {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		path = ""
 	}
-	return config.Load(path, os.Environ(), DefaultConfig(), CheckConfig)
+	return LoadConfigFile(path, os.Environ())
+}
+
+// LoadConfigFile reads the file at path ("" for none), then the MUSTER__
+// variables of environ, over DefaultConfig, and checks the result as
+// CheckConfig does, once: an error of a setting names its key, its
+// variable and where its value came from.
+func LoadConfigFile(path string, environ []string) (config.Config, error) {
+	return config.Load(path, environ, DefaultConfig(), checkPackages)
 }

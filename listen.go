@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"syscall"
 
 	"github.com/muster-gg/muster/config"
@@ -18,7 +19,7 @@ import (
 // muster.server.http.host and its variable: the one line at start-up says
 // what to change.
 func listen(ctx context.Context, c config.Config) (net.Listener, error) {
-	return listenOn(ctx, c, "muster.server.http.port", c.Server.HTTP.Port, c.Addr())
+	return listenOn(ctx, c.Server.HTTP.Host, "muster.server.http.port", c.Server.HTTP.Port)
 }
 
 // listenOperator listens on muster.server.http.operator-port of the host,
@@ -26,14 +27,14 @@ func listen(ctx context.Context, c config.Config) (net.Listener, error) {
 // port. It is an error to call it with operator-port 0.
 func listenOperator(ctx context.Context, c config.Config) (net.Listener, error) {
 	if c.Server.HTTP.OperatorPort == 0 {
-		return nil, errors.New("config: ListenOperator: muster.server.http.operator-port is 0")
+		return nil, errors.New("muster: listenOperator: muster.server.http.operator-port is 0")
 	}
-	return listenOn(ctx, c, "muster.server.http.operator-port", c.Server.HTTP.OperatorPort, c.OperatorAddr())
+	return listenOn(ctx, c.Server.HTTP.Host, "muster.server.http.operator-port", c.Server.HTTP.OperatorPort)
 }
 
-// listenOn listens on addr, c's host and the port of portKey.
-func listenOn(ctx context.Context, c config.Config, portKey string, port int, addr string) (net.Listener, error) {
-	host := c.Server.HTTP.Host
+// listenOn listens on host and port, the value of portKey.
+func listenOn(ctx context.Context, host, portKey string, port int) (net.Listener, error) {
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	var lc net.ListenConfig
 	l, err := lc.Listen(ctx, "tcp", addr)
 	var dnsErr *net.DNSError
@@ -54,7 +55,7 @@ func listenOn(ctx context.Context, c config.Config, portKey string, port int, ad
 	case errors.Is(err, syscall.EADDRNOTAVAIL):
 		return nil, config.Invalid("muster.server.http.host", fmt.Sprintf("%s is not an address of this machine", quote(host)))
 	}
-	return nil, fmt.Errorf("config: listen on %s: %w", addr, err)
+	return nil, fmt.Errorf("muster: listen on %s: %w", addr, err)
 }
 
 // hostOrAll names the host to listen on for a message.

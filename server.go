@@ -89,9 +89,10 @@ type Server struct {
 // New builds the server for game with cfg and opts. It starts nothing and
 // does not wait for Redis; Run serves. The node id is fixed here, once.
 // It checks cfg with CheckConfig first: an error of a setting names its
-// config.yml key and environment variable. With muster.federation.home-url set, the server is a server of
-// a federation node: it admits players with home's tokens (each once in
-// the fleet) and reports its rooms to home, with no code of the game's.
+// config.yml key and environment variable. With muster.federation.home-url
+// set, the server is a server of a federation node: it admits players with
+// home's tokens (each once in the fleet) and reports its rooms to home,
+// with no code of the game's.
 func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.Config, opts ...Option) (*Server, error) {
 	var o options
 	for _, opt := range opts {

@@ -39,6 +39,7 @@
 // MUSTER_SERVER_HTTP_PORT variable with single underscores (ignored), is in
 // Config.Warnings.
 //
-// Loading does no I/O beyond reading the file Load is given; a Config is a
-// plain value, safe to copy and to read from many goroutines.
+// Loading does no I/O beyond reading the file Load is given (and what the
+// checks it is given read); a Config is a plain value, safe to copy and to
+// read from many goroutines.
 package config

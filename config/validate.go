@@ -13,8 +13,8 @@ import (
 // the rules that need no other package. The rest (the Redis address, the
 // names of the cluster and the node, the room host's and lobby's bounds,
 // federation's home URL) are muster.CheckConfig's, which checks them and
-// then runs Validate: a server and muster config check run it, and Load
-// runs it when given it as a Check.
+// then runs Validate. Load and Parse always run Validate, after the checks
+// they are given.
 func (c Config) Validate() error {
 	h, f := c.Server.HTTP, c.Server.Fleet
 	bad := func(key, format string, args ...any) error {

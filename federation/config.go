@@ -148,13 +148,13 @@ type RateLimits struct {
 }
 
 // DefaultHomeConfig returns the documented defaults: what NewHome uses for
-// each zero field (MaxReportBytes at most MaxBody).
+// each zero field; a smaller MaxBody lowers MaxReportBytes's default to it.
 func DefaultHomeConfig() HomeConfig {
 	return HomeConfig{
 		AnnounceEvery: DefaultAnnounceEvery, SilentAfter: DefaultSilentAfter,
 		SelfTestEvery: DefaultSelfTestEvery, SelfTestGrace: DefaultSelfTestGrace,
 		RegionsCache: DefaultRegionsCache, RequestTimeout: DefaultRequestTimeout, SelfTestBytes: DefaultSelfTestBytes,
-		MaxBody: DefaultMaxBody, MaxReportBytes: min(DefaultMaxReportBytes, DefaultMaxBody),
+		MaxBody: DefaultMaxBody, MaxReportBytes: DefaultMaxReportBytes,
 		MaxServersPerNode: DefaultMaxServersPerNode, MaxRoomsPerServer: DefaultMaxRoomsPerServer,
 		Limits: RateLimits{Window: time.Minute, Join: 10, Announce: 10, Rooms: 6000, SelfTest: 2, PerIP: 60000},
 	}
@@ -162,7 +162,7 @@ func DefaultHomeConfig() HomeConfig {
 
 func (c HomeConfig) withDefaults() (HomeConfig, error) {
 	d := DefaultHomeConfig()
-	d.MaxReportBytes = min(DefaultMaxReportBytes, cmp.Or(c.MaxBody, d.MaxBody))
+	d.MaxReportBytes = min(d.MaxReportBytes, cmp.Or(c.MaxBody, d.MaxBody))
 	defaults.Fill(&c, d)
 	if c.Now == nil {
 		c.Now = time.Now
@@ -331,7 +331,7 @@ type PlacerConfig struct {
 func DefaultPlacerConfig() PlacerConfig {
 	return PlacerConfig{
 		PollEvery: DefaultPollEvery, MaxStale: DefaultMaxStale, LookupTimeout: DefaultLookupTimeout,
-		CountryTTL: DefaultCountryTTL, TURNTTL: DefaultTURNTTL,
+		CountryTTL: DefaultCountryTTL, TURNTTL: DefaultTURNTTL, Timeout: DefaultNodeTimeout,
 		LookupWorkers: DefaultLookupWorkers, LookupQueue: DefaultLookupQueue,
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/muster-gg/muster/internal/defaults"
 )
 
 // Config configures a Module. The zero value of each field means its
@@ -44,9 +46,7 @@ func DefaultConfig() Config {
 }
 
 func (c Config) withDefaults() (Config, error) {
-	if c.Tick == 0 {
-		c.Tick = DefaultConfig().Tick
-	}
+	defaults.Fill(&c, DefaultConfig())
 	switch {
 	case c.Tick < 0:
 		return c, fmt.Errorf("%w: Config.Tick %v is negative", ErrConfig, c.Tick)

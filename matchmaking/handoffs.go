@@ -127,7 +127,7 @@ func (m *Module) settle(mv plannedMove, err error) (failed bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	switch {
-	case err == errSeatedMeanwhile, err == nil || errors.Is(err, room.ErrGone) || m.players[mv.e.id] != mv.e:
+	case err == nil, err == errSeatedMeanwhile, errors.Is(err, room.ErrGone), m.players[mv.e.id] != mv.e:
 		m.forget(mv.e)
 		return false
 	}

@@ -15,7 +15,6 @@ import (
 type round struct {
 	modkit.Moment
 	selfNode fleet.Node // this server's entry in Nodes
-	selfOpen bool       // may open rooms: not draining or leaving
 	// seats is how many players this round may still seat here, from the
 	// host's exact load: the published one lags (a second, then a
 	// heartbeat), and one round can form many matches. A match counts as
@@ -62,11 +61,10 @@ func (m *Module) step(ctx context.Context, now time.Time) int {
 // newRound returns the round at now, with the fleet as this server sees
 // it and the seats it has free.
 func (m *Module) newRound(now time.Time) *round {
-	r := &round{Moment: m.kit.Moment(now), selfOpen: true}
+	r := &round{Moment: m.kit.Moment(now)}
 	for _, n := range r.Nodes {
 		if n.ID == r.Self {
 			r.selfNode = n
-			r.selfOpen = !closing(n)
 		}
 	}
 	r.seats = max(m.kit.Env.FreeLoad(), 0)
@@ -91,10 +89,8 @@ func (m *Module) plan(r *round, f room.Fleet) {
 		switch {
 		case r.draining:
 			r.handOver(q)
-		case r.local:
-			if r.selfOpen {
-				r.gather(q, nil) // no other server: those without room wait
-			}
+		case r.local: // not draining, so this server may open rooms
+			r.gather(q, nil) // no other server: those without room wait
 		default:
 			r.gatherOrForward(q)
 		}

@@ -137,7 +137,8 @@ func (c *Client) Done() <-chan struct{} { return c.done }
 
 // write writes the queued frames until Close, then the frames still
 // queued, then the close frame; every ping interval it pings the client
-// and cuts a client that does not answer within another. It owns the end
+// and closes (1001) a client that does not answer within another, bounded
+// by writeTimeout and the close handshake's wait. It owns the end
 // of the connection, and the ping in flight: it returns once that is over.
 //
 // The pong is awaited beside the writes, never in their way: a client

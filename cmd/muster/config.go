@@ -6,7 +6,6 @@ import (
 	"os"
 
 	"github.com/muster-gg/muster"
-	"github.com/muster-gg/muster/config"
 )
 
 // checked is what config check prints with --json.
@@ -30,7 +29,7 @@ func configCheck(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	file := pos[0]
-	cfg, err := config.Load(file, os.Environ(), muster.DefaultConfig(), muster.CheckConfig)
+	cfg, err := muster.LoadConfigFile(file, os.Environ())
 	warnings := cfg.Warnings()
 	if o.json {
 		res := checked{File: file, OK: err == nil, Warnings: warnings}

@@ -79,8 +79,13 @@ func (f *Faulty) Fail(op string, err error) {
 
 // Drop makes calls of the named operation succeed without reaching the
 // store (true), as a write acknowledged and then lost in a failover, or
-// reach it again (false). Release and Claim can be dropped.
+// reach it again (false). Release and Claim can be dropped; naming
+// another panics, as a test built on it would pass without dropping
+// anything.
 func (f *Faulty) Drop(op string, drop bool) {
+	if op != backplane.OpClaim.String() && op != backplane.OpRelease.String() {
+		panic("fleettest: Drop of " + op + ": only Claim and Release can be dropped")
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.drop[op] = drop

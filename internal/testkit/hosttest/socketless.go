@@ -135,9 +135,6 @@ func Find[N interface{ ID() string }](nodes []N, id string) N {
 	return none
 }
 
-// ConnectTo connects player id to n now.
-func (n *Node) ConnectTo(id string) { n.C.Connect(n.Srv.ID(), id) }
-
 // Env returns the room.ModuleHost the module under test is given: n's
 // host, with players, moves and rooms going through the cluster.
 func (n *Node) Env() room.ModuleHost { return env{n.Host, n} }

@@ -33,16 +33,7 @@ type Chromium struct {
 // learns what it did from the requests it makes.
 func StartChromium(tb testing.TB, url string) *Chromium {
 	tb.Helper()
-	bin := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			bin = p
-			break
-		}
-	}
-	if bin == "" {
-		bin = Need(tb, "chromium")
-	}
+	bin := ChromiumPath(tb)
 	args := append(append([]string(nil), ChromiumFlags...), "--user-data-dir="+tb.TempDir(), url)
 	c := &Chromium{cmd: exec.Command(bin, args...)}
 	if err := StartChild(c.cmd, &c.out, true); err != nil {
