@@ -11,6 +11,8 @@ import (
 	"github.com/muster-gg/muster/backplane/memory"
 	"github.com/muster-gg/muster/config"
 	"github.com/muster-gg/muster/internal/testkit/playtest"
+	"github.com/muster-gg/muster/internal/testkit/testbin"
+	"github.com/muster-gg/muster/room"
 )
 
 // The connection limits of a fleet, tried from outside: each test client
@@ -174,4 +176,54 @@ func TestRelayedConnectionsCountAgainstOpen(t *testing.T) {
 	y.open(b, "")
 	y.refused(b, "", "holding 3 sockets on b relayed from a and 1 direct")
 	y.refused(a, "b", "holding 4 sockets on b")
+}
+
+// TestBackplaneLimitsHoldAcrossFleet: with muster.room.limits.store
+// backplane, an address over its connect rate on one server, or locked
+// out there by bad tickets, is refused by another (#39.9), as tickets and
+// lobby codes are counted once for the fleet; on the memory backplane and
+// on Redis.
+func TestBackplaneLimitsHoldAcrossFleet(t *testing.T) {
+	const limits = "      store: backplane\n      connects: 3\n      failures: 2\n"
+	for _, tc := range []struct {
+		name  string
+		fleet func(t *testing.T) []*testServer
+	}{
+		{"memory", func(t *testing.T) []*testServer { return limitsFleet(t, limits, "a", "b") }},
+		{"redis", func(t *testing.T) []*testServer {
+			rd := testbin.StartRedis(t)
+			return limitsFleetOn(t, nil, rd.Addr, limits, "a", "b")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			servers := tc.fleet(t)
+			a, b := servers[0], servers[1]
+
+			// The connect rate: 3 on a, and the 4th, on b, is over it.
+			x := &client{t: t, addr: "203.0.113.7"}
+			for range 3 {
+				x.open(a, "").Close(websocket.StatusNormalClosure, "")
+			}
+			x.refused(b, "", "after 3 connects on a, at connects: 3")
+			x.refused(a, "", "after 3 connects on a, at connects: 3")
+
+			// The lockout: 2 bad tickets on a, and b refuses the address.
+			y := &client{t: t, addr: "198.51.100.9"}
+			for range 2 {
+				conn, status, err := playtest.TryDial(t, playtest.PlayURL("http://"+a.addr, "ticket=forged"),
+					&websocket.DialOptions{HTTPHeader: http.Header{"X-Forwarded-For": {y.addr}}})
+				if err != nil {
+					t.Fatalf("a forged ticket from %s refused with %d before any failure counted: %v", y.addr, status, err)
+				}
+				conn.Hello("new")
+				if code := conn.CloseCode(); code != room.StatusBadTicket {
+					t.Fatalf("forged ticket closed with %d, want %d", code, room.StatusBadTicket)
+				}
+			}
+			y.refused(b, "", "locked out on a by 2 bad tickets, at failures: 2")
+
+			// Another address is neither over the rate nor locked out.
+			(&client{t: t, addr: "192.0.2.44"}).open(b, "")
+		})
+	}
 }
