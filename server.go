@@ -205,6 +205,8 @@ func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.
 		return nil, err
 	}
 	s.relay = rl
+	// A socket relayed through the server counts against limits.open here.
+	rl.LimitOpen(h)
 	fl.AddDrainer(rl) // a draining server relays no new connection
 	reg.MustRegister(metrics.NewCollector(metrics.Sources{Fleet: fl, Rooms: h, Relay: rl}))
 

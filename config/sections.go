@@ -59,8 +59,9 @@ type RoomLimits struct {
 	// Window is the rate limit's window, at most 24h. Default 60s.
 	Window Duration `yaml:"window"`
 	// Open is how many connections an address may hold open at once on
-	// this server; one more is refused with 429, as over Connects. 0
-	// means no cap. Default 64.
+	// this server, played here or relayed through it to another server
+	// (which counts them too); one more is refused with 429, as over
+	// Connects. 0 means no cap. Default 64.
 	Open int `yaml:"open"`
 	// Failures is how many failed hellos lock an address out. Default 20.
 	Failures int `yaml:"failures"`

@@ -77,6 +77,13 @@
 // answer, counted in Stats.Refused, and neither logged as a failure of
 // the node nor served locally.
 //
+// A relayed connection is held on this server as much as one it serves:
+// with an OpenLimit (LimitOpen; the room host's cap of open connections
+// per address), the relay counts it there by the client's address from
+// before the dial until the session ends, and answers a client over the
+// cap 429 before dialling anything (Stats.OverOpen), so that steering to
+// other servers does not multiply the cap.
+//
 // Every other request, and every upgrade for this server, an unknown or
 // dead server, one that does not answer within Config.DialTimeout, or one
 // that answers anything but 101 or a 4xx (such as a draining server's

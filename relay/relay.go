@@ -72,11 +72,14 @@ type Relay struct {
 	active                     atomic.Int64
 	relayed, fallbacks         atomic.Uint64
 	refused                    atomic.Uint64
+	overOpen                   atomic.Uint64 // clients refused here, over their OpenLimit
 	bytesToNode, bytesToClient atomic.Uint64
 	verified, rejected         atomic.Uint64
 	nonces                     nonces  // of the relay headers accepted
 	failLog                    failLog // which failures to relay to a node are logged
 	draining                   atomic.Bool
+
+	open OpenLimit // nil: relayed connections count against no cap here
 }
 
 // New returns a Relay for cfg. dir may be nil, in which case no node is
@@ -114,8 +117,10 @@ func New(cfg Config, dir Directory, logger *slog.Logger) (*Relay, error) {
 //  2. if those headers carried a valid, fresh signature made for this node
 //     and this path, restores r.RemoteAddr and r.Host to the client's and
 //     records the client's scheme (see FromRelay and ClientScheme);
-//  3. if r is a WebSocket upgrade naming another node in the NodeParam
-//     query parameter, and that node is live and answers the handshake
+//  3. if r is a WebSocket upgrade naming another live node in the
+//     NodeParam query parameter, answers 429 when the client's address
+//     holds its cap of open connections on this server already (see
+//     LimitOpen), and otherwise, when that node answers the handshake
 //     within DialTimeout, accepts the client and relays messages both ways
 //     until either side closes, and when that node refuses the client's
 //     request with a 4xx status (an Origin it does not accept, an address
@@ -142,13 +147,19 @@ func (rl *Relay) Middleware(next http.Handler) http.Handler {
 
 // tryRelay relays r to the node it names, if it can, and reports whether it
 // did; when it returns false nothing has been written to w. Its phases:
-// route finds the node, connect dials it and has it accept the upgrade,
-// and relaySession accepts the client and relays until both sides end.
+// route finds the node, holdOpen counts the client's connection here,
+// connect dials the node and has it accept the upgrade, and relaySession
+// accepts the client and relays until both sides end.
 func (rl *Relay) tryRelay(w http.ResponseWriter, r *http.Request) bool {
 	rt, ok, answered := rl.route(w, r)
 	if !ok {
 		return answered
 	}
+	if !rl.holdOpen(w, rt) {
+		return true
+	}
+	// Held until the session ends, or until r is served locally.
+	defer rl.releaseOpen(rt)
 	up, ok, answered := rl.connect(w, r, rt)
 	if !ok {
 		return answered

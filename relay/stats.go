@@ -16,6 +16,10 @@ type Stats struct {
 	// accept, 429 for an address over its connection limit, ...): that
 	// answer was passed on to the client, which is no failure of the node.
 	Refused uint64
+	// OverOpen counts relay attempts answered 429 here, before any dial:
+	// the client's address held its cap of open connections on this
+	// server (see LimitOpen).
+	OverOpen uint64
 	// BytesToNode and BytesToClient count the message payload bytes
 	// relayed from clients to target nodes and back.
 	BytesToNode, BytesToClient uint64
@@ -34,6 +38,7 @@ func (rl *Relay) Stats() Stats {
 		Relayed:       rl.relayed.Load(),
 		Fallbacks:     rl.fallbacks.Load(),
 		Refused:       rl.refused.Load(),
+		OverOpen:      rl.overOpen.Load(),
 		BytesToNode:   rl.bytesToNode.Load(),
 		BytesToClient: rl.bytesToClient.Load(),
 		Verified:      rl.verified.Load(),

@@ -36,11 +36,14 @@ type Limits struct {
 
 	// Open is how many connections an address may hold open at once on
 	// this server (Connects bounds how fast it opens them, not how many
-	// it keeps); one more is refused as a connect over the rate is, with
-	// 429. math.MaxInt caps nothing (muster.room.limits.open: 0). Default
-	// 64: room for a household or a school behind one NAT, far from the
-	// thousands of connections, each with its goroutines and send queue,
-	// that one stranger could hold otherwise.
+	// it keeps): those the host serves, and those the server's relay
+	// relays through it to another server (see HoldOpen); one more is
+	// refused as a connect over the rate is, with 429. It counts per
+	// server whatever the Store. math.MaxInt caps nothing
+	// (muster.room.limits.open: 0). Default 64: room for a household or
+	// a school behind one NAT, far from the thousands of connections,
+	// each with its goroutines and send queue, that one stranger could
+	// hold otherwise.
 	Open int `yaml:"open"`
 
 	// Failures is how many failed hellos (bad tickets) lock an address out.
