@@ -55,6 +55,12 @@ var (
 	// module's type, the method, its signature and the one wanted, or
 	// the method the interface also needs.
 	ErrModuleHook = errors.New("room: module hook does not match")
+
+	// ErrSimKind is wrapped by New's error for a game whose Sim is a
+	// plain value (a struct, an array, a number, a string, a slice):
+	// Room.Sim returns it as a copy, so what the hooks change is lost.
+	// The error names the fix: a pointer or a map.
+	ErrSimKind = errors.New("room: Sim is a value the hooks cannot change")
 )
 
 // configError names the config.yml key (under muster.room) and its

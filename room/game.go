@@ -6,6 +6,9 @@ type Packet = any
 
 // Game is what a game implements for the room host. Sim is the state of
 // one room, Input a player's input, Player the game's per-player value.
+// Sim must be a pointer or a map (New refuses a plain value with
+// ErrSimKind): Room.Sim returns it by value, so a struct's changes would
+// be made to a copy and lost.
 //
 // Every hook of one room runs on the worker stepping that room, one at a
 // time, so a Sim needs no locks. Hooks must not block.

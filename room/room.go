@@ -69,7 +69,9 @@ func (r *Room[Sim, Input, Player]) ID() string { return r.info.ID }
 // Info returns what the room was opened with.
 func (r *Room[Sim, Input, Player]) Info() Info { return r.info }
 
-// Sim returns the room's state. Only the game's hooks may use it.
+// Sim returns the room's state. Only the game's hooks may use it. It is
+// returned by value, which is why New wants a Sim that is a pointer or a
+// map (ErrSimKind): the hooks change the state it points to.
 func (r *Room[Sim, Input, Player]) Sim() Sim { return r.sim }
 
 // Dt returns the length of one fixed step: a second divided by the host's
