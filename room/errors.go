@@ -42,9 +42,9 @@ var (
 
 	// ErrHook is wrapped by New's error for a game with a method named
 	// like an optional hook (BeforeSteps, AfterSteps, RoomEnded, Admit,
-	// LoadOf, Redirect, ServerDraining) that does not implement it: the
-	// host would never call it. The error names the method, its
-	// signature and the one wanted.
+	// LoadOf, Redirect, ServerDraining, PlayerAway, PlayerBack) that does
+	// not implement it: the host would never call it. The error names the
+	// method, its signature and the one wanted.
 	ErrHook = errors.New("room: game hook does not match")
 
 	// ErrModuleHook is wrapped by Use's error for a module with a method

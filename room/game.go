@@ -15,9 +15,10 @@ type Packet = any
 //
 // A game may also implement the optional hooks, each a one-method
 // interface: BeforeStepper, AfterStepper, RoomEnder, Admitter, Loader,
-// Redirector and DrainNotifier. New checks the game's method set once: a
-// method named like one of them (BeforeSteps, AfterSteps, RoomEnded,
-// Admit, LoadOf, Redirect, ServerDraining) whose signature does not match
+// Redirector, DrainNotifier, Awayer and Returner. New checks the game's
+// method set once: a method named like one of them (BeforeSteps,
+// AfterSteps, RoomEnded, Admit, LoadOf, Redirect, ServerDraining,
+// PlayerAway, PlayerBack) whose signature does not match
 // the hook's, with the game's own Sim, Input and Player, is an error
 // (ErrHook), never a hook silently skipped.
 type Game[Sim, Input, Player any] interface {

@@ -76,6 +76,8 @@ type gameHooks[Sim, Input, Player any] struct {
 	loader Loader[Sim]
 	ender  RoomEnder[Sim, Input, Player]
 	admit  Admitter[Sim, Input, Player]
+	away   Awayer[Sim, Input, Player]   // presence.go
+	back   Returner[Sim, Input, Player] // presence.go
 }
 
 // findHooks checks game's method set against the optional hooks
@@ -90,6 +92,8 @@ func findHooks[Sim, Input, Player any](game Game[Sim, Input, Player]) (gameHooks
 		reflect.TypeFor[Loader[Sim]](),
 		reflect.TypeFor[Redirector](),
 		reflect.TypeFor[DrainNotifier](),
+		reflect.TypeFor[Awayer[Sim, Input, Player]](),
+		reflect.TypeFor[Returner[Sim, Input, Player]](),
 	})
 	if err != nil {
 		return hs, err
@@ -99,5 +103,7 @@ func findHooks[Sim, Input, Player any](game Game[Sim, Input, Player]) (gameHooks
 	hs.loader, _ = game.(Loader[Sim])
 	hs.ender, _ = game.(RoomEnder[Sim, Input, Player])
 	hs.admit, _ = game.(Admitter[Sim, Input, Player])
+	hs.away, _ = game.(Awayer[Sim, Input, Player])
+	hs.back, _ = game.(Returner[Sim, Input, Player])
 	return hs, nil
 }

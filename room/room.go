@@ -45,8 +45,11 @@ type Room[Sim, Input, Player any] struct {
 
 type seat[Player any] struct {
 	player Player
-	joined bool    // the game's Join has run
-	client *Client // nil while the player is away
+	joined bool // the game's Join has run
+	// awayTold says the game's PlayerAway ran, and PlayerBack has not
+	// since (presence.go); worker only.
+	awayTold bool
+	client   *Client // nil while the player is away
 }
 
 type eventKind uint8
@@ -336,6 +339,8 @@ func (r *Room[Sim, Input, Player]) apply(events []event[Input]) {
 			if s.joined {
 				h.game.Input(r, s.player, e.input)
 			}
+		case evAway, evBack:
+			r.presence(e.kind, s)
 		}
 	}
 	clear(events) // drop references to inputs
