@@ -96,8 +96,14 @@ func (r *Room[Sim, Input, Player]) Players() []string {
 }
 
 // Broadcast sends p to every seated player who is connected. It encodes p
-// once. A client whose send queue is full is disconnected rather than
-// allowed to hold the room back.
+// once, at once, in the call: the frame holds the Sim as it is then, so a
+// hook may change the Sim after it. The frame is queued on each
+// connection's send queue, in the order of the room's Broadcasts and
+// Sends, and written by the connection's own goroutine: Broadcast never
+// waits for the network. A client whose send queue is full is
+// disconnected rather than allowed to hold the room back. A player away
+// does not get it later: a game sends a player who comes back
+// (PlayerBack) the state it needs.
 func (r *Room[Sim, Input, Player]) Broadcast(p Packet) {
 	frame, err := r.host.encode(p)
 	if err != nil {
