@@ -1,14 +1,13 @@
 // Command rps is Muster's turn-based example: rock-paper-scissors, best of
-// three, with a turn timer, players who may drop and come back into their
-// seat, and a forfeit for one who stays away. `go run ./examples/rps`
-// serves http://localhost:8080; RPS_TURN, RPS_FORFEIT and RPS_RESULTS set
-// the rules (see Rules), and Muster's configuration the rest, as for the
-// duel.
+// three, a turn timer, seats kept for players who drop, a forfeit for one
+// who stays away. `go run ./examples/rps` serves http://localhost:8080;
+// RPS_TURN, RPS_FORFEIT and RPS_RESULTS set the rules (see Rules).
 package main
 
 import (
 	"context"
 	"embed"
+	"errors"
 	"io/fs"
 	"log"
 	"net/http"
@@ -27,10 +26,7 @@ var static embed.FS
 func main() {
 	cfg, err := muster.LoadConfig()
 	rules, rerr := RulesFromEnv(os.Getenv)
-	if err == nil {
-		err = rerr
-	}
-	if err == nil {
+	if err = errors.Join(err, rerr); err == nil {
 		results := NewResults(rules.Results)
 		err = muster.Serve(context.Background(), RPS{Rules: rules, Results: results}, cfg, options(results)...)
 	}
