@@ -6,8 +6,12 @@ export interface Packet {
 /** The first packet of every connection: the server took the ticket. */
 export interface Welcome extends Packet {
     type: "welcome";
-    /** The server's node id ("" for a server without a fleet). */
-    node: string;
+    /**
+     * The server's node id: every server muster.New assembles has one, a
+     * lone in-memory one too; absent only from a room host run with no
+     * fleet bound.
+     */
+    node?: string;
     /** The player id the ticket named. */
     player: string;
     /** The room the player is seated in, when it came back to its seat. */
