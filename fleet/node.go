@@ -20,23 +20,23 @@ const (
 
 // Node is one server's record as published with its heartbeat.
 type Node struct {
-	ID              string `json:"id"`
-	Cluster         string `json:"cluster,omitempty"`
-	Region          string `json:"region,omitempty"`
-	InternalAddress string `json:"internal,omitempty"`
-	PublicAddress   string `json:"public,omitempty"`
-	State           State  `json:"state"`
-	Load            int    `json:"load"`
-	MaxLoad         int    `json:"max_load"`
+	ID              string           `json:"id"`
+	Cluster         string           `json:"cluster,omitempty"`
+	Region          string           `json:"region,omitempty"`
+	InternalAddress string           `json:"internal,omitempty"`
+	PublicAddress   string           `json:"public,omitempty"`
+	State           State            `json:"state"`
+	Load            int              `json:"load"`
+	MaxLoad         int              `json:"max_load"`
+	Stats           map[string]int64 `json:"stats,omitempty"`
+	// Instance marks the process that wrote the record, so that two
+	// servers started with one node id find each other out.
+	Instance string `json:"instance,omitempty"`
 	// LoadStep says Load is not the server's exact load: it is published
 	// in steps of LoadStep (Config.LoadStep), and the exact load, which
 	// the server's capacity probe reports, is less than a step from it.
 	// 0 when Load is the exact load.
-	LoadStep int              `json:"load_step,omitempty"`
-	Stats    map[string]int64 `json:"stats,omitempty"`
-	// Instance marks the process that wrote the record, so that two
-	// servers started with one node id find each other out.
-	Instance string `json:"instance,omitempty"`
+	LoadStep int `json:"load_step,omitempty"`
 }
 
 // Stat returns the statistic a module published under name, such as
