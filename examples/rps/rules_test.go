@@ -37,3 +37,18 @@ func TestRulesFromEnv(t *testing.T) {
 		})
 	}
 }
+
+// Any value of the variables gives positive rules or an error, never a
+// panic.
+func FuzzRulesFromEnv(f *testing.F) {
+	for _, s := range []string{"10s", "", "0", "-1s", "1h2m", "9999999999h", "1e9ns"} {
+		f.Add(s, s)
+	}
+	f.Fuzz(func(t *testing.T, turn, forfeit string) {
+		env := map[string]string{"RPS_TURN": turn, "RPS_FORFEIT": forfeit}
+		r, err := RulesFromEnv(func(k string) string { return env[k] })
+		if err == nil && (r.Turn <= 0 || r.Forfeit <= 0) {
+			t.Fatalf("%q, %q: rules %+v without an error", turn, forfeit, r)
+		}
+	})
+}
