@@ -54,6 +54,9 @@ type Node struct {
 	// Load and MaxLoad are the server's load and its budget.
 	Load    int `json:"load"`
 	MaxLoad int `json:"max_load"`
+	// LoadStep, when not 0, says Load is published in steps of it: the
+	// exact load is less than a step from Load (fleet.Node.LoadStep).
+	LoadStep int `json:"load_step,omitempty"`
 	// Stats are the statistics its modules publish: "queue:<playlist>",
 	// and "rooms" and "players" when the room host publishes them.
 	Stats map[string]int64 `json:"stats,omitempty"`
@@ -106,7 +109,7 @@ func snapshot(v View) Snapshot {
 	for i, n := range nodes {
 		s.Nodes[i] = Node{
 			ID: n.ID, Cluster: n.Cluster, Region: n.Region, PublicAddress: n.PublicAddress,
-			State: n.State, Load: n.Load, MaxLoad: n.MaxLoad, Stats: n.Stats,
+			State: n.State, Load: n.Load, LoadStep: n.LoadStep, MaxLoad: n.MaxLoad, Stats: n.Stats,
 		}
 	}
 	return s

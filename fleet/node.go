@@ -32,6 +32,11 @@ type Node struct {
 	// Instance marks the process that wrote the record, so that two
 	// servers started with one node id find each other out.
 	Instance string `json:"instance,omitempty"`
+	// LoadStep says Load is not the server's exact load: it is published
+	// in steps of LoadStep (Config.LoadStep), and the exact load, which
+	// the server's capacity probe reports, is less than a step from it.
+	// 0 when Load is the exact load.
+	LoadStep int `json:"load_step,omitempty"`
 }
 
 // Stat returns the statistic a module published under name, such as

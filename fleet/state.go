@@ -12,6 +12,7 @@ func (f *Fleet) selfLocked() Node {
 		PublicAddress:   f.cfg.PublicAddress,
 		State:           f.stateLocked(),
 		Load:            f.shown,
+		LoadStep:        f.stepLocked(),
 		MaxLoad:         f.cfg.MaxLoad,
 		Stats:           maps.Clone(f.stats),
 		Instance:        f.instance,
@@ -68,6 +69,15 @@ func (f *Fleet) SetLoad(load int) {
 
 func abs(n int) int { return max(n, -n) }
 
+// stepLocked is the LoadStep of this server's record: the step while the
+// published load is not the exact one, else 0. f.mu must be held.
+func (f *Fleet) stepLocked() int {
+	if f.shown == f.load {
+		return 0
+	}
+	return f.cfg.LoadStep
+}
+
 // Load returns this server's load and max-load.
 func (f *Fleet) Load() (load, maxLoad int) {
 	f.mu.Lock()
@@ -90,6 +100,6 @@ func (f *Fleet) Self() Node {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := f.selfLocked()
-	n.Load = f.load
+	n.Load, n.LoadStep = f.load, 0
 	return n
 }

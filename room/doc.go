@@ -3,9 +3,12 @@
 // serves the players' WebSocket connections.
 //
 // A game implements Game (and optionally BeforeStepper, AfterStepper,
-// Admitter, RoomEnder, Loader, Redirector and DrainNotifier; New refuses
-// a game with a method named like one of these hooks but of another
-// signature, which would never be called). New makes a Host; Use adds
+// Admitter, RoomEnder, Loader, Redirector, DrainNotifier, and the
+// presence hooks Awayer and Returner; New refuses a game with a method
+// named like one of these hooks but of another signature, which would
+// never be called, and a Sim that is a plain value, whose changes would
+// be lost). A game's timers are Timers in its Sim, counting the room's
+// steps. New makes a Host; Use adds
 // modules such as matchmaking and lobbies (and refuses, likewise, a module
 // whose method is named like an optional module interface's but does not
 // implement it), UseServer binds capacity and drain, UseFleet binds

@@ -42,9 +42,9 @@ var (
 
 	// ErrHook is wrapped by New's error for a game with a method named
 	// like an optional hook (BeforeSteps, AfterSteps, RoomEnded, Admit,
-	// LoadOf, Redirect, ServerDraining) that does not implement it: the
-	// host would never call it. The error names the method, its
-	// signature and the one wanted.
+	// LoadOf, Redirect, ServerDraining, PlayerAway, PlayerBack) that does
+	// not implement it: the host would never call it. The error names the
+	// method, its signature and the one wanted.
 	ErrHook = errors.New("room: game hook does not match")
 
 	// ErrModuleHook is wrapped by Use's error for a module with a method
@@ -55,6 +55,12 @@ var (
 	// module's type, the method, its signature and the one wanted, or
 	// the method the interface also needs.
 	ErrModuleHook = errors.New("room: module hook does not match")
+
+	// ErrSimKind is wrapped by New's error for a game whose Sim is a
+	// plain value (a struct, an array, a number, a string, a slice):
+	// Room.Sim returns it as a copy, so what the hooks change is lost.
+	// The error names the fix: a pointer or a map.
+	ErrSimKind = errors.New("room: Sim is a value the hooks cannot change")
 )
 
 // configError names the config.yml key (under muster.room) and its

@@ -6,15 +6,19 @@ type Packet = any
 
 // Game is what a game implements for the room host. Sim is the state of
 // one room, Input a player's input, Player the game's per-player value.
+// Sim must be a pointer or a map (New refuses a plain value with
+// ErrSimKind): Room.Sim returns it by value, so a struct's changes would
+// be made to a copy and lost.
 //
 // Every hook of one room runs on the worker stepping that room, one at a
 // time, so a Sim needs no locks. Hooks must not block.
 //
 // A game may also implement the optional hooks, each a one-method
 // interface: BeforeStepper, AfterStepper, RoomEnder, Admitter, Loader,
-// Redirector and DrainNotifier. New checks the game's method set once: a
-// method named like one of them (BeforeSteps, AfterSteps, RoomEnded,
-// Admit, LoadOf, Redirect, ServerDraining) whose signature does not match
+// Redirector, DrainNotifier, Awayer and Returner. New checks the game's
+// method set once: a method named like one of them (BeforeSteps,
+// AfterSteps, RoomEnded, Admit, LoadOf, Redirect, ServerDraining,
+// PlayerAway, PlayerBack) whose signature does not match
 // the hook's, with the game's own Sim, Input and Player, is an error
 // (ErrHook), never a hook silently skipped.
 type Game[Sim, Input, Player any] interface {

@@ -126,6 +126,7 @@ func (h *Host[Sim, Input, Player]) register(c *Client) (roomID string, old *Clie
 		if s := rm.seats[id]; s != nil {
 			s.client = c
 			rm.seatsChanged()
+			rm.presenceLocked(evBack, id)
 		}
 		rm.mu.Unlock()
 	}

@@ -9,15 +9,22 @@ import "reflect"
 // without a word: New refuses such a game instead (checkHooks, in
 // hookcheck.go).
 
-// BeforeStepper is an optional hook of a Game, called once before the
-// steps a worker runs for a room in one pass (usually one; more when the
-// room catches up).
+// BeforeStepper is an optional hook of a Game, called once at the start
+// of each pass a worker runs for a room, before the pass's queued events
+// (Join, Leave, Input, the presence hooks) and its steps: one step
+// usually, up to Config.MaxCatchUp when the room fell behind.
 type BeforeStepper[Sim, Input, Player any] interface {
 	BeforeSteps(r *Room[Sim, Input, Player])
 }
 
-// AfterStepper is an optional hook of a Game, called once after the steps
-// of a pass: the place to broadcast the room's state.
+// AfterStepper is an optional hook of a Game, called once per pass, after
+// the pass's events and all its steps: after one FixedStep usually, after
+// several (up to Config.MaxCatchUp) when the room catches up, so r.Step()
+// is the last step run and need not be one more than at the last call. It
+// runs before the end the pass asked for (End) takes effect: the players
+// still hear what it broadcasts. The place to broadcast the room's state;
+// a game that wants a state every n steps tests r.Step() there, knowing a
+// catch-up pass may skip a multiple of n.
 type AfterStepper[Sim, Input, Player any] interface {
 	AfterSteps(r *Room[Sim, Input, Player])
 }
@@ -76,6 +83,8 @@ type gameHooks[Sim, Input, Player any] struct {
 	loader Loader[Sim]
 	ender  RoomEnder[Sim, Input, Player]
 	admit  Admitter[Sim, Input, Player]
+	away   Awayer[Sim, Input, Player]   // presence.go
+	back   Returner[Sim, Input, Player] // presence.go
 }
 
 // findHooks checks game's method set against the optional hooks
@@ -90,6 +99,8 @@ func findHooks[Sim, Input, Player any](game Game[Sim, Input, Player]) (gameHooks
 		reflect.TypeFor[Loader[Sim]](),
 		reflect.TypeFor[Redirector](),
 		reflect.TypeFor[DrainNotifier](),
+		reflect.TypeFor[Awayer[Sim, Input, Player]](),
+		reflect.TypeFor[Returner[Sim, Input, Player]](),
 	})
 	if err != nil {
 		return hs, err
@@ -99,5 +110,7 @@ func findHooks[Sim, Input, Player any](game Game[Sim, Input, Player]) (gameHooks
 	hs.loader, _ = game.(Loader[Sim])
 	hs.ender, _ = game.(RoomEnder[Sim, Input, Player])
 	hs.admit, _ = game.(Admitter[Sim, Input, Player])
+	hs.away, _ = game.(Awayer[Sim, Input, Player])
+	hs.back, _ = game.(Returner[Sim, Input, Player])
 	return hs, nil
 }

@@ -83,11 +83,15 @@ type Host[Sim, Input, Player any] struct {
 }
 
 // New returns a Host for game with cfg. It starts nothing. It refuses a
-// cfg out of range (ErrConfig), and a game with a method named like an
-// optional hook whose signature does not match the hook's (ErrHook).
+// cfg out of range (ErrConfig), a game with a method named like an
+// optional hook whose signature does not match the hook's (ErrHook), and
+// a Sim that is a plain value, whose changes would be lost (ErrSimKind).
 func New[Sim, Input, Player any](game Game[Sim, Input, Player], cfg Config, logger *slog.Logger) (*Host[Sim, Input, Player], error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
+		return nil, err
+	}
+	if err := checkSim[Sim](); err != nil {
 		return nil, err
 	}
 	hooks, err := findHooks(game)

@@ -45,8 +45,11 @@ type Room[Sim, Input, Player any] struct {
 
 type seat[Player any] struct {
 	player Player
-	joined bool    // the game's Join has run
-	client *Client // nil while the player is away
+	joined bool // the game's Join has run
+	// awayTold says the game's PlayerAway ran, and PlayerBack has not
+	// since (presence.go); worker only.
+	awayTold bool
+	client   *Client // nil while the player is away
 }
 
 type eventKind uint8
@@ -69,7 +72,9 @@ func (r *Room[Sim, Input, Player]) ID() string { return r.info.ID }
 // Info returns what the room was opened with.
 func (r *Room[Sim, Input, Player]) Info() Info { return r.info }
 
-// Sim returns the room's state. Only the game's hooks may use it.
+// Sim returns the room's state. Only the game's hooks may use it. It is
+// returned by value, which is why New wants a Sim that is a pointer or a
+// map (ErrSimKind): the hooks change the state it points to.
 func (r *Room[Sim, Input, Player]) Sim() Sim { return r.sim }
 
 // Dt returns the length of one fixed step: a second divided by the host's
@@ -91,8 +96,14 @@ func (r *Room[Sim, Input, Player]) Players() []string {
 }
 
 // Broadcast sends p to every seated player who is connected. It encodes p
-// once. A client whose send queue is full is disconnected rather than
-// allowed to hold the room back.
+// once, at once, in the call: the frame holds the Sim as it is then, so a
+// hook may change the Sim after it. The frame is queued on each
+// connection's send queue, in the order of the room's Broadcasts and
+// Sends, and written by the connection's own goroutine: Broadcast never
+// waits for the network. A client whose send queue is full is
+// disconnected rather than allowed to hold the room back. A player away
+// does not get it later: a game sends a player who comes back
+// (PlayerBack) the state it needs.
 func (r *Room[Sim, Input, Player]) Broadcast(p Packet) {
 	frame, err := r.host.encode(p)
 	if err != nil {
@@ -334,6 +345,8 @@ func (r *Room[Sim, Input, Player]) apply(events []event[Input]) {
 			if s.joined {
 				h.game.Input(r, s.player, e.input)
 			}
+		case evAway, evBack:
+			r.presence(e.kind, s)
 		}
 	}
 	clear(events) // drop references to inputs

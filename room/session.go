@@ -121,6 +121,7 @@ func (h *Host[Sim, Input, Player]) disconnected(c *Client) {
 			if s := rm.seats[c.id]; s != nil && s.client == c {
 				s.client = nil
 				rm.seatsChanged()
+				rm.presenceLocked(evAway, c.id)
 			}
 			rm.mu.Unlock()
 		}

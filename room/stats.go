@@ -45,7 +45,10 @@ type Stats struct {
 	Rooms int
 	// Seated is the number of players with a seat, present or away.
 	Seated int
-	// Connected is the number of players connected to this host.
+	// Connected is the number of players connected to this host, but for
+	// those whose connection it is closing: a player redirected away
+	// counts on the server it goes to, not here as well until its old
+	// connection's close handshake is over.
 	Connected int
 	// Load is the sum of the rooms' loads.
 	Load int
@@ -62,7 +65,12 @@ type Stats struct {
 func (h *Host[Sim, Input, Player]) Stats() Stats {
 	st := Stats{Load: h.Load(), Redirects: map[string]uint64{}, Handoffs: h.handoffs.Load(), Limited: h.limited.Load()}
 	h.mu.Lock()
-	st.Rooms, st.Seated, st.Connected = len(h.rooms), len(h.seated), len(h.clients)
+	st.Rooms, st.Seated = len(h.rooms), len(h.seated)
+	for _, c := range h.clients {
+		if !c.closing() {
+			st.Connected++
+		}
+	}
 	h.mu.Unlock()
 	h.redirects.Range(func(k, v any) bool {
 		st.Redirects[k.(string)] = v.(*atomic.Uint64).Load()
@@ -89,3 +97,11 @@ func (h *Host[Sim, Input, Player]) Lateness(q float64) (time.Duration, uint64) {
 
 // ResetLateness forgets the lateness measured so far, e.g. after warm-up.
 func (h *Host[Sim, Input, Player]) ResetLateness() { h.sched.resetLateness() }
+
+// closing reports whether the host is closing c's connection (a redirect,
+// a cut): the player is on its way out.
+func (c *Client) closing() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closeCode != 0
+}

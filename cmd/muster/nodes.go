@@ -86,16 +86,29 @@ func nodeTable(w io.Writer, list []fleet.Node, internal bool) error {
 		last = "PUBLIC"
 	}
 	fmt.Fprintln(tw, "ID\tREGION\tSTATE\tLOAD\tROOMS\tPLAYERS\tQUEUES\t"+last)
+	step := 0 // a load published in steps, for the note
 	for _, n := range list {
 		addr := n.InternalAddress
 		if !internal {
 			addr = n.PublicAddress
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\n",
-			cell(n.ID), cell(n.Region), cell(string(n.State)), n.Load, n.MaxLoad,
+		load := fmt.Sprintf("%d/%d", n.Load, n.MaxLoad)
+		if n.LoadStep > 0 {
+			load, step = "~"+load, n.LoadStep
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			cell(n.ID), cell(n.Region), cell(string(n.State)), load,
 			optStat(n, "rooms"), optStat(n, "players"), queues(n), cell(addr))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if step > 0 {
+		_, err := fmt.Fprintf(w, "\n~ the load as published, in steps of %d (muster.server.capacity.load-step, MUSTER__SERVER__CAPACITY__LOAD_STEP): the exact load is less than a step from it, on the server's %s\n",
+			step, fleet.PathCapacity)
+		return err
+	}
+	return nil
 }
 
 // optStat returns a statistic a server may not publish, or "-".

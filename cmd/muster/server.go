@@ -39,7 +39,7 @@ func serverNodes(ctx context.Context, o *options) ([]fleet.Node, error) {
 	for i, n := range snap.Nodes {
 		list[i] = fleet.Node{
 			ID: n.ID, Cluster: n.Cluster, Region: n.Region, PublicAddress: n.PublicAddress,
-			State: n.State, Load: n.Load, MaxLoad: n.MaxLoad, Stats: n.Stats,
+			State: n.State, Load: n.Load, LoadStep: n.LoadStep, MaxLoad: n.MaxLoad, Stats: n.Stats,
 		}
 	}
 	return list, nil

@@ -39,7 +39,18 @@ function loadBar(node) {
   fill.style.width = (frac * 100).toFixed(1) + "%";
   return el("div", { class: "bar" },
     el("div", { class: "track", role: "meter", "aria-valuemin": "0", "aria-valuemax": String(node.max_load), "aria-valuenow": String(node.load) }, fill),
-    el("span", { class: "text", text: `${node.load} / ${node.max_load}` }));
+    loadText(node));
+}
+
+// loadText is the load as the server published it: a load published in
+// steps (load_step) is marked "~", with the step in its title, never shown
+// as if it were the exact load.
+function loadText(node) {
+  if (!node.load_step) return el("span", { class: "text", text: `${node.load} / ${node.max_load}` });
+  return el("span", {
+    class: "text", text: `~${node.load} / ${node.max_load}`,
+    title: `published in steps of ${node.load_step} (muster.server.capacity.load-step): the exact load, on the server's /muster/server/capacity, is less than a step from it`,
+  });
 }
 
 function row(node, self) {

@@ -6,8 +6,12 @@ export interface Packet {
 /** The first packet of every connection: the server took the ticket. */
 export interface Welcome extends Packet {
     type: "welcome";
-    /** The server's node id ("" for a server without a fleet). */
-    node: string;
+    /**
+     * The server's node id: every server muster.New assembles has one, a
+     * lone in-memory one too; absent only from a room host run with no
+     * fleet bound.
+     */
+    node?: string;
     /** The player id the ticket named. */
     player: string;
     /** The room the player is seated in, when it came back to its seat. */
@@ -145,6 +149,19 @@ export interface ConnectOptions {
     backoffMax?: number;
     /** How long a connection may take to be welcomed, in ms. Default 10000. */
     helloTimeout?: number;
+    /**
+     * What becomes of an input sent while the session is between
+     * connections (a drop, a redirect). "drop", the default, drops it: for a
+     * continuous control (a direction held) it is stale by the time the
+     * session is back. "last" keeps the last one and sends it after the
+     * next welcome; "queue" keeps them in order, at most inputQueueMax (the
+     * oldest go first), and sends them after the next welcome: for inputs
+     * that are moves, as in a turn-based game (which should number them,
+     * so that a move kept for a turn that is over is ignored).
+     */
+    whileReconnecting?: "drop" | "last" | "queue";
+    /** The most inputs whileReconnecting "queue" keeps. Default 32. */
+    inputQueueMax?: number;
 }
 /** Close codes of the Muster room host. */
 export declare const CloseCode: {
@@ -194,6 +211,7 @@ export declare class Session<State extends Packet = Packet> {
     private listeners;
     private socket;
     private outbox;
+    private inputs;
     private asking;
     private resend;
     private createdAgain;
@@ -219,8 +237,9 @@ export declare class Session<State extends Packet = Packet> {
     welcomed(): Promise<Welcome>;
     /**
      * Sends a message {type, data}. While the session is between
-     * connections an input is dropped (it would be stale) and any other
-     * message is sent after the next welcome.
+     * connections an input is dropped (it would be stale), or kept as
+     * ConnectOptions.whileReconnecting says, and any other message is sent
+     * after the next welcome.
      */
     send(type: string, data?: unknown): void;
     /** Queues the player on a playlist; rating is optional. */
@@ -252,6 +271,7 @@ export declare class Session<State extends Packet = Packet> {
     private open;
     private welcome;
     private dispatch;
+    private keep;
     private flush;
     private follow;
     private closed;

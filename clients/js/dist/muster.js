@@ -68,6 +68,9 @@ export class Session {
     listeners = new Map();
     socket = null;
     outbox = [];
+    // Inputs kept while between connections (whileReconnecting), sent after
+    // the outbox.
+    inputs = [];
     // Requests sent on this connection and not answered yet, by type: a
     // drain redirect that comes first may have crossed them (see follow).
     asking = new Map();
@@ -93,7 +96,13 @@ export class Session {
     ended;
     end;
     constructor(opts) {
-        this.opts = { backoffInitial: 250, backoffMax: 5000, helloTimeout: 10000, ...opts };
+        this.opts = { backoffInitial: 250, backoffMax: 5000, helloTimeout: 10000, whileReconnecting: "drop", inputQueueMax: 32, ...opts };
+        if (!["drop", "last", "queue"].includes(this.opts.whileReconnecting)) {
+            throw new Error(`muster: whileReconnecting is "drop", "last" or "queue", not ${JSON.stringify(this.opts.whileReconnecting)}`);
+        }
+        if (!Number.isInteger(this.opts.inputQueueMax) || this.opts.inputQueueMax < 1) {
+            throw new Error(`muster: inputQueueMax is a positive integer, not ${JSON.stringify(this.opts.inputQueueMax)}`);
+        }
         const WS = opts.WebSocket ?? globalThis.WebSocket;
         if (typeof WS !== "function") {
             throw new Error("muster: no WebSocket on this platform (Node.js 20 needs --experimental-websocket); pass ConnectOptions.WebSocket");
@@ -126,8 +135,9 @@ export class Session {
     }
     /**
      * Sends a message {type, data}. While the session is between
-     * connections an input is dropped (it would be stale) and any other
-     * message is sent after the next welcome.
+     * connections an input is dropped (it would be stale), or kept as
+     * ConnectOptions.whileReconnecting says, and any other message is sent
+     * after the next welcome.
      */
     send(type, data = {}) {
         const frame = JSON.stringify({ type, data });
@@ -142,6 +152,9 @@ export class Session {
         }
         else if (type !== "input" && !this.stopped) {
             this.outbox.push(frame);
+        }
+        else if (!this.stopped) {
+            this.keep(frame);
         }
     }
     /** Queues the player on a playlist; rating is optional. */
@@ -395,14 +408,29 @@ export class Session {
                 }
         }
     }
+    // keep keeps an input sent between connections, as whileReconnecting
+    // says.
+    keep(frame) {
+        switch (this.opts.whileReconnecting) {
+            case "last":
+                this.inputs = [frame];
+                break;
+            case "queue":
+                this.inputs.push(frame);
+                if (this.inputs.length > this.opts.inputQueueMax)
+                    this.inputs.shift();
+                break;
+        }
+    }
     flush(ws) {
         for (const [type, frame] of this.resend) {
             ws.send(frame);
             this.asking.set(type, frame);
         }
         this.resend.clear();
-        const out = this.outbox;
+        const out = this.outbox.concat(this.inputs);
         this.outbox = [];
+        this.inputs = [];
         for (const frame of out)
             ws.send(frame);
     }

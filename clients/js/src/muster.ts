@@ -16,8 +16,12 @@ export interface Packet {
 /** The first packet of every connection: the server took the ticket. */
 export interface Welcome extends Packet {
   type: "welcome";
-  /** The server's node id ("" for a server without a fleet). */
-  node: string;
+  /**
+   * The server's node id: every server muster.New assembles has one, a
+   * lone in-memory one too; absent only from a room host run with no
+   * fleet bound.
+   */
+  node?: string;
   /** The player id the ticket named. */
   player: string;
   /** The room the player is seated in, when it came back to its seat. */
@@ -149,6 +153,19 @@ export interface ConnectOptions {
   backoffMax?: number;
   /** How long a connection may take to be welcomed, in ms. Default 10000. */
   helloTimeout?: number;
+  /**
+   * What becomes of an input sent while the session is between
+   * connections (a drop, a redirect). "drop", the default, drops it: for a
+   * continuous control (a direction held) it is stale by the time the
+   * session is back. "last" keeps the last one and sends it after the
+   * next welcome; "queue" keeps them in order, at most inputQueueMax (the
+   * oldest go first), and sends them after the next welcome: for inputs
+   * that are moves, as in a turn-based game (which should number them,
+   * so that a move kept for a turn that is over is ignored).
+   */
+  whileReconnecting?: "drop" | "last" | "queue";
+  /** The most inputs whileReconnecting "queue" keeps. Default 32. */
+  inputQueueMax?: number;
 }
 
 /** Close codes of the Muster room host. */
@@ -216,11 +233,14 @@ export class Session<State extends Packet = Packet> {
   connected = false;
 
   private readonly base: URL;
-  private readonly opts: Required<Pick<ConnectOptions, "backoffInitial" | "backoffMax" | "helloTimeout">> & ConnectOptions;
+  private readonly opts: Required<Pick<ConnectOptions, "backoffInitial" | "backoffMax" | "helloTimeout" | "whileReconnecting" | "inputQueueMax">> & ConnectOptions;
   private readonly WS: SocketConstructor;
   private listeners = new Map<keyof SessionEvents<State>, Set<Listener<any>>>();
   private socket: SocketLike | null = null;
   private outbox: string[] = [];
+  // Inputs kept while between connections (whileReconnecting), sent after
+  // the outbox.
+  private inputs: string[] = [];
   // Requests sent on this connection and not answered yet, by type: a
   // drain redirect that comes first may have crossed them (see follow).
   private asking = new Map<string, string>();
@@ -247,7 +267,13 @@ export class Session<State extends Packet = Packet> {
   private end!: () => void;
 
   constructor(opts: ConnectOptions) {
-    this.opts = { backoffInitial: 250, backoffMax: 5000, helloTimeout: 10000, ...opts };
+    this.opts = { backoffInitial: 250, backoffMax: 5000, helloTimeout: 10000, whileReconnecting: "drop", inputQueueMax: 32, ...opts };
+    if (!["drop", "last", "queue"].includes(this.opts.whileReconnecting)) {
+      throw new Error(`muster: whileReconnecting is "drop", "last" or "queue", not ${JSON.stringify(this.opts.whileReconnecting)}`);
+    }
+    if (!Number.isInteger(this.opts.inputQueueMax) || this.opts.inputQueueMax < 1) {
+      throw new Error(`muster: inputQueueMax is a positive integer, not ${JSON.stringify(this.opts.inputQueueMax)}`);
+    }
     const WS = opts.WebSocket ?? (globalThis as any).WebSocket;
     if (typeof WS !== "function") {
       throw new Error("muster: no WebSocket on this platform (Node.js 20 needs --experimental-websocket); pass ConnectOptions.WebSocket");
@@ -281,8 +307,9 @@ export class Session<State extends Packet = Packet> {
 
   /**
    * Sends a message {type, data}. While the session is between
-   * connections an input is dropped (it would be stale) and any other
-   * message is sent after the next welcome.
+   * connections an input is dropped (it would be stale), or kept as
+   * ConnectOptions.whileReconnecting says, and any other message is sent
+   * after the next welcome.
    */
   send(type: string, data: unknown = {}): void {
     const frame = JSON.stringify({ type, data });
@@ -293,6 +320,8 @@ export class Session<State extends Packet = Packet> {
       if (type === "lobby.create") this.createdAgain = false; // the game's own, answered as it is
     } else if (type !== "input" && !this.stopped) {
       this.outbox.push(frame);
+    } else if (!this.stopped) {
+      this.keep(frame);
     }
   }
 
@@ -540,14 +569,29 @@ export class Session<State extends Packet = Packet> {
     }
   }
 
+  // keep keeps an input sent between connections, as whileReconnecting
+  // says.
+  private keep(frame: string): void {
+    switch (this.opts.whileReconnecting) {
+      case "last":
+        this.inputs = [frame];
+        break;
+      case "queue":
+        this.inputs.push(frame);
+        if (this.inputs.length > this.opts.inputQueueMax) this.inputs.shift();
+        break;
+    }
+  }
+
   private flush(ws: SocketLike): void {
     for (const [type, frame] of this.resend) {
       ws.send(frame);
       this.asking.set(type, frame);
     }
     this.resend.clear();
-    const out = this.outbox;
+    const out = this.outbox.concat(this.inputs);
     this.outbox = [];
+    this.inputs = [];
     for (const frame of out) ws.send(frame);
   }
 

@@ -1,6 +1,6 @@
-// Starts the duel example (examples/duel) for the tests: built with go,
-// run on a free loopback port with no config.yml, on the in-memory
-// backplane.
+// Starts an example (examples/duel, examples/rps) for the tests: built
+// with go, run on a free loopback port with no config.yml, on the
+// in-memory backplane.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -30,17 +30,23 @@ export function freePort() {
 
 // startDuel builds and starts the duel and resolves, once the server is
 // ready, with {url, ticket(player), stop()}.
-export async function startDuel() {
-  const dir = mkdtempSync(join(tmpdir(), 'muster-duel-'));
-  const bin = join(dir, 'duel');
-  const build = spawnSync('go', ['build', '-o', bin, './examples/duel'], { cwd: repo, stdio: 'inherit' });
-  if (build.status !== 0) throw new Error('go build ./examples/duel failed');
+export function startDuel() {
+  return startExample('duel');
+}
+
+// startExample builds and starts examples/<name> with the further
+// environment env, as startDuel does the duel.
+export async function startExample(name, env = {}) {
+  const dir = mkdtempSync(join(tmpdir(), `muster-${name}-`));
+  const bin = join(dir, name);
+  const build = spawnSync('go', ['build', '-o', bin, `./examples/${name}`], { cwd: repo, stdio: 'inherit' });
+  if (build.status !== 0) throw new Error(`go build ./examples/${name} failed`);
   const port = await freePort();
   // Its working directory has no config.yml: the defaults, in memory.
   const proc = spawn(bin, [], {
     cwd: dir,
     stdio: ['ignore', 'ignore', 'pipe'],
-    env: { ...process.env, MUSTER__SERVER__HTTP__HOST: '127.0.0.1', MUSTER__SERVER__HTTP__PORT: String(port) },
+    env: { ...process.env, MUSTER__SERVER__HTTP__HOST: '127.0.0.1', MUSTER__SERVER__HTTP__PORT: String(port), ...env },
   });
   let stderr = '';
   proc.stderr.on('data', (b) => { stderr += b; });
@@ -50,7 +56,7 @@ export async function startDuel() {
   let exit = null;
   exited.then((code) => { exit = code; });
   for (;;) {
-    if (exit !== null) throw new Error(`duel exited with ${exit}:\n${stderr}`);
+    if (exit !== null) throw new Error(`${name} exited with ${exit}:\n${stderr}`);
     try {
       const res = await fetch(base + 'muster/server/ready');
       if (res.ok) break;

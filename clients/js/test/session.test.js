@@ -132,6 +132,16 @@ describe('against the duel', { skip: missing || false, timeout: 60000 }, () => {
     assert.deepEqual(rec.sockets[0].sent.map((m) => m.type), ['hello', 'lobby.create']);
   });
 
+  test('whileReconnecting keeps the inputs sent between connections: the last, or a bounded queue', async () => {
+    for (const [mode, want] of [['drop', []], ['last', [3]], ['queue', [2, 3]]]) {
+      const rec = recorder();
+      const s = player({ WebSocket: rec.Socket, whileReconnecting: mode, inputQueueMax: 2 });
+      for (const dx of [1, 2, 3]) s.send('input', { dx, dy: 0 });
+      await s.welcomed();
+      assert.deepEqual(rec.sockets[0].sent.slice(1).map((m) => m.data.dx), want, `whileReconnecting ${mode}`);
+    }
+  });
+
   test('a bad ticket is retried with a fresh one', async () => {
     let calls = 0;
     const name = `js-${process.pid}-bad`;
@@ -192,6 +202,12 @@ test('a failing ticket function is retried with backoff', async () => {
     await s.close();
   }
   assert.ok(calls >= 1);
+});
+
+test('whileReconnecting and inputQueueMax: a value that cannot work is refused', () => {
+  const opts = { url: 'ws://127.0.0.1:1/play', ticket: async () => 't', WebSocket: class {} };
+  assert.throws(() => connect({ ...opts, whileReconnecting: 'keep' }), /whileReconnecting is "drop", "last" or "queue", not "keep"/);
+  assert.throws(() => connect({ ...opts, whileReconnecting: 'queue', inputQueueMax: 0 }), /inputQueueMax is a positive integer, not 0/);
 });
 
 test('url: anything but ws:, wss:, http: and https: is refused', () => {

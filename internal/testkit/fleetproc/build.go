@@ -68,19 +68,27 @@ func Root(tb testing.TB) string {
 // output with the error.
 func Build(tb testing.TB, dir string, race bool) (string, error) {
 	tb.Helper()
+	return BuildExample(tb, dir, duelPkg, race)
+}
+
+// BuildExample builds the example pkg (relative to the module root, such
+// as ./examples/rps) into dir, named after pkg's last element, as Build
+// builds the duel.
+func BuildExample(tb testing.TB, dir, pkg string, race bool) (string, error) {
+	tb.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
-	bin := filepath.Join(dir, "duel")
+	bin := filepath.Join(dir, filepath.Base(pkg))
 	args := []string{"build", "-o", bin}
 	if race {
 		args = append(args, "-race")
 	}
-	cmd := exec.Command(goBin, append(args, duelPkg)...)
+	cmd := exec.Command(goBin, append(args, pkg)...)
 	cmd.Dir = Root(tb)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build %s: %v\n%s", duelPkg, err, out)
+		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
 	}
 	return bin, nil
 }
