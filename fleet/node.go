@@ -3,6 +3,7 @@ package fleet
 import (
 	"encoding/json"
 	"maps"
+	"slices"
 )
 
 // State is a server's place in its lifecycle.
@@ -32,6 +33,10 @@ type Node struct {
 	// Instance marks the process that wrote the record, so that two
 	// servers started with one node id find each other out.
 	Instance string `json:"instance,omitempty"`
+	// Foreign are the ids of the servers of the cluster whose records
+	// this server drops, signed with another security key (Fleet.Foreign;
+	// at most 32): non-empty when the fleet is split.
+	Foreign []string `json:"foreign,omitempty"`
 }
 
 // Stat returns the statistic a module published under name, such as
@@ -43,6 +48,7 @@ func (n Node) HasRoom() bool { return n.State == StateReady && n.Load < n.MaxLoa
 
 func (n Node) clone() Node {
 	n.Stats = maps.Clone(n.Stats)
+	n.Foreign = slices.Clone(n.Foreign)
 	return n
 }
 
