@@ -57,10 +57,15 @@ func (f *Fleet) foreignLocked(limit int) []string {
 
 // outnumbered returns, when the servers signed with another key outnumber
 // those signed with this server's (itself included), the reason its
-// readiness probe gives; "" otherwise.
+// readiness probe gives; "" otherwise, and while the backplane is away:
+// then the others leave the view as their records expire, and what the
+// last heartbeat found of the foreign ones is old.
 func (f *Fleet) outnumbered() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if !f.attached {
+		return ""
+	}
 	foreign := f.foreignLocked(-1)
 	own := len(f.view)
 	if len(foreign) <= own {

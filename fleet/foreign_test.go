@@ -82,6 +82,14 @@ func TestForeignKeyShows(t *testing.T) {
 			t.Errorf("s2.Foreign() = %s, want [s0 s1]", got)
 		}
 
+		// Cut off, its view of the others is old: it does not judge.
+		c.Servers[2].Backplane.Cut(true)
+		time.Sleep(2 * hb)
+		synctest.Wait()
+		if code, body := getProbe(odd, fleet.PathReady); strings.HasPrefix(body, "foreign-key") {
+			t.Errorf("s2, cut off from the backplane, answers ready %d %q; want no foreign-key", code, body)
+		}
+
 		// Once the odd server is gone, the split is forgotten.
 		c.Servers[2].Stop()
 		time.Sleep(2 * hb)
