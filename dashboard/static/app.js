@@ -81,7 +81,7 @@ function render(snap) {
   $("split").hidden = foreign.length === 0;
   $("split").textContent = foreign.length === 0 ? "" :
     `Split fleet: ${foreign.length} server${foreign.length === 1 ? "" : "s"} of this cluster sign${foreign.length === 1 ? "s" : ""} ` +
-    `with another muster.security.key (MUSTER__SECURITY__KEY) and ${foreign.length === 1 ? "is" : "are"} not shown: ${foreign.join(", ")}`;
+    `with another muster.security.key (MUSTER__SECURITY__KEY) than this one and ${foreign.length === 1 ? "is" : "are"} not shown: ${foreign.join(", ")}`;
   $("sum-servers").textContent = String(nodes.length);
   const load = sum(nodes, (n) => n.load), max = sum(nodes, (n) => n.max_load);
   $("sum-load").replaceChildren(`${load ?? 0} / ${max ?? 0}`,
