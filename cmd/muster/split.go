@@ -19,9 +19,9 @@ const stateForeign fleet.State = "foreign-key"
 
 // markForeign shows as foreign-key the servers of list that more than half
 // of the others drop, by the foreign lists their records publish; one
-// against one, both are marked. It returns a line for stderr per server
-// that drops others, "" for a whole fleet. The CLI holds no key: it goes
-// by what the servers say.
+// against one, both are marked. It returns a note for stderr per server
+// that drops others, none for a whole fleet. The CLI holds no key: it
+// goes by what the servers say.
 func markForeign(list []fleet.Node) []string {
 	droppedBy := map[string]int{}
 	var notes []string
