@@ -9,7 +9,9 @@ import (
 	"github.com/muster-gg/muster/fleet"
 )
 
-// View is the fleet a dashboard shows. *fleet.Fleet implements it.
+// View is the fleet a dashboard shows. *fleet.Fleet implements it. A View
+// that also has a method Foreign() []string, as *fleet.Fleet has, lists
+// the servers it drops for their key in Snapshot.Foreign.
 type View interface {
 	// Nodes returns the live servers, this one included, without a
 	// backplane round trip.
@@ -34,7 +36,15 @@ type Snapshot struct {
 	Time time.Time `json:"time"`
 	// Nodes are the live servers in its view, sorted by id.
 	Nodes []Node `json:"nodes"`
+	// Foreign are the ids of the servers of its cluster that it drops
+	// from its view, signed with another muster.security.key
+	// (fleet.Fleet.Foreign): the fleet is split in two that never match
+	// players together. Empty while the fleet is whole.
+	Foreign []string `json:"foreign,omitempty"`
 }
+
+// foreignView is a View that lists the servers signed with another key.
+type foreignView interface{ Foreign() []string }
 
 // Node is one live server as the dashboard shows it: its published record
 // (fleet.Node, with the same JSON names) without its internal address.
@@ -106,6 +116,9 @@ func Handler(v View) http.Handler {
 func snapshot(v View) Snapshot {
 	nodes := v.Nodes()
 	s := Snapshot{Self: v.ID(), Time: time.Now().UTC(), Nodes: make([]Node, len(nodes))}
+	if fv, ok := v.(foreignView); ok {
+		s.Foreign = fv.Foreign()
+	}
 	for i, n := range nodes {
 		s.Nodes[i] = Node{
 			ID: n.ID, Cluster: n.Cluster, Region: n.Region, PublicAddress: n.PublicAddress,

@@ -27,13 +27,18 @@ type Capacity struct {
 	Stats    map[string]int64 `json:"stats,omitempty"`
 	Nodes    int              `json:"nodes"`
 	Attached bool             `json:"attached"`
+	// Foreign are the servers of the cluster this server drops from its
+	// view, signed with another muster.security.key (Fleet.Foreign).
+	Foreign []string `json:"foreign,omitempty"`
 }
 
 // Handler serves the probes, under their full paths (mount it at the root
 // or at "/muster/server/"): GET PathLive (200 while the process works),
 // GET PathReady (200 only while ready; 503 when starting, full, draining or
-// leaving, and 503 "detached" while the backplane has never been
-// reached), GET PathCapacity (a Capacity as JSON), and POST PathDrain,
+// leaving, 503 "detached" while the backplane has never been reached, and
+// 503 "foreign-key: …" while the servers of the cluster signed with
+// another security key outnumber those signed with this one's: see
+// Foreign), GET PathCapacity (a Capacity as JSON), and POST PathDrain,
 // which starts a drain when its TCP peer is a loopback address and no
 // proxy forwarded it, or when it carries "Authorization: Bearer
 // <DrainToken>".
@@ -50,6 +55,12 @@ func (f *Fleet) Handler() http.Handler {
 			http.Error(w, "detached", http.StatusServiceUnavailable)
 			return
 		}
+		if s == StateReady {
+			if reason := f.outnumbered(); reason != "" {
+				http.Error(w, reason, http.StatusServiceUnavailable)
+				return
+			}
+		}
 		if s != StateReady {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
@@ -60,7 +71,7 @@ func (f *Fleet) Handler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(Capacity{
 			NodeID: self.ID, State: self.State, Load: self.Load, MaxLoad: self.MaxLoad,
-			Stats: self.Stats, Nodes: len(f.Nodes()), Attached: f.Attached(),
+			Stats: self.Stats, Nodes: len(f.Nodes()), Attached: f.Attached(), Foreign: f.Foreign(),
 		})
 	})
 	r.HandleFunc("POST "+PathDrain, func(w http.ResponseWriter, r *http.Request) {

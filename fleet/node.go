@@ -3,6 +3,7 @@ package fleet
 import (
 	"encoding/json"
 	"maps"
+	"slices"
 )
 
 // State is a server's place in its lifecycle.
@@ -37,6 +38,11 @@ type Node struct {
 	// the server's capacity probe reports, is less than a step from it.
 	// 0 when Load is the exact load.
 	LoadStep int `json:"load_step,omitempty"`
+
+	// Foreign are the ids of the servers of the cluster whose records
+	// this server drops, signed with another security key (Fleet.Foreign;
+	// at most 32): non-empty when the fleet is split.
+	Foreign []string `json:"foreign,omitempty"`
 }
 
 // Stat returns the statistic a module published under name, such as
@@ -48,6 +54,7 @@ func (n Node) HasRoom() bool { return n.State == StateReady && n.Load < n.MaxLoa
 
 func (n Node) clone() Node {
 	n.Stats = maps.Clone(n.Stats)
+	n.Foreign = slices.Clone(n.Foreign)
 	return n
 }
 

@@ -16,6 +16,7 @@ func (f *Fleet) selfLocked() Node {
 		MaxLoad:         f.cfg.MaxLoad,
 		Stats:           maps.Clone(f.stats),
 		Instance:        f.instance,
+		Foreign:         f.foreignLocked(maxForeign),
 	}
 }
 

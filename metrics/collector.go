@@ -29,6 +29,10 @@ type Fleet interface {
 // signature, as *fleet.Fleet does.
 type recordRejecter interface{ RejectedRecords() int64 }
 
+// foreignLister is a Fleet that lists the servers of its cluster signed
+// with another key, as *fleet.Fleet does.
+type foreignLister interface{ Foreign() []string }
+
 // Rooms is what a Collector reads of a room host. Every *room.Host
 // implements it, whatever its type parameters.
 type Rooms interface {
@@ -66,7 +70,7 @@ type Collector struct {
 	src Sources
 
 	info, state, load, maxLoad, queue, nodes, attached *prometheus.Desc
-	rejected                                           *prometheus.Desc
+	rejected, foreign                                  *prometheus.Desc
 
 	rooms, connected, seated, redirects, handoffs, limited, lateness, passes *prometheus.Desc
 
@@ -100,6 +104,10 @@ var reasons = []string{room.ReasonRejoin, room.ReasonQueue, room.ReasonLobby, ro
 //     backplane.
 //   - muster_fleet_records_rejected_total: fleet records dropped from the
 //     view as unsigned or signed with another key (see fleet.Config.Key).
+//   - muster_fleet_foreign_nodes: servers of the cluster whose records
+//     this server drops now, signed with another muster.security.key
+//     (fleet.Fleet.Foreign): above 0, the fleet is split in two that
+//     never match players together.
 //
 // Rooms:
 //   - muster_rooms: running rooms.
@@ -142,6 +150,7 @@ func NewCollector(src Sources) *Collector {
 		nodes:    d("muster_fleet_nodes", "Live servers in this server's view of the fleet, itself included.", nil, nil),
 		attached: d("muster_backplane_attached", "1 when the last heartbeat reached the backplane, 0 while serving alone.", nil, nil),
 		rejected: d("muster_fleet_records_rejected_total", "Fleet records dropped from the view as unsigned or signed with another key.", nil, nil),
+		foreign:  d("muster_fleet_foreign_nodes", "Servers of the cluster whose records this server drops, signed with another muster.security.key: the fleet is split.", nil, nil),
 
 		rooms:     d("muster_rooms", "Running rooms.", nil, nil),
 		connected: d("muster_players_connected", "Players connected to this server.", nil, nil),
@@ -169,6 +178,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		}
 		if _, ok := c.src.Fleet.(recordRejecter); ok {
 			ch <- c.rejected
+		}
+		if _, ok := c.src.Fleet.(foreignLister); ok {
+			ch <- c.foreign
 		}
 	}
 	if c.src.Fleet != nil || c.src.Rooms != nil {
@@ -212,6 +224,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.attached, b2f(f.Attached()))
 		if r, ok := f.(recordRejecter); ok {
 			counter(c.rejected, float64(r.RejectedRecords()))
+		}
+		if fl, ok := f.(foreignLister); ok {
+			gauge(c.foreign, float64(len(fl.Foreign())))
 		}
 	}
 

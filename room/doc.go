@@ -34,9 +34,9 @@
 //
 // A client connects to Handler with ?ticket=, says hello ("new" or
 // "rejoin") and is placed: back in its seat, sent to the server running its
-// room, or handed to the modules. Tickets are signed, valid 30 seconds and
-// redeemed once across the fleet (NewTickets mints them in a sign-in
-// service). Bad input closes only that connection, with a close code that
+// room, or handed to the modules. Tickets are signed, valid 30 seconds,
+// redeemed once across the fleet and refused by another cluster
+// (NewTickets and NewClusterTickets mint them in a sign-in service). Bad input closes only that connection, with a close code that
 // says why; a connection sending more than Limits.Messages is closed with
 // 4005. Limits also bound, per client address (an IPv6 client by its
 // /64), how fast connections are opened, how many are held open at once,

@@ -100,7 +100,8 @@ func (h *Host[Sim, Input, Player]) UseServer(s Server) {
 // UseFleet binds the fleet: players seated here are claimed, a player who
 // connects to the wrong server is sent to the one running its room,
 // handoffs are taken on arrival, and tickets, rate limits and lockouts
-// are counted once for the whole fleet.
+// are counted once for the whole fleet. Tickets are bound to the fleet's
+// cluster: the servers of another cluster refuse them.
 //
 // A player whose claim another server took over (the fleet found it at
 // re-assertion, after this server was cut off or frozen) is removed from
@@ -112,7 +113,7 @@ func (h *Host[Sim, Input, Player]) UseFleet(f Fleet) {
 			h.claimLost(id)
 		}
 	})
-	h.tickets.counter = f
+	h.tickets.bind(h.cfg.Secret, f.Config().Cluster, f)
 	if h.cfg.Limits.Store == StoreBackplane {
 		h.limits.counter = f
 	}

@@ -33,6 +33,13 @@ type server struct {
 // internal address its own HTTP listener. It stops when the test ends.
 func startServer(t *testing.T, url, cluster, id string, withDashboard bool) *server {
 	t.Helper()
+	return startKeyed(t, url, cluster, id, withDashboard, nil)
+}
+
+// startKeyed is startServer for a server that signs its record with key
+// (nil: unsigned).
+func startKeyed(t *testing.T, url, cluster, id string, withDashboard bool, key []byte) *server {
+	t.Helper()
 	// A generous socket timeout: on a loaded machine a call can take more
 	// than the default 500ms; the fleet's own calls are bounded by its
 	// CallTimeout all the same.
@@ -43,7 +50,7 @@ func startServer(t *testing.T, url, cluster, id string, withDashboard bool) *ser
 	hs := httptest.NewUnstartedServer(nil)
 	fl, err := fleet.New(fleet.Config{
 		NodeID: id, Region: "eu-west", InternalAddress: hs.Listener.Addr().String(),
-		Heartbeat: 300 * time.Millisecond, CallTimeout: 250 * time.Millisecond, MaxLoad: 100,
+		Heartbeat: 300 * time.Millisecond, CallTimeout: 250 * time.Millisecond, MaxLoad: 100, Key: key,
 	}, bp, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

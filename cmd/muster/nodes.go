@@ -15,7 +15,9 @@ import (
 	"github.com/muster-gg/muster/fleet"
 )
 
-// nodes prints the live servers of the fleet.
+// nodes prints the live servers of the fleet. A server signed with
+// another security key than most of the others shows as foreign-key (see
+// markForeign).
 func nodes(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var o options
 	fs := newFlags("nodes", &o)
@@ -36,6 +38,7 @@ func nodes(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	printNotes(stderr, markForeign(list))
 	if o.json {
 		return writeJSON(stdout, list)
 	}

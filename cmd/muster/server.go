@@ -17,6 +17,9 @@ import (
 // serverNodes reads the live servers through one server: its dashboard
 // feed, which lists the fleet as that server sees it, or, on a server
 // without the dashboard, its capacity probe, which describes only itself.
+// Its own row shows what its readiness probe answers when that is 503
+// (detached, foreign-key), and the servers it drops for their key are
+// listed as foreign-key.
 func serverNodes(ctx context.Context, o *options) ([]fleet.Node, error) {
 	base, err := serverURL(o.server)
 	if err != nil {
@@ -30,7 +33,9 @@ func serverNodes(ctx context.Context, o *options) ([]fleet.Node, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []fleet.Node{{ID: c.NodeID, State: c.State, Load: c.Load, MaxLoad: c.MaxLoad, Stats: c.Stats}}, nil
+		list := []fleet.Node{{ID: c.NodeID, State: c.State, Load: c.Load, MaxLoad: c.MaxLoad, Stats: c.Stats}}
+		showProbe(ctx, o, base, c.NodeID, list)
+		return withForeign(list, c.NodeID, c.Foreign), nil
 	}
 	if err != nil {
 		return nil, err
@@ -42,7 +47,8 @@ func serverNodes(ctx context.Context, o *options) ([]fleet.Node, error) {
 			State: n.State, Load: n.Load, LoadStep: n.LoadStep, MaxLoad: n.MaxLoad, Stats: n.Stats,
 		}
 	}
-	return list, nil
+	showProbe(ctx, o, base, snap.Self, list)
+	return withForeign(list, snap.Self, snap.Foreign), nil
 }
 
 // capacity reads a server's load report.

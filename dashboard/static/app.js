@@ -88,6 +88,11 @@ function render(snap) {
   const clusters = [...new Set(nodes.map((n) => n.cluster).filter(Boolean))];
   $("cluster").textContent = clusters.length ? "· " + clusters.join(", ") : "";
   $("self").textContent = snap.self;
+  const foreign = snap.foreign || [];
+  $("split").hidden = foreign.length === 0;
+  $("split").textContent = foreign.length === 0 ? "" :
+    `Split fleet: ${foreign.length} server${foreign.length === 1 ? "" : "s"} of this cluster sign${foreign.length === 1 ? "s" : ""} ` +
+    `with another muster.security.key (MUSTER__SECURITY__KEY) than this one and ${foreign.length === 1 ? "is" : "are"} not shown: ${foreign.join(", ")}`;
   $("sum-servers").textContent = String(nodes.length);
   const load = sum(nodes, (n) => n.load), max = sum(nodes, (n) => n.max_load);
   $("sum-load").replaceChildren(`${load ?? 0} / ${max ?? 0}`,

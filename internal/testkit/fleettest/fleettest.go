@@ -8,6 +8,7 @@
 package fleettest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -67,10 +68,11 @@ func Start(tb testing.TB, n int, configure func(i int, cfg *fleet.Config)) *Clus
 }
 
 // Add starts one more server with cfg (NodeID required), marks it ready,
-// and returns it.
+// and returns it. It joins cfg.Cluster of the store ("default" when
+// empty), so one store can hold several clusters.
 func (c *Cluster) Add(cfg fleet.Config) *Server {
 	c.tb.Helper()
-	bp, err := c.Store.Cluster("default")
+	bp, err := c.Store.Cluster(cmp.Or(cfg.Cluster, "default"))
 	if err != nil {
 		c.tb.Fatal(err)
 	}
