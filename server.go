@@ -143,6 +143,7 @@ func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.
 	if s.fed != nil {
 		s.fed.tokens.UseCounter(fl) // each home token redeemed once in the fleet
 		o.checkers = append(o.checkers, s.fed.tokens)
+		o.modules = append(o.modules, s.fed.tokens) // seats a token's holder in home's room
 		o.watchers = append(o.watchers, s.fed.rooms)
 	}
 

@@ -30,7 +30,9 @@
 //
 // On a node, a Muster game server plugs in through two room interfaces:
 // TokenChecker is a room.TicketChecker that admits players with home's
-// tokens (each redeemed once), and RoomReporter is a room.RoomWatcher that
+// tokens (each redeemed once) and, as a module of the same host, seats
+// each in the room its token names, opened with home's id on the first
+// arrival; and RoomReporter is a room.RoomWatcher that
 // sends every room's full state home through the Node agent, from its own
 // goroutine (Run).
 //
