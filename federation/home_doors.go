@@ -122,7 +122,7 @@ func (h *Home) announce(ctx context.Context, p principal, req announceRequest) (
 // reportRoom stores a room snapshot unless home holds a newer one (the
 // answer says whether it did), and keeps the server's room and player
 // counts with it. Only a server of an approved node that has announced
-// within SilentAfter may report, up to MaxRoomsPerServer open rooms. A
+// within ReapAfter may report, up to MaxRoomsPerServer open rooms. A
 // room belongs to the server that reported it first.
 func (h *Home) reportRoom(ctx context.Context, p principal, req roomRequest) (roomResponse, error) {
 	if req.NodeID != "" && req.NodeID != p.node.ID {

@@ -121,7 +121,7 @@ func TestRoomReporter(t *testing.T) {
 }
 
 // TestRoomReporterAfterOutage: a node cut off from home for longer than
-// SilentAfter has its rooms ended at home; when its announces get through
+// ReapAfter has its rooms ended at home; when its announces get through
 // again, its open rooms are sent again.
 func TestRoomReporterAfterOutage(t *testing.T) {
 	t.Parallel()
@@ -142,10 +142,10 @@ func TestRoomReporterAfterOutage(t *testing.T) {
 			t.Fatalf("r1 before the outage: %+v %v", r, err)
 		}
 		down.Store(true)
-		time.Sleep(4 * time.Minute)
+		time.Sleep(DefaultReapAfter + time.Minute)
 		synctest.Wait()
 		if _, err := e.home.Room(ctx, "r1"); !errors.Is(err, ErrNotFound) {
-			t.Fatalf("r1 of a server cut off for 4m: %v", err)
+			t.Fatalf("r1 of a server cut off for longer than ReapAfter: %v", err)
 		}
 		e.regions() // as a placer's poll: the dead server's rooms end
 		if raw, _ := e.bp.Record(ctx, collRooms, "r1"); raw != nil {
