@@ -160,7 +160,11 @@ func (h *Home) reportRoom(ctx context.Context, p principal, req roomRequest) (ro
 		if rawR != nil && cur.ServerID != id {
 			return nil, fmt.Errorf("room %q: %w", req.RoomID, ErrRoomOwned)
 		}
-		if rawR != nil && cur.Seq >= req.Seq {
+		seq := req.Seq
+		if seq == 0 {
+			seq = cur.Seq + 1 // a report without seq is ordered by its arrival
+		}
+		if rawR != nil && cur.Seq >= seq {
 			return nil, nil
 		}
 		c := countRecord{NodeID: n.ID}
@@ -183,7 +187,7 @@ func (h *Home) reportRoom(ctx context.Context, p principal, req roomRequest) (ro
 		c.Rooms, c.Players = max(0, c.Rooms), max(0, c.Players)
 		snap := RoomSnapshot{
 			RoomReport: req.RoomReport, NodeID: n.ID, ServerID: id,
-			Seq: req.Seq, UpdatedAt: now,
+			Seq: seq, UpdatedAt: now,
 		}
 		snap.Members = members
 		stored = true

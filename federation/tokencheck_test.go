@@ -100,6 +100,7 @@ func TestRoomReporter(t *testing.T) {
 		synctest.Wait() // joined and announced
 		run := testrun.Start(t, rep.Run)
 		ctx := run.Context()
+		time.Sleep(time.Second) // the reports are paced: ReportsPerSecond
 		synctest.Wait()
 		r1, err := e.home.Room(ctx, "r1")
 		if err != nil || !slices.Equal(r1.Members, []string{"alice", "bob"}) || r1.Properties["kind"] != "duel" {
@@ -109,6 +110,7 @@ func TestRoomReporter(t *testing.T) {
 			t.Fatalf("r2 at home: %+v %v", r2, err)
 		}
 		rep.RoomChanged(room.RoomState{ID: "r1", Kind: "duel", Players: []string{"alice", "bob"}, Ended: true})
+		time.Sleep(time.Second)
 		synctest.Wait()
 		if _, err := e.home.Room(ctx, "r1"); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("ended room at home: %v", err)

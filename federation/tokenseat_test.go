@@ -18,15 +18,18 @@ import (
 )
 
 // homeRoomHost is a node's room host with tc attached (as muster.Server
-// does for muster.federation), serving /play on loopback until the test
-// ends.
-func homeRoomHost(t *testing.T, tc *TokenChecker) (*room.Host[*hosttest.Sim, int, string], string) {
+// does for muster.federation) and watchers added, serving /play on
+// loopback until the test ends.
+func homeRoomHost(t *testing.T, tc *TokenChecker, watchers ...room.RoomWatcher) (*room.Host[*hosttest.Sim, int, string], string) {
 	t.Helper()
 	h, err := room.New[*hosttest.Sim, int, string](&hosttest.Game{}, room.Config{Secret: "node secret", Limits: room.Limits{Connects: 1 << 20, Open: math.MaxInt}}, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.AddTicketChecker(tc)
+	for _, w := range watchers {
+		h.AddRoomWatcher(w)
+	}
 	if err := h.Use(tc); err != nil {
 		t.Fatal(err)
 	}
