@@ -139,6 +139,7 @@ func TestRoomReporterAfterOutage(t *testing.T) {
 		rep.RoomChanged(room.RoomState{ID: "r1", Kind: "duel", Players: []string{"alice", "bob"}})
 		rep.RoomChanged(room.RoomState{ID: "r2", Kind: "duel", Players: []string{"carol"}})
 		rep.RoomChanged(room.RoomState{ID: "r2", Kind: "duel", Ended: true})
+		time.Sleep(time.Second) // the reports are paced: ReportsPerSecond
 		synctest.Wait()
 		if r, err := e.home.Room(ctx, "r1"); err != nil || len(r.Members) != 2 {
 			t.Fatalf("r1 before the outage: %+v %v", r, err)
