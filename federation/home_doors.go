@@ -206,6 +206,8 @@ func (h *Home) reportRoom(ctx context.Context, p principal, req roomRequest) (ro
 // serveJoin, serveAnnounce and serveRoom are the JSON doors (PathJoin,
 // PathAnnounce, PathRooms), behind door.
 func (h *Home) serveJoin(w http.ResponseWriter, r *http.Request, p principal) {
+	// The answer holds the server's key, shown once: no cache keeps it.
+	w.Header().Set("Cache-Control", "no-store")
 	serveDoor(h, w, r, p, h.cfg.MaxBody, "max-body", decodeJoin, h.join, http.StatusCreated)
 }
 
