@@ -45,6 +45,9 @@ type Federation struct {
 	// has no queues or lobbies of its own (muster.matchmaking.playlists
 	// must then be empty). Default "full".
 	Role string `yaml:"role"`
+	// Home are the settings of a federation home (muster-home serve); a
+	// game server ignores them.
+	Home FederationHome `yaml:"home"`
 }
 
 // The values of muster.federation.role.
