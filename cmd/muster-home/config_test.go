@@ -39,7 +39,9 @@ func TestServeReadsConfig(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	var serveErr bytes.Buffer
-	go func() { done <- run(ctx, []string{"serve", "-addr", addr, "-config", file}, &bytes.Buffer{}, &serveErr) }()
+	go func() {
+		done <- run(ctx, []string{"serve", "-addr", addr, "-config", file}, &bytes.Buffer{}, &serveErr)
+	}()
 	t.Cleanup(func() {
 		cancel()
 		if code := <-done; code != 0 {
