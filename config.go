@@ -40,7 +40,7 @@ func DefaultConfig() config.Config {
 		Room:        defaultRoom(),
 		Matchmaking: config.Matchmaking{Tick: config.Duration(m.Tick), Hold: config.Duration(m.Hold)},
 		Lobby:       defaultLobby(),
-		Federation:  config.Federation{AnnounceEvery: config.Duration(federation.DefaultAnnounceEvery)},
+		Federation:  config.Federation{AnnounceEvery: config.Duration(federation.DefaultAnnounceEvery), Role: config.FederationRoleFull},
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/muster-gg/muster/config"
 	"github.com/muster-gg/muster/federation"
+	"github.com/muster-gg/muster/matchmaking"
 )
 
 // federated is a server's part in a federation node (muster.federation):
@@ -56,5 +57,29 @@ func (f *federated) run(ctx context.Context, logger *slog.Logger) error {
 		logger.Error("federation: the node agent stopped; serving on outside the federation (see muster.federation)", "err", err)
 	}
 	<-done
+	return nil
+}
+
+// gameRole reports whether cfg makes the server a game-role federation
+// server (muster.federation.role game): it hosts only the rooms home
+// places, with no queues or lobbies of its own.
+func gameRole(cfg config.Config) bool {
+	return cfg.Federation.HomeURL != "" && cfg.Federation.Role == config.FederationRoleGame
+}
+
+// checkGameRole refuses playlists given in code to a game-role server
+// (CheckConfig refuses those of muster.matchmaking.playlists), and says
+// that its lobbies are off.
+func checkGameRole(cfg config.Config, playlists []matchmaking.Playlist, lobbies bool, logger *slog.Logger) error {
+	if !gameRole(cfg) {
+		return nil
+	}
+	if len(playlists) > 0 {
+		return fmt.Errorf("%w: muster.federation.role (%s) is %s: the server hosts only the rooms home places, but WithPlaylists gives it queue %q; set the role to %s, or leave the playlists out",
+			config.ErrInvalid, config.EnvName("muster.federation.role"), config.FederationRoleGame, playlists[0].Name, config.FederationRoleFull)
+	}
+	if lobbies {
+		logger.Info("federation: game role (muster.federation.role): WithLobbies is ignored; players enter the rooms home places with home's tokens")
+	}
 	return nil
 }

@@ -91,8 +91,9 @@ type Server struct {
 // It checks cfg with CheckConfig first: an error of a setting names its
 // config.yml key and environment variable. With muster.federation.home-url
 // set, the server is a server of a federation node: it admits players with
-// home's tokens (each once in the fleet) and reports its rooms to home,
-// with no code of the game's.
+// home's tokens (each once in the fleet), seats each in the room its token
+// names, and reports its rooms to home, with no code of the game's; with
+// muster.federation.role game it has no queues or lobbies of its own.
 func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.Config, opts ...Option) (*Server, error) {
 	var o options
 	for _, opt := range opts {
@@ -143,6 +144,7 @@ func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.
 	if s.fed != nil {
 		s.fed.tokens.UseCounter(fl) // each home token redeemed once in the fleet
 		o.checkers = append(o.checkers, s.fed.tokens)
+		o.modules = append(o.modules, s.fed.tokens) // seats a token's holder in home's room
 		o.watchers = append(o.watchers, s.fed.rooms)
 	}
 
@@ -173,6 +175,10 @@ func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.
 		}
 	}
 	playlists = append(playlists, o.playlists...)
+	if err := checkGameRole(cfg, o.playlists, o.lobbies, s.logger); err != nil {
+		s.closeBackplane()
+		return nil, err
+	}
 	if o.ratings != nil && len(playlists) == 0 {
 		s.closeBackplane()
 		return nil, fmt.Errorf("%w: WithRatings is given, but there is no playlist to rate for: declare one in muster.matchmaking.playlists (MUSTER__MATCHMAKING__PLAYLISTS__0__NAME) or with WithPlaylists", config.ErrInvalid)
@@ -185,7 +191,7 @@ func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.
 		}
 		modules = append(modules, mm)
 	}
-	if o.lobbies {
+	if o.lobbies && !gameRole(cfg) {
 		lb, err := lobby.New(lobbyConfig(cfg))
 		if err != nil {
 			s.closeBackplane()

@@ -221,8 +221,8 @@ func TestEveryKeyFromEnv(t *testing.T) {
 		}
 	}
 	walk(reflect.TypeFor[config.Config](), func(c *config.Config) reflect.Value { return reflect.ValueOf(c).Elem() }, "MUSTER")
-	if n != 66 {
-		t.Errorf("walked %d settings, want 66", n)
+	if n != 90 {
+		t.Errorf("walked %d settings, want 90", n)
 	}
 }
 

@@ -38,7 +38,8 @@ func (l *loader) singleUnderscore(name string) {
 		return
 	}
 	// muster-home's and muster-node's own variables.
-	if up := strings.ToUpper(name); strings.HasPrefix(up, "MUSTER_HOME_") || strings.HasPrefix(up, "MUSTER_NODE_") {
+	// (MUSTER_HOME alone, an install directory, is not muster.federation.home.)
+	if up := strings.ToUpper(name); strings.HasPrefix(up, "MUSTER_HOME") || strings.HasPrefix(up, "MUSTER_NODE_") {
 		return
 	}
 	if k := nearestVar(name); k != "" {

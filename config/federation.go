@@ -38,7 +38,23 @@ type Federation struct {
 	// must stay below home's silent-after (3m by default). At most 1h.
 	// Default 60s.
 	AnnounceEvery Duration `yaml:"announce-every"`
+	// Role is what the server is on its node: FederationRoleFull, a whole
+	// game server (its own queues, lobbies and rooms, beside the rooms
+	// home places), or FederationRoleGame, the seed's "game role only": it
+	// hosts only the rooms home places, entered with home's tokens, and
+	// has no queues or lobbies of its own (muster.matchmaking.playlists
+	// must then be empty). Default "full".
+	Role string `yaml:"role"`
+	// Home are the settings of a federation home (muster-home serve); a
+	// game server ignores them.
+	Home FederationHome `yaml:"home"`
 }
+
+// The values of muster.federation.role.
+const (
+	FederationRoleFull = "full"
+	FederationRoleGame = "game"
+)
 
 // minTokenSecret is the shortest federation token secret, in bytes (the
 // federation package's own minimum).
@@ -52,11 +68,17 @@ func (c Config) validateFederation() error {
 	bad := func(key, format string, args ...any) error {
 		return origin{}.errorf(ErrInvalid, "muster.federation."+key, format, args...)
 	}
+	if f.Role != "" && f.Role != FederationRoleFull && f.Role != FederationRoleGame {
+		return bad("role", "want %s or %s, got %s", FederationRoleFull, FederationRoleGame, quote(f.Role))
+	}
 	if f.HomeURL == "" {
 		for key, v := range map[string]string{"token-secret": f.TokenSecret, "key-file": f.KeyFile, "node-key": f.NodeKey} {
 			if v != "" {
 				return bad(key, "given, but muster.federation.home-url is empty (federation off)")
 			}
+		}
+		if f.Role == FederationRoleGame {
+			return bad("role", "given, but muster.federation.home-url is empty (federation off)")
 		}
 		return nil
 	}
@@ -71,6 +93,8 @@ func (c Config) validateFederation() error {
 		return bad("name", "want a label of at most 128 printable bytes, got %s", quote(f.Name))
 	case strings.ContainsFunc(f.GameAddress, func(r rune) bool { return r <= ' ' || r == 0x7f }):
 		return bad("game-address", "want an address or URL without spaces, got %s", quote(f.GameAddress))
+	case f.Role == FederationRoleGame && len(c.Matchmaking.Playlists) > 0:
+		return bad("role", "a game-role server hosts only the rooms home places and has no queues of its own; empty muster.matchmaking.playlists (MUSTER__MATCHMAKING__PLAYLISTS__*) or set role %s", FederationRoleFull)
 	}
 	return positiveUpTo("federation.announce-every", f.AnnounceEvery, Duration(time.Hour))
 }

@@ -23,6 +23,7 @@ func TestFederationConfig(t *testing.T) {
 		"MUSTER__FEDERATION__NODE_KEY=" + nodeKey,
 		"MUSTER__FEDERATION__GAME_ADDRESS=ws://127.0.0.2:8080/play",
 		"MUSTER__FEDERATION__ANNOUNCE_EVERY=200ms",
+		"MUSTER__FEDERATION__ROLE=game",
 	}
 	if d := defaults(t); d.Federation.HomeURL != "" || d.Federation.AnnounceEvery != config.Duration(time.Minute) {
 		t.Fatalf("default federation %+v", d.Federation)
@@ -34,7 +35,7 @@ func TestFederationConfig(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if f := c.Federation; f.NodeID != "au-sydney" || f.TokenSecret != secret || f.AnnounceEvery != config.Duration(200*time.Millisecond) {
+	if f := c.Federation; f.NodeID != "au-sydney" || f.TokenSecret != secret || f.AnnounceEvery != config.Duration(200*time.Millisecond) || f.Role != config.FederationRoleGame {
 		t.Fatalf("federation %+v", f)
 	}
 	for _, tc := range []struct {
@@ -54,6 +55,12 @@ func TestFederationConfig(t *testing.T) {
 			"muster.federation.node-id / MUSTER__FEDERATION__NODE_ID: want a node id"},
 		{"bad interval", append(good[:6:6], "MUSTER__FEDERATION__ANNOUNCE_EVERY=0"),
 			"muster.federation.announce-every / MUSTER__FEDERATION__ANNOUNCE_EVERY: want a positive duration"},
+		{"bad role", append(good[:6:6], "MUSTER__FEDERATION__ROLE=relay"),
+			"muster.federation.role / MUSTER__FEDERATION__ROLE: want full or game, got \"relay\""},
+		{"role without home", []string{"MUSTER__FEDERATION__ROLE=game"},
+			"muster.federation.role / MUSTER__FEDERATION__ROLE: given, but muster.federation.home-url is empty"},
+		{"game role with playlists", append(good[:6:6], "MUSTER__FEDERATION__ROLE=game", "MUSTER__MATCHMAKING__PLAYLISTS__0__NAME=duel"),
+			"muster.federation.role / MUSTER__FEDERATION__ROLE: a game-role server hosts only the rooms home places"},
 		{"huge interval", append(good[:6:6], "MUSTER__FEDERATION__ANNOUNCE_EVERY=2562047h"),
 			"muster.federation.announce-every / MUSTER__FEDERATION__ANNOUNCE_EVERY: want at most 1h, got 2562047h0m0s"},
 	} {

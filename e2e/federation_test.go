@@ -34,9 +34,10 @@ const seedAnnounce = `{"services":{"photon":"203.0.113.9:22002","turn":"203.0.11
 // JP duel announces its own game address and its agent the relays.
 //
 // A player from Australia creates a room: it is placed on the AU node and
-// the player enters it on that node's duel; a friend from Japan joins the
-// room there, not on the JP node, and they play through the AU duel,
-// whose room reaches home's register. TURN credentials home mints are
+// the player enters it on that node's duel with home's token alone (the
+// room opens there with home's id); a friend from Japan joins the room
+// there with a token of their own, not on the JP node, and they play
+// through the AU duel, whose room reaches home's register under home's id. TURN credentials home mints are
 // accepted by each node's coturn. A home token is good once. Revoking the
 // AU agent's server stops that agent and takes only it out: AU rooms and
 // relays go home, the AU duel's room stays in the register, and the JP
@@ -153,10 +154,10 @@ func TestDuelServerFederated(t *testing.T) {
 		t.Fatalf("bob joining alice's room is sent to %+v, want %+v", got, au)
 	}
 	tickets := map[string]string{}
-	auRoom := playLobby(t, au, "room-au", secret, "alice", "bob", tickets)
-	fedtest.WaitFor(t, "the AU duel's room in home's register", func() bool {
+	auRoom := playHomeRoom(t, au, "room-au", secret, "alice", "bob", tickets)
+	fedtest.WaitFor(t, "the AU duel's room in home's register under home's id", func() bool {
 		r, err := home.Room(ctx, auRoom)
-		return err == nil && r.NodeID == "au-sydney" && r.Properties["kind"] != "" &&
+		return err == nil && r.NodeID == "au-sydney" && r.Properties["kind"] == federation.KindHomeRoom &&
 			slices.Equal(slices.Sorted(slices.Values(r.Members)), []string{"alice", "bob"})
 	})
 
@@ -226,7 +227,7 @@ func TestDuelServerFederated(t *testing.T) {
 	if got := placer.PlaceFor(federation.RoomInfo{ID: "room-jp", Members: 1, Placement: jp}, "dave"); got != jp {
 		t.Fatalf("dave joining carol's room is sent to %+v, want %+v", got, jp)
 	}
-	jpRoom := playLobby(t, jp, "room-jp", secret, "carol", "dave", tickets)
+	jpRoom := playHomeRoom(t, jp, "room-jp", secret, "carol", "dave", tickets)
 	fedtest.WaitFor(t, "the JP duel's room in home's register", func() bool {
 		r, err := home.Room(ctx, jpRoom)
 		return err == nil && r.NodeID == "jp-tokyo" && slices.Equal(slices.Sorted(slices.Values(r.Members)), []string{"carol", "dave"})
@@ -243,12 +244,13 @@ func playURL(addr string) string {
 	return "ws://" + addr + "/play"
 }
 
-// playLobby plays a room of p's game server: creator enters it with a
-// token home minted for p's node and opens a lobby, friend enters with
-// one of their own and joins it by its code, creator starts the match
-// and the friend sees the creator move in it. It records the tickets and
-// returns the match's room id.
-func playLobby(t *testing.T, p federation.Placement, room, secret, creator, friend string, tickets map[string]string) string {
+// playHomeRoom plays home's room on p's game server with home's tokens
+// alone: creator enters with a token home minted for the room on p's node
+// and is seated in it (the room opened with home's id), friend enters
+// with one of their own and is seated in the same room; the friend sees
+// the creator move in it. No lobby code is typed. It records the tickets
+// and returns the room's id.
+func playHomeRoom(t *testing.T, p federation.Placement, room, secret, creator, friend string, tickets map[string]string) string {
 	t.Helper()
 	conns := map[string]*playtest.Conn{}
 	for _, player := range []string{creator, friend} {
@@ -257,26 +259,12 @@ func playLobby(t *testing.T, p federation.Placement, room, secret, creator, frie
 		if err != nil || m["type"] != "welcome" || m["player"] != player {
 			t.Fatalf("%s entering %s with a home token: %v %v", player, p.Address, m, err)
 		}
+		if got := c.Next("room"); got["room"] != room || got["kind"] != federation.KindHomeRoom {
+			t.Fatalf("%s with a home token for %s is in %v", player, room, got)
+		}
 		conns[player] = c
 	}
-	lobbyState := func(members int) func(map[string]any) bool {
-		return func(m map[string]any) bool {
-			ms, _ := m["members"].([]any)
-			return m["type"] == "lobby.state" && len(ms) == members
-		}
-	}
-	conns[creator].Send("lobby.create", nil)
-	code, _ := conns[creator].NextWhere(creator+"'s lobby", lobbyState(1))["code"].(string)
-	conns[friend].Send("lobby.join", map[string]string{"code": code})
-	conns[friend].NextWhere(friend+" in lobby "+code, lobbyState(2))
-	conns[creator].NextWhere(friend+" in lobby "+code+" as the creator sees it", lobbyState(2))
-	conns[creator].Send("lobby.start", nil)
-	isRoom := func(m map[string]any) bool { return m["type"] == "room" }
-	roomID, _ := conns[creator].NextWhere(creator+"'s match", isRoom)["room"].(string)
-	if got := conns[friend].NextWhere(friend+"'s match", isRoom)["room"]; got != roomID || roomID == "" {
-		t.Fatalf("%s is in room %v, %s in %q", friend, got, creator, roomID)
-	}
-	// The creator moves right; the friend sees it in the match's state.
+	// The creator moves right; the friend sees it in the room's state.
 	conns[creator].Send("input", map[string]float64{"dx": 1})
 	conns[friend].NextWhere(creator+" moving, as "+friend+" sees it", func(m map[string]any) bool {
 		players, _ := m["players"].([]any)
@@ -288,5 +276,5 @@ func playLobby(t *testing.T, p federation.Placement, room, secret, creator, frie
 		}
 		return false
 	})
-	return roomID
+	return room
 }

@@ -18,6 +18,7 @@ import (
 const (
 	DefaultAnnounceEvery     = time.Minute
 	DefaultSilentAfter       = 3 * time.Minute
+	DefaultReapAfter         = time.Hour
 	DefaultSelfTestEvery     = 24 * time.Hour
 	DefaultSelfTestGrace     = time.Hour
 	DefaultSelfTestBytes     = 4 << 20 // 4 MiB
@@ -76,6 +77,15 @@ type HomeConfig struct {
 	// counting: a node none of whose servers announced within SilentAfter
 	// is out of rotation. Default 3m.
 	SilentAfter time.Duration `yaml:"silent-after"`
+
+	// ReapAfter is how long after its last announce a silent server's
+	// rooms are kept: a server out of rotation (silent for SilentAfter)
+	// still has its rooms found, counted and reported until they end or
+	// its node or itself is revoked; after ReapAfter of silence they are
+	// taken as abandoned and forgotten, and its reports refused
+	// (not_announced) until it announces again. Default 1h; at least
+	// SilentAfter.
+	ReapAfter time.Duration `yaml:"reap-after"`
 
 	// SelfTestEvery is the time from one passed bandwidth self-test to the
 	// next one being due. Default 24h.
@@ -151,7 +161,7 @@ type RateLimits struct {
 // each zero field; a smaller MaxBody lowers MaxReportBytes's default to it.
 func DefaultHomeConfig() HomeConfig {
 	return HomeConfig{
-		AnnounceEvery: DefaultAnnounceEvery, SilentAfter: DefaultSilentAfter,
+		AnnounceEvery: DefaultAnnounceEvery, SilentAfter: DefaultSilentAfter, ReapAfter: DefaultReapAfter,
 		SelfTestEvery: DefaultSelfTestEvery, SelfTestGrace: DefaultSelfTestGrace,
 		RegionsCache: DefaultRegionsCache, RequestTimeout: DefaultRequestTimeout, SelfTestBytes: DefaultSelfTestBytes,
 		MaxBody: DefaultMaxBody, MaxReportBytes: DefaultMaxReportBytes,
@@ -171,10 +181,12 @@ func (c HomeConfig) withDefaults() (HomeConfig, error) {
 	switch {
 	case c.AdminToken != "" && len(c.AdminToken) < minAdminToken:
 		return c, fmt.Errorf("%w: AdminToken must be at least %d bytes", ErrInvalidConfig, minAdminToken)
-	case c.AnnounceEvery < 0, c.SilentAfter < 0, c.SelfTestEvery < 0, c.SelfTestGrace < 0, c.RequestTimeout < 0, c.Limits.Window < 0:
+	case c.AnnounceEvery < 0, c.SilentAfter < 0, c.ReapAfter < 0, c.SelfTestEvery < 0, c.SelfTestGrace < 0, c.RequestTimeout < 0, c.Limits.Window < 0:
 		return c, fmt.Errorf("%w: durations must not be negative", ErrInvalidConfig)
 	case c.SilentAfter <= c.AnnounceEvery:
 		return c, fmt.Errorf("%w: SilentAfter (%v) must be longer than AnnounceEvery (%v)", ErrInvalidConfig, c.SilentAfter, c.AnnounceEvery)
+	case c.ReapAfter < c.SilentAfter:
+		return c, fmt.Errorf("%w: ReapAfter (reap-after, %v) must be at least SilentAfter (%v)", ErrInvalidConfig, c.ReapAfter, c.SilentAfter)
 	case c.SelfTestBytes < 0:
 		return c, fmt.Errorf("%w: SelfTestBytes must not be negative", ErrInvalidConfig)
 	case c.MaxBody < 1024:

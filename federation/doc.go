@@ -30,7 +30,9 @@
 //
 // On a node, a Muster game server plugs in through two room interfaces:
 // TokenChecker is a room.TicketChecker that admits players with home's
-// tokens (each redeemed once), and RoomReporter is a room.RoomWatcher that
+// tokens (each redeemed once) and, as a module of the same host, seats
+// each in the room its token names, opened with home's id on the first
+// arrival; and RoomReporter is a room.RoomWatcher that
 // sends every room's full state home through the Node agent, from its own
 // goroutine (Run).
 //
@@ -62,15 +64,16 @@
 // and rooms already there keep going, with their reports still accepted.
 //
 // Rooms: only a server of an approved node that has announced within
-// SilentAfter may report rooms, at most MaxRoomsPerServer (1000) open
+// ReapAfter (1h) may report rooms, at most MaxRoomsPerServer (1000) open
 // rooms each and MaxReportBytes (16 KiB) a report; anything else is
 // refused with a 4xx. Home keeps the latest snapshot per room, ordered by
 // a sequence number the agent stamps; an older snapshot arriving late is
 // ignored. Each server's rooms and players are counted as its reports are
 // stored, so the regions list reads one small record per server, never the
-// reports. A room ends with its server: once the server is revoked or has
-// been silent for SilentAfter, Room no longer returns its rooms, and the
-// next regions list forgets them. A closed room is kept as a marker for
+// reports. A room ends when its server says so, or with its server: once
+// the server or its node is revoked, or the server has been silent for
+// ReapAfter (the bound after which an abandoned room is reaped), Room no
+// longer returns its rooms, and the next regions list forgets them. A closed room is kept as a marker for
 // SilentAfter to twice that. An agent that restarts announces a new epoch
 // and its earlier rooms are forgotten.
 //

@@ -43,7 +43,7 @@ var (
 	ErrNotApproved = errors.New("federation: node not approved")
 
 	// ErrNotAnnounced reports a room report from a server that has not
-	// announced within SilentAfter (HTTP 409): its rooms ended with it; it
+	// announced within ReapAfter (HTTP 409): its rooms were reaped; it
 	// may report again after its next announce.
 	ErrNotAnnounced = errors.New("federation: server has not announced recently")
 

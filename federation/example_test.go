@@ -157,7 +157,8 @@ func ExampleRoomReporter() {
 		return
 	}
 	rooms := federation.NewRoomReporter(node, logger)
-	opts := []muster.Option{muster.WithTicketCheckers(tokens), muster.WithRoomWatchers(rooms)}
+	// As a module too, tokens seats each holder in the room its token names.
+	opts := []muster.Option{muster.WithTicketCheckers(tokens), muster.WithModules(tokens), muster.WithRoomWatchers(rooms)}
 	_ = opts // muster.New(game, cfg, opts...); then tokens.UseCounter(server.Fleet())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
 	defer cancel()

@@ -112,7 +112,8 @@ func FuzzDecodeJoin(f *testing.F) {
 func FuzzDecodeRoomReport(f *testing.F) {
 	fuzzDecoder(f, decodeRoomReport,
 		`{"room_id":"r1","members":["a","b"],"properties":{"mode":"duel"},"seq":3}`,
-		`{"room_id":"r1","closed":true,"seq":4}`, `{"room_id":"","seq":1}`, `{"seq":18446744073709551615,"room_id":"x"}`)
+		`{"room_id":"r1","closed":true,"seq":4}`, `{"room_id":"","seq":1}`, `{"seq":18446744073709551615,"room_id":"x"}`,
+		seedReport)
 }
 
 func FuzzDecodeNodeSpec(f *testing.F) {

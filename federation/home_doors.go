@@ -122,7 +122,7 @@ func (h *Home) announce(ctx context.Context, p principal, req announceRequest) (
 // reportRoom stores a room snapshot unless home holds a newer one (the
 // answer says whether it did), and keeps the server's room and player
 // counts with it. Only a server of an approved node that has announced
-// within SilentAfter may report, up to MaxRoomsPerServer open rooms. A
+// within ReapAfter may report, up to MaxRoomsPerServer open rooms. A
 // room belongs to the server that reported it first.
 func (h *Home) reportRoom(ctx context.Context, p principal, req roomRequest) (roomResponse, error) {
 	if req.NodeID != "" && req.NodeID != p.node.ID {
@@ -160,7 +160,11 @@ func (h *Home) reportRoom(ctx context.Context, p principal, req roomRequest) (ro
 		if rawR != nil && cur.ServerID != id {
 			return nil, fmt.Errorf("room %q: %w", req.RoomID, ErrRoomOwned)
 		}
-		if rawR != nil && cur.Seq >= req.Seq {
+		seq := req.Seq
+		if seq == 0 {
+			seq = cur.Seq + 1 // a report without seq is ordered by its arrival
+		}
+		if rawR != nil && cur.Seq >= seq {
 			return nil, nil
 		}
 		c := countRecord{NodeID: n.ID}
@@ -183,7 +187,7 @@ func (h *Home) reportRoom(ctx context.Context, p principal, req roomRequest) (ro
 		c.Rooms, c.Players = max(0, c.Rooms), max(0, c.Players)
 		snap := RoomSnapshot{
 			RoomReport: req.RoomReport, NodeID: n.ID, ServerID: id,
-			Seq: req.Seq, UpdatedAt: now,
+			Seq: seq, UpdatedAt: now,
 		}
 		snap.Members = members
 		stored = true
@@ -202,6 +206,8 @@ func (h *Home) reportRoom(ctx context.Context, p principal, req roomRequest) (ro
 // serveJoin, serveAnnounce and serveRoom are the JSON doors (PathJoin,
 // PathAnnounce, PathRooms), behind door.
 func (h *Home) serveJoin(w http.ResponseWriter, r *http.Request, p principal) {
+	// The answer holds the server's key, shown once: no cache keeps it.
+	w.Header().Set("Cache-Control", "no-store")
 	serveDoor(h, w, r, p, h.cfg.MaxBody, "max-body", decodeJoin, h.join, http.StatusCreated)
 }
 

@@ -76,7 +76,8 @@ func (h *Home) describe(s snapshot, n nodeRecord, now time.Time) NodeInfo {
 
 // Room returns the latest report home holds for a room, or ErrNotFound
 // when it has none, the room is closed, or the room's server is dead
-// (revoked, or silent for SilentAfter): a room ends with its server.
+// (revoked, or silent for ReapAfter): a room ends with its server. A
+// server silent for SilentAfter only is out of rotation; its rooms go on.
 func (h *Home) Room(ctx context.Context, roomID string) (RoomSnapshot, error) {
 	var r RoomSnapshot
 	raw, err := h.read(ctx, collRooms, roomID, &r)

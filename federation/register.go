@@ -139,10 +139,12 @@ func (h *Home) fresh(sv serverRecord, p presenceRecord, havePresence bool, st se
 }
 
 // live is the rule for a server's rooms: they last while it is not revoked
-// and has announced within SilentAfter. A server that stopped announcing
-// is dead, and its rooms ended with it.
+// (revoking a node revokes its servers) and has announced within
+// ReapAfter. A server silent for SilentAfter is out of rotation, so no new
+// room is placed there, but its rooms go on; one silent for ReapAfter is
+// dead, and its rooms are taken as abandoned.
 func (h *Home) live(sv serverRecord, p presenceRecord, havePresence bool, now time.Time) bool {
-	return !sv.Revoked && havePresence && now.Sub(p.LastSeen) < h.cfg.SilentAfter
+	return !sv.Revoked && havePresence && now.Sub(p.LastSeen) < h.cfg.ReapAfter
 }
 
 func (h *Home) selfTestOverdue(st selfTestRecord, now time.Time) bool {

@@ -4,19 +4,23 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/muster-gg/muster/room"
 )
 
 // RoomReporter sends home the whole state of every room of a node's game
-// server: it is a room.RoomWatcher, for the server's room host
-// (room.Host.AddRoomWatcher, or muster.WithRoomWatchers). RoomChanged only
-// notes the latest state of the room and never blocks; Run sends the
-// noted states through the Node agent, one full snapshot per room, the
-// latest only when a room changed several times meanwhile.
+// server — its id (home's, for a room home placed), members and the game's
+// properties (room.Room.SetProperty) — on every change: it is a
+// room.RoomWatcher, for the server's room host (room.Host.AddRoomWatcher,
+// or muster.WithRoomWatchers). RoomChanged only notes the latest state of
+// the room and never blocks; Run sends the noted states through the Node
+// agent, one full snapshot per room, the latest only when a room changed
+// several times meanwhile, at most ReportsPerSecond.
 //
 // NewRoomReporter starts nothing; Run sends until its context ends. Safe
 // for concurrent use.
@@ -72,6 +76,7 @@ func (r *RoomReporter) signal() {
 // once.
 func (r *RoomReporter) RoomChanged(st room.RoomState) {
 	st.Players = slices.Clone(st.Players)
+	st.Properties = maps.Clone(st.Properties)
 	r.mu.Lock()
 	r.pending[st.ID] = st
 	if st.Ended {
@@ -83,6 +88,12 @@ func (r *RoomReporter) RoomChanged(st room.RoomState) {
 	r.signal()
 }
 
+// ReportsPerSecond bounds the room reports one RoomReporter sends: a game
+// that changes its rooms' properties every step has each room's latest
+// state sent, never every state. It stays below home's default rate limit
+// of room reports per server key (limits.rooms, 6000 a minute).
+const ReportsPerSecond = 50
+
 // Run sends the noted room states until ctx ends, and returns nil then; a
 // second concurrent call returns ErrRunning. A snapshot home could not be
 // sent is kept by the Node agent and sent again after its next announce.
@@ -91,6 +102,8 @@ func (r *RoomReporter) Run(ctx context.Context) error {
 		return ErrRunning
 	}
 	defer r.running.Store(false)
+	const gap = time.Second / ReportsPerSecond
+	var last time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -98,10 +111,22 @@ func (r *RoomReporter) Run(ctx context.Context) error {
 		case <-r.wake:
 		}
 		for {
+			// Wait for the next slot before taking a state, so that the
+			// changes made meanwhile are sent as one.
+			if wait := gap - time.Since(last); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return nil
+				case <-t.C:
+				}
+			}
 			st, ok := r.next()
 			if !ok || ctx.Err() != nil {
 				break
 			}
+			last = time.Now()
 			err := r.node.ReportRoom(ctx, roomReport(st))
 			if err != nil && !errors.Is(err, ErrNotJoined) && ctx.Err() == nil {
 				r.log.Debug("federation: room report not delivered yet", "room_id", st.ID, "err", err)
@@ -121,14 +146,35 @@ func (r *RoomReporter) next() (room.RoomState, bool) {
 	return room.RoomState{}, false
 }
 
-// roomReport is a room's state as home takes it.
+// roomReport is a room's state as home takes it: its members, and the
+// game's properties with "kind" (room.Info.Kind) unless the game set one.
+// Properties home would refuse (over its limits of size and number, or
+// with control characters) are left out, the first in key order kept, so
+// that the room itself still reaches home.
 func roomReport(st room.RoomState) RoomReport {
 	rep := RoomReport{RoomID: st.ID, Closed: st.Ended}
 	if !st.Ended {
 		rep.Members = st.Players
 	}
-	if st.Kind != "" {
-		rep.Properties = map[string]string{"kind": st.Kind}
+	props := st.Properties
+	if _, ok := props["kind"]; !ok && st.Kind != "" {
+		props = maps.Clone(props)
+		if props == nil {
+			props = map[string]string{}
+		}
+		props["kind"] = st.Kind
+	}
+	for _, k := range slices.Sorted(maps.Keys(props)) {
+		if len(rep.Properties) == maxProperties {
+			break
+		}
+		if checkText("", k, maxPropertyKey, true) != nil || checkText("", props[k], maxPropertyVal, false) != nil {
+			continue
+		}
+		if rep.Properties == nil {
+			rep.Properties = make(map[string]string, len(props))
+		}
+		rep.Properties[k] = props[k]
 	}
 	return rep
 }

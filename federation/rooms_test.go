@@ -71,7 +71,8 @@ func TestDroppedRoomReportCorrectedByNext(t *testing.T) {
 
 func TestRoomHousekeeping(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, HomeConfig{})
+	// Rooms are reaped at the earliest allowed: after SilentAfter.
+	e := newEnv(t, HomeConfig{ReapAfter: DefaultSilentAfter})
 	ctx := context.Background()
 	nodeKey, k1 := e.sydney()
 	s2, k2 := e.join(nodeKey)
@@ -96,8 +97,8 @@ func TestRoomHousekeeping(t *testing.T) {
 	if e.room("revoked") != nil {
 		t.Fatal("a revoked server's room survived")
 	}
-	// A dead server's rooms end with it: at once for joiners (Room), and in
-	// the register by the next regions list, within one rotation window.
+	// A dead server's rooms (silent for ReapAfter) end with it: at once for
+	// joiners (Room), and in the register by the next regions list.
 	for range 2 {
 		e.clock.Advance(time.Minute)
 		e.do("POST", PathAnnounce, k1, announceRequest{Epoch: 200})

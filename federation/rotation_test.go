@@ -57,21 +57,9 @@ func TestSilentServerLeavesRotation(t *testing.T) {
 	if got := placer.Place(newRoom, "AU"); !got.Home() || got.Address != "home.example:443" {
 		t.Fatalf("after the next poll a new room goes to %+v, want home", got)
 	}
-	// A room placed there stays where it is for the placer; but home
-	// holds it no more: its rooms ended with the server, joiners are not
-	// sent there, and a report is refused until the server announces.
+	// A room placed there stays where it is (TestSilentServerRoomsGoOn).
 	if got := placer.Place(running, "FR"); got != running.Placement {
 		t.Fatalf("running room moved to %+v", got)
-	}
-	if _, err := e.home.Room(ctx, "r-running"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("room of a dead server: %v", err)
-	}
-	res := e.do("POST", PathRooms, sk, roomRequest{RoomReport: RoomReport{RoomID: "r-running", Members: []string{"a"}}, Seq: 2})
-	if res.Status != http.StatusConflict || res.code(t) != "not_announced" {
-		t.Fatalf("report from the silent node: %d %s", res.Status, res.Body)
-	}
-	if raw, _ := e.bp.Record(ctx, collRooms, "r-running"); raw != nil {
-		t.Fatalf("a dead server's room is still in the register after the regions list: %s", raw)
 	}
 	// Announcing again brings the node back at the next poll.
 	e.announce(sk, map[string]string{ServiceGame: node})
@@ -180,5 +168,77 @@ func TestPlacerKeepsListUntilStale(t *testing.T) {
 	p.step(ctx, e.clock.Now())
 	if got := p.Place(RoomInfo{ID: "x"}, "AU"); !got.Home() {
 		t.Fatalf("with a stale list: %+v", got)
+	}
+}
+
+// TestSilentServerRoomsGoOn: a silent server's node leaves rotation, but
+// its rooms go on at home — found, counted, reported — until they end, the
+// node is revoked, or the server has been silent for ReapAfter.
+func TestSilentServerRoomsGoOn(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, HomeConfig{})
+	ctx := context.Background()
+	sk := e.sydneyInRotation("wss://au.example/play")
+	report := func(roomID string, seq uint64, members ...string) response {
+		return e.do("POST", PathRooms, sk, roomRequest{RoomReport: RoomReport{RoomID: roomID, Members: members}, Seq: seq})
+	}
+	report("r-running", 1, "a", "b")
+	report("r-ending", 2, "c")
+
+	e.clock.Advance(3 * time.Minute) // silent: out of rotation
+	if got := regionNodes(e.regions()); len(got) != 0 {
+		t.Fatalf("regions of a silent node: %v", got)
+	}
+	if r, err := e.home.Room(ctx, "r-running"); err != nil || !slices.Equal(r.Members, []string{"a", "b"}) {
+		t.Fatalf("a silent server's room: %+v %v", r, err)
+	}
+	if res := report("r-running", 3, "a", "b", "d"); res.Status != http.StatusOK {
+		t.Fatalf("report from a silent server: %d %s", res.Status, res.Body)
+	}
+	if r, err := e.home.Room(ctx, "r-running"); err != nil || len(r.Members) != 3 {
+		t.Fatalf("a silent server's room after its report: %+v %v", r, err)
+	}
+	if res := e.do("POST", PathRooms, sk, roomRequest{RoomReport: RoomReport{RoomID: "r-ending", Closed: true}, Seq: 4}); res.Status != http.StatusOK {
+		t.Fatalf("close report from a silent server: %d %s", res.Status, res.Body)
+	}
+	if _, err := e.home.Room(ctx, "r-ending"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("an ended room: %v", err)
+	}
+	n, err := e.home.Node(ctx, "au-sydney")
+	if err != nil || n.InRotation || len(n.Servers) != 1 || n.Servers[0].Rooms != 1 || n.Servers[0].Players != 3 {
+		t.Fatalf("the silent node: %+v %v", n, err)
+	}
+
+	// Silent for ReapAfter: its rooms are taken as abandoned.
+	e.clock.Advance(DefaultReapAfter - 3*time.Minute)
+	e.regions()
+	if _, err := e.home.Room(ctx, "r-running"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a room of a server silent for ReapAfter: %v", err)
+	}
+	if raw, _ := e.bp.Record(ctx, collRooms, "r-running"); raw != nil {
+		t.Fatalf("a reaped room is still in the register: %s", raw)
+	}
+	if res := report("r-running", 5, "a"); res.Status != http.StatusConflict || res.code(t) != "not_announced" {
+		t.Fatalf("report after ReapAfter: %d %s", res.Status, res.Body)
+	}
+}
+
+// TestRevokedNodeRoomsEnd: revoking a silent server's node ends its rooms
+// at once.
+func TestRevokedNodeRoomsEnd(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, HomeConfig{})
+	ctx := context.Background()
+	sk := e.sydneyInRotation("wss://au.example/play")
+	e.do("POST", PathRooms, sk, roomRequest{RoomReport: RoomReport{RoomID: "r1", Members: []string{"a"}}, Seq: 1})
+	e.clock.Advance(5 * time.Minute)
+	if _, err := e.home.Room(ctx, "r1"); err != nil {
+		t.Fatalf("a silent server's room: %v", err)
+	}
+	if err := e.home.RevokeNode(ctx, "au-sydney"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.home.Room(ctx, "r1"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a revoked node's room: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package federation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -91,5 +92,43 @@ func TestBackoffJitter(t *testing.T) {
 	}
 	if d := backoff(1000, time.Minute); d < 30*time.Second || d > time.Minute {
 		t.Fatalf("backoff(1000) = %v", d)
+	}
+}
+
+// seedReport is a room report as the seed describes it — the whole room,
+// who is in it and its properties — with nothing of Muster's own (no seq,
+// no node id), as a game server that is not Muster sends it.
+const seedReport = `{"room_id":"home-room-7","members":["alice","bob"],"properties":{"map":"dunes","mode":"coop"}}`
+
+// TestSeedReportBody: after the seed's announce, the seed's room report is
+// stored as written; reports without seq are ordered by arrival, and a
+// closing one ends the room.
+func TestSeedReportBody(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, HomeConfig{})
+	_, sk := e.sydney()
+	e.selfTest(sk)
+	if res := e.do("POST", PathAnnounce, sk, seedAnnounce); res.Status != http.StatusOK {
+		t.Fatalf("the seed's announce: %d %s", res.Status, res.Body)
+	}
+	if res := e.do("POST", PathRooms, sk, seedReport); res.Status != http.StatusOK {
+		t.Fatalf("the seed's report: %d %s", res.Status, res.Body)
+	}
+	ctx := context.Background()
+	r, err := e.home.Room(ctx, "home-room-7")
+	if err != nil || !slices.Equal(r.Members, []string{"alice", "bob"}) || r.Properties["map"] != "dunes" || r.Properties["mode"] != "coop" {
+		t.Fatalf("the seed's room at home: %+v %v", r, err)
+	}
+	if res := e.do("POST", PathRooms, sk, `{"room_id":"home-room-7","members":["alice"],"properties":{"map":"dunes"}}`); res.Status != http.StatusOK {
+		t.Fatalf("a second report: %d %s", res.Status, res.Body)
+	}
+	if r, _ := e.home.Room(ctx, "home-room-7"); !slices.Equal(r.Members, []string{"alice"}) || r.Properties["mode"] != "" {
+		t.Fatalf("after the second report: %+v", r)
+	}
+	if res := e.do("POST", PathRooms, sk, `{"room_id":"home-room-7","closed":true}`); res.Status != http.StatusOK {
+		t.Fatalf("the closing report: %d %s", res.Status, res.Body)
+	}
+	if _, err := e.home.Room(ctx, "home-room-7"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a closed room: %v", err)
 	}
 }

@@ -100,6 +100,7 @@ func TestRoomReporter(t *testing.T) {
 		synctest.Wait() // joined and announced
 		run := testrun.Start(t, rep.Run)
 		ctx := run.Context()
+		time.Sleep(time.Second) // the reports are paced: ReportsPerSecond
 		synctest.Wait()
 		r1, err := e.home.Room(ctx, "r1")
 		if err != nil || !slices.Equal(r1.Members, []string{"alice", "bob"}) || r1.Properties["kind"] != "duel" {
@@ -109,6 +110,7 @@ func TestRoomReporter(t *testing.T) {
 			t.Fatalf("r2 at home: %+v %v", r2, err)
 		}
 		rep.RoomChanged(room.RoomState{ID: "r1", Kind: "duel", Players: []string{"alice", "bob"}, Ended: true})
+		time.Sleep(time.Second)
 		synctest.Wait()
 		if _, err := e.home.Room(ctx, "r1"); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("ended room at home: %v", err)
@@ -121,7 +123,7 @@ func TestRoomReporter(t *testing.T) {
 }
 
 // TestRoomReporterAfterOutage: a node cut off from home for longer than
-// SilentAfter has its rooms ended at home; when its announces get through
+// ReapAfter has its rooms ended at home; when its announces get through
 // again, its open rooms are sent again.
 func TestRoomReporterAfterOutage(t *testing.T) {
 	t.Parallel()
@@ -137,15 +139,16 @@ func TestRoomReporterAfterOutage(t *testing.T) {
 		rep.RoomChanged(room.RoomState{ID: "r1", Kind: "duel", Players: []string{"alice", "bob"}})
 		rep.RoomChanged(room.RoomState{ID: "r2", Kind: "duel", Players: []string{"carol"}})
 		rep.RoomChanged(room.RoomState{ID: "r2", Kind: "duel", Ended: true})
+		time.Sleep(time.Second) // the reports are paced: ReportsPerSecond
 		synctest.Wait()
 		if r, err := e.home.Room(ctx, "r1"); err != nil || len(r.Members) != 2 {
 			t.Fatalf("r1 before the outage: %+v %v", r, err)
 		}
 		down.Store(true)
-		time.Sleep(4 * time.Minute)
+		time.Sleep(DefaultReapAfter + time.Minute)
 		synctest.Wait()
 		if _, err := e.home.Room(ctx, "r1"); !errors.Is(err, ErrNotFound) {
-			t.Fatalf("r1 of a server cut off for 4m: %v", err)
+			t.Fatalf("r1 of a server cut off for longer than ReapAfter: %v", err)
 		}
 		e.regions() // as a placer's poll: the dead server's rooms end
 		if raw, _ := e.bp.Record(ctx, collRooms, "r1"); raw != nil {

@@ -306,7 +306,6 @@ func TestRequestValidation(t *testing.T) {
 		{"too many services", PathAnnounce, sk, announceRequest{Services: manyServices(17)}, 400},
 		{"control character in hardware", PathAnnounce, sk, announceRequest{Hardware: Hardware{OS: "linux\x00"}}, 400},
 		{"room without id", PathRooms, sk, roomRequest{Seq: 1}, 400},
-		{"room without seq", PathRooms, sk, roomRequest{RoomReport: RoomReport{RoomID: "r"}}, 400},
 		{"closed room with members", PathRooms, sk, roomRequest{RoomReport: RoomReport{RoomID: "r", Closed: true, Members: []string{"a"}}, Seq: 1}, 400},
 		{"empty member id", PathRooms, sk, roomRequest{RoomReport: RoomReport{RoomID: "r", Members: []string{""}}, Seq: 1}, 400},
 		{"join name too long", PathJoin, nodeKey, joinRequest{Name: strings.Repeat("n", 65)}, 400},

@@ -212,7 +212,10 @@ type announceRequest struct {
 type roomRequest struct {
 	NodeID string `json:"node_id,omitempty"`
 	RoomReport
-	Seq uint64 `json:"seq"`
+	// Seq orders the reports of a room: one with a seq no higher than the
+	// stored one's is ignored. Without it (0, as a plain game server
+	// reports), home orders reports by their arrival.
+	Seq uint64 `json:"seq,omitempty"`
 }
 
 type roomResponse struct {
@@ -283,9 +286,6 @@ func decodeRoomReport(data []byte) (roomRequest, error) {
 	var req roomRequest
 	if err := decodeJSON(data, &req); err != nil {
 		return req, err
-	}
-	if req.Seq == 0 {
-		return req, fmt.Errorf("%w: seq is required", ErrInvalid)
 	}
 	return req, req.RoomReport.validate()
 }

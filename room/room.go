@@ -41,6 +41,8 @@ type Room[Sim, Input, Player any] struct {
 
 	watchMu    sync.Mutex // orders the states sent to RoomWatchers
 	watchEnded bool       // the last state was sent
+
+	props map[string]string // the game's properties (properties.go), under mu
 }
 
 type seat[Player any] struct {

@@ -16,10 +16,14 @@ type RoomState struct {
 	Players []string
 	// Ended is true in the last state of a room.
 	Ended bool
+	// Properties are the game's properties of the room (Room.SetProperty);
+	// nil when it has none. The watcher may keep the map: it is a copy.
+	Properties map[string]string
 }
 
 // RoomWatcher is told of every room's state: when it opens, when a seat is
-// added or removed, and when it ends (Ended set). A module that implements
+// added or removed, when the game changes one of its properties
+// (Room.SetProperty), and when it ends (Ended set). A module that implements
 // it is told, and so is every watcher added with Host.AddRoomWatcher.
 //
 // RoomChanged may run on a step worker, with the room's other hooks: it
@@ -89,7 +93,7 @@ func (h *Host[Sim, Input, Player]) roomChanged(r *Room[Sim, Input, Player], ende
 	if !ended {
 		players = r.Players()
 	}
-	s := RoomState{ID: r.info.ID, Kind: r.info.Kind, Players: slices.Sorted(slices.Values(players)), Ended: ended}
+	s := RoomState{ID: r.info.ID, Kind: r.info.Kind, Players: slices.Sorted(slices.Values(players)), Ended: ended, Properties: r.Properties()}
 	for _, w := range h.watchers {
 		w.RoomChanged(s)
 	}

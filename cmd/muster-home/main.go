@@ -1,7 +1,7 @@
 // Command muster-home runs a federation home and administers its register
 // of regional nodes.
 //
-//	muster-home serve [-addr 127.0.0.1:8080] [-redis URL] [-cluster NAME] [-admin-token TOKEN]
+//	muster-home serve [-config home.yml] [-addr 127.0.0.1:8080] [-redis URL] [-cluster NAME] [-admin-token TOKEN]
 //	    [-max-rooms-per-server 1000] [-max-report-bytes 16384]
 //	muster-home node create -id au-sydney -country AU [-name Sydney] [-region Oceania]
 //	muster-home node approve ID
@@ -13,7 +13,15 @@
 // a running home's admin API with -home URL and -admin-token (for a home
 // that keeps its register in memory, in development). Every flag can also
 // be set in the environment: MUSTER_HOME_REDIS, MUSTER_HOME_URL,
-// MUSTER_HOME_ADMIN_TOKEN, MUSTER_HOME_CLUSTER, MUSTER_HOME_ADDR.
+// MUSTER_HOME_ADMIN_TOKEN, MUSTER_HOME_CLUSTER, MUSTER_HOME_ADDR,
+// MUSTER_HOME_CONFIG.
+//
+// serve reads home's settings (rotation, limits, services, the admin
+// token) from muster.federation.home of the -config file and the
+// MUSTER__FEDERATION__HOME__ variables, and the proxies it trusts for a
+// client's address from muster.server.http.trusted-proxies and
+// real-ip-header (MUSTER__SERVER__HTTP__TRUSTED_PROXIES), so that behind a
+// TLS proxy each node has its own per-address budget. A flag given wins.
 package main
 
 import (
@@ -48,7 +56,7 @@ func main() {
 }
 
 const usage = `usage:
-  muster-home serve [-addr 127.0.0.1:8080] [-redis URL] [-cluster NAME] [-admin-token TOKEN]
+  muster-home serve [-config FILE] [-addr 127.0.0.1:8080] [-redis URL] [-cluster NAME] [-admin-token TOKEN]
   muster-home node create -id ID -country CC [-name NAME] [-region REGION]
   muster-home node approve ID
   muster-home node revoke ID
@@ -168,34 +176,45 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	stun := fs.String("home-stun", "", "home's own STUN server, listed in the regions")
 	maxRooms := fs.Int("max-rooms-per-server", 0, "open rooms one node server may report (default 1000)")
 	maxReport := fs.Int64("max-report-bytes", 0, "bytes of one room report (default 16384)")
+	configFile := fs.String("config", os.Getenv("MUSTER_HOME_CONFIG"), "a config file whose muster.federation.home and muster.server.http.trusted-proxies home reads (MUSTER__ variables override it)")
 	if pos, err := parse(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
 		return fmt.Errorf("%w: serve takes no arguments", errUsage)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	hc, realIP, err := loadHomeConfig(*configFile, os.Environ())
+	if err != nil {
+		return err
+	}
+	// A flag given wins over the file and the variables.
+	for name, v := range map[string]string{federation.ServiceGame: *game, federation.ServiceTURN: *turn, federation.ServiceSTUN: *stun} {
+		if v != "" {
+			hc.Services[name] = v
+		}
+	}
+	if c.token != "" {
+		hc.AdminToken = c.token
+	}
+	if *maxRooms != 0 {
+		hc.MaxRoomsPerServer = *maxRooms
+	}
+	if *maxReport != 0 {
+		hc.MaxReportBytes = *maxReport
+	}
 	bp, err := openBackplane(c)
 	if err != nil {
 		return err
 	}
 	defer bp.Close()
-	services := map[string]string{}
-	for name, v := range map[string]string{federation.ServiceGame: *game, federation.ServiceTURN: *turn, federation.ServiceSTUN: *stun} {
-		if v != "" {
-			services[name] = v
-		}
-	}
-	home, err := federation.NewHome(federation.HomeConfig{
-		AdminToken: c.token, Services: services,
-		MaxRoomsPerServer: *maxRooms, MaxReportBytes: *maxReport,
-	}, bp, logger)
+	home, err := federation.NewHome(hc, bp, logger)
 	if err != nil {
-		return err
+		return homeConfigError(err)
 	}
 	if c.redis == "" {
 		logger.Warn("muster-home: the register is in memory and is lost on exit; use -redis in production")
 	}
-	if c.token == "" {
+	if hc.AdminToken == "" {
 		logger.Warn("muster-home: no admin token: the admin API is off")
 	}
 	ln, err := net.Listen("tcp", *addr)
@@ -203,7 +222,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           home.Handler(),
+		Handler:           realIP(home.Handler()),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       readTimeout,
 		IdleTimeout:       idleTimeout,
