@@ -9,25 +9,29 @@ import (
 )
 
 // session is a player's session after its hello, run on a goroutine of
-// its own that Run waits for (h.conns): the client is placed (arrive, and
-// arriveLater while the fleet cannot answer), then its messages are read
-// until the connection ends; then the client is forgotten, its
+// its own that Run waits for (h.conns): its connection is claimed for the
+// fleet (connect, and connectLater while the fleet cannot answer), the
+// client is placed (arrive, and arriveLater likewise), then its messages
+// are read until the connection ends; then the client is forgotten, its
 // connection closed, and its address's open connection given back.
 func (h *Host[Sim, Input, Player]) session(ctx context.Context, c *Client, ip string, end func()) {
 	defer h.conns.Done()
 	defer h.limits.release(ip)
 	defer end()
 	defer h.disconnected(c)
-	if !h.arrive(ctx, c) {
-		h.readLoop(ctx, c)
-		return
-	}
 	stop := make(chan struct{})
 	var later sync.WaitGroup
-	later.Go(func() { h.arriveLater(ctx, c, stop) })
+	// Claimed before it is placed: a client sent on to another server
+	// claims there after this claim is written, so the newer one wins.
+	if !h.connect(ctx, c) {
+		later.Go(func() { h.connectLater(ctx, c, stop) })
+	}
+	if h.arrive(ctx, c) {
+		later.Go(func() { h.arriveLater(ctx, c, stop) })
+	}
 	h.readLoop(ctx, c)
 	close(stop)
-	later.Wait()
+	later.Wait() // before disconnected releases what they claimed
 }
 
 // readLoop reads c's messages until its connection ends, and closes it
@@ -116,6 +120,7 @@ func (h *Host[Sim, Input, Player]) disconnected(c *Client) {
 	h.mu.Lock()
 	if h.clients[c.id] == c {
 		delete(h.clients, c.id)
+		h.releaseConnLocked(c.id)
 		if rm := h.seated[c.id]; rm != nil {
 			rm.mu.Lock()
 			if s := rm.seats[c.id]; s != nil && s.client == c {
