@@ -21,15 +21,25 @@ const KindConn = "conn"
 // Claim it holds the claim only once it is written; a write that failed
 // drops it, and the caller writes it again (Connect) until it succeeds.
 // A claim held but not written would be re-asserted as a unit another
-// live server holds, and so lost to the older connection.
+// live server holds, and so lost to the older connection. While the last
+// heartbeat did not reach the backplane it writes nothing and returns
+// ErrDetached: this server's record may have expired meanwhile, and the
+// older server would take back the claim of a server not live.
 func (f *Fleet) Connect(ctx context.Context, id string) error {
 	key := backplane.Key{Kind: KindConn, ID: id}
 	if err := backplane.ValidateClaim(f.cfg.NodeID, key); err != nil {
 		return err
 	}
 	f.mu.Lock()
+	attached := f.attached
+	if !attached {
+		f.dropLocked(key)
+	}
 	f.cancelPendingLocked([]backplane.Key{key})
 	f.mu.Unlock()
+	if !attached {
+		return fmt.Errorf("connect %s: %w", key, ErrDetached)
+	}
 	cctx, cancel := context.WithTimeout(ctx, f.cfg.CallTimeout)
 	defer cancel()
 	err := f.bp.Claim(cctx, f.cfg.NodeID, key)

@@ -9,11 +9,12 @@ import (
 )
 
 // session is a player's session after its hello, run on a goroutine of
-// its own that Run waits for (h.conns): its connection is claimed for the
-// fleet (connect, and connectLater while the fleet cannot answer), the
-// client is placed (arrive, and arriveLater likewise), then its messages
-// are read until the connection ends; then the client is forgotten, its
-// connection closed, and its address's open connection given back.
+// its own that Run waits for (h.conns): the claim on its connection that
+// its hello could not write is written (connectLater), the client is
+// placed (arrive, and arriveLater while the fleet cannot answer), then its
+// messages are read until the connection ends; then the client is
+// forgotten, its connection closed, and its address's open connection
+// given back.
 func (h *Host[Sim, Input, Player]) session(ctx context.Context, c *Client, ip string, end func()) {
 	defer h.conns.Done()
 	defer h.limits.release(ip)
@@ -21,9 +22,7 @@ func (h *Host[Sim, Input, Player]) session(ctx context.Context, c *Client, ip st
 	defer h.disconnected(c)
 	stop := make(chan struct{})
 	var later sync.WaitGroup
-	// Claimed before it is placed: a client sent on to another server
-	// claims there after this claim is written, so the newer one wins.
-	if !h.connect(ctx, c) {
+	if c.unclaimed {
 		later.Go(func() { h.connectLater(ctx, c, stop) })
 	}
 	if h.arrive(ctx, c) {
