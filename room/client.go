@@ -39,6 +39,8 @@ type Client struct {
 	send    chan []byte
 	done    chan struct{} // closed by Close
 
+	unclaimed bool // its hello could not claim its connection: its session does (connectLater)
+
 	mu          sync.Mutex
 	room        string
 	closeCode   websocket.StatusCode

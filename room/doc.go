@@ -12,7 +12,11 @@
 // modules such as matchmaking and lobbies (and refuses, likewise, a module
 // whose method is named like an optional module interface's but does not
 // implement it), UseServer binds capacity and drain, UseFleet binds
-// player claims, rejoin from anywhere and handoffs.
+// player claims, rejoin from anywhere and handoffs. With a fleet bound a
+// player has one connection and one seat in the whole fleet: a newer
+// connection on another server closes this one (StatusReplaced) within a
+// heartbeat, and OpenRoom and Seat claim their players before seating
+// them, failing with ErrSeated for one another live server holds.
 // Without a Redirector the host moves players with its own
 // RedirectPacket (a game opts out with a Redirect that returns nil);
 // without a DrainNotifier it sends DrainingPacket. AddRoomWatcher and

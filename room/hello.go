@@ -30,6 +30,8 @@ func (h *Host[Sim, Input, Player]) hello(ctx context.Context, c *Client, r *http
 	if old != nil {
 		old.Close(StatusReplaced, "replaced by a newer connection")
 	}
+	// Claimed before the welcome: a hello anywhere after it replaces c.
+	c.unclaimed = !h.connect(ctx, c)
 	h.welcome(c, roomID)
 	if tell && roomID == "" {
 		// Its room ended here while it was away: it has not heard yet.

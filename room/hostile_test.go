@@ -74,12 +74,18 @@ func TestLostClaimUnseatsAndRejoinGoesToHolder(t *testing.T) {
 	cx := playtest.DialPlayer(t, urlA, a.Tickets(), "x", "")
 	cx.Welcome("rejoin")
 
-	// A is cut off; x and y are matched on B meanwhile.
+	// A is cut off; x and y are matched on B meanwhile: as soon as A's
+	// record expired (while it lives, B cannot claim them, and a room that
+	// cannot claim its players seats nobody).
 	fa := a.fleet.(*fleet.Fleet)
 	fl.Servers[0].Backplane.Cut(true)
-	if _, err := b.OpenRoom(ctx, Info{ID: "new", Players: []string{"x", "y"}}); err != nil {
-		t.Fatal(err)
-	}
+	testrun.WaitFor(t, "B opens a room for x and y", func() bool {
+		_, err := b.OpenRoom(ctx, Info{ID: "new", Players: []string{"x", "y"}})
+		if err != nil && !errors.Is(err, ErrSeated) {
+			t.Fatal(err)
+		}
+		return err == nil
+	})
 	cutUntilLost(t, fa, fl.Servers[0].Backplane.Cut, "x")
 
 	// y, still connected to A, is told it left and is out of the room.

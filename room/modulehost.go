@@ -41,6 +41,11 @@ type Fleet interface {
 	Arrive(ctx context.Context, kind, id string) (holder fleet.Node, handoff []byte, err error)
 	PutHandoff(ctx context.Context, target, id string, data []byte) error
 	Increment(ctx context.Context, key string, ttl time.Duration, by int64) (int64, error)
+	// Connect claims a player's connection, over whoever held it.
+	Connect(ctx context.Context, id string) error
+	// ClaimFree claims the ids no other live server holds and returns
+	// those another does.
+	ClaimFree(ctx context.Context, kind string, ids ...string) (held []string, err error)
 }
 
 // Use adds a module. Its message types must not clash with another's.
@@ -106,11 +111,16 @@ func (h *Host[Sim, Input, Player]) UseServer(s Server) {
 // A player whose claim another server took over (the fleet found it at
 // re-assertion, after this server was cut off or frozen) is removed from
 // its room here as if it had left, and told so (room_end, reason "left").
+// A player whose newer connection another server accepted is closed here
+// (StatusReplaced) within one heartbeat.
 func (h *Host[Sim, Input, Player]) UseFleet(f Fleet) {
 	h.fleet = f
 	f.OnClaimLost(func(kind, id string) {
-		if kind == fleet.KindPlayer {
+		switch kind {
+		case fleet.KindPlayer:
 			h.claimLost(id)
+		case fleet.KindConn:
+			h.connLost(id)
 		}
 	})
 	h.tickets.bind(h.cfg.Secret, f.Config().Cluster, f)

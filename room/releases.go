@@ -2,7 +2,6 @@ package room
 
 import (
 	"context"
-	"slices"
 
 	"github.com/muster-gg/muster/fleet"
 )
@@ -12,15 +11,7 @@ func (h *Host[Sim, Input, Player]) claimPlayers(ctx context.Context, ids []strin
 	if h.fleet == nil || len(ids) == 0 {
 		return
 	}
-	// A player whose seat ended a moment ago may still have its release
-	// queued: it must not reach the fleet after this claim, or the claim
-	// is lost. So wait out a hand-over in progress, and drop the ids from
-	// the queue.
-	h.claimMu.Lock()
-	h.relMu.Lock()
-	h.relQ = slices.DeleteFunc(h.relQ, func(id string) bool { return slices.Contains(ids, id) })
-	h.relMu.Unlock()
-	h.claimMu.Unlock()
+	h.dropQueuedReleases(ids)
 	if err := h.fleet.Claim(ctx, fleet.KindPlayer, ids...); err != nil {
 		h.logger.Warn("claim players; re-asserted when the backplane returns", "players", len(ids), "err", err)
 	}

@@ -15,18 +15,31 @@ import (
 // drains, for a player already seated, and for an info.ID already open
 // here. An empty info.ID is given one unique across the fleet and over
 // restarts (r<n>-<random>).
+//
+// With a fleet bound the players are claimed before they are seated, each
+// only if no other live server holds it: when one is held elsewhere (it
+// plays on another server, or another server is seating it at this
+// instant) the room is not opened, nobody is seated, and the error wraps
+// ErrSeated. While the backplane cannot answer, the room opens as on one
+// server.
 func (h *Host[Sim, Input, Player]) OpenRoom(ctx context.Context, info Info) (*Room[Sim, Input, Player], error) {
 	if h.server != nil && h.server.Draining() {
 		return nil, ErrDraining
 	}
+	if err := h.claimSeats(ctx, "open room", info.Players); err != nil {
+		return nil, err
+	}
 	h.mu.Lock()
 	if h.stopped {
+		h.unclaimLocked(info.Players)
 		h.mu.Unlock()
 		return nil, ErrClosed
 	}
 	for _, id := range info.Players {
 		if h.seated[id] != nil {
+			h.unclaimLocked(info.Players)
 			h.mu.Unlock()
+			h.kickReleases()
 			return nil, fmt.Errorf("open room: %w: %s", ErrSeated, id)
 		}
 	}
@@ -34,7 +47,9 @@ func (h *Host[Sim, Input, Player]) OpenRoom(ctx context.Context, info Info) (*Ro
 	if info.ID == "" {
 		info.ID = fmt.Sprintf("r%d-%s", h.nextID, h.idTag)
 	} else if h.rooms[info.ID] != nil {
+		h.unclaimLocked(info.Players)
 		h.mu.Unlock()
+		h.kickReleases()
 		return nil, fmt.Errorf("open room: id %q is taken", info.ID)
 	}
 	r := &Room[Sim, Input, Player]{
@@ -63,7 +78,7 @@ func (h *Host[Sim, Input, Player]) OpenRoom(ctx context.Context, info Info) (*Ro
 	h.mu.Unlock()
 	h.roomChanged(r, false, nil)
 	h.sched.add(r)
-	h.claimPlayers(ctx, info.Players)
+	h.keepClaims(ctx, info.Players)
 	for _, id := range info.Players {
 		h.Send(id, roomPacket{Type: "room", Room: info.ID, Kind: info.Kind})
 	}
@@ -72,13 +87,19 @@ func (h *Host[Sim, Input, Player]) OpenRoom(ctx context.Context, info Info) (*Ro
 
 // Seat adds player id to a running room (a late joiner). It fails with
 // ErrClosed once the room has ended or is ending (End was called, or its
-// last player left).
+// last player left), and with ErrSeated for a player seated here or, with
+// a fleet bound, claimed by another live server (as OpenRoom).
 func (h *Host[Sim, Input, Player]) Seat(ctx context.Context, roomID, id string) error {
+	if err := h.claimSeats(ctx, "seat", []string{id}); err != nil {
+		return err
+	}
 	h.mu.Lock()
 	r := h.rooms[roomID]
 	switch {
 	case r == nil:
+		h.unclaimLocked([]string{id})
 		h.mu.Unlock()
+		h.kickReleases()
 		return fmt.Errorf("seat %s: room %s: %w", id, roomID, ErrClosed)
 	case h.seated[id] != nil:
 		h.mu.Unlock()
@@ -90,7 +111,9 @@ func (h *Host[Sim, Input, Player]) Seat(ctx context.Context, roomID, id string) 
 		// Ended, or ending after the pass under way (the game's End, or
 		// the last player left): a seat now would be dropped with it.
 		r.mu.Unlock()
+		h.unclaimLocked([]string{id})
 		h.mu.Unlock()
+		h.kickReleases()
 		return fmt.Errorf("seat %s: room %s: %w", id, roomID, ErrClosed)
 	}
 	r.seats[id] = &seat[Player]{client: c}
@@ -104,7 +127,7 @@ func (h *Host[Sim, Input, Player]) Seat(ctx context.Context, roomID, id string) 
 	}
 	h.mu.Unlock()
 	h.roomChanged(r, false, nil)
-	h.claimPlayers(ctx, []string{id})
+	h.keepClaims(ctx, []string{id})
 	h.Send(id, roomPacket{Type: "room", Room: roomID, Kind: r.info.Kind})
 	return nil
 }

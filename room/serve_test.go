@@ -217,7 +217,8 @@ func TestRejoinFromAnywhere(t *testing.T) {
 // TestArrivalIsOneRoundTrip: finding where an arriving player plays and
 // taking its handoff is one backplane call (a handoff found is confirmed
 // with a second, which this test does not count); a player sent on to its
-// seat elsewhere takes its handoff along.
+// seat elsewhere takes its handoff along. Each connection also claims the
+// player's connection (fleet.KindConn), one Claim call.
 func TestArrivalIsOneRoundTrip(t *testing.T) {
 	a, b, urlA, _, fl := twoServersB(t, func() Game[*csim, int, *cplayer] { return redirecting{newCounter()} })
 	bpA := fl.Servers[0].Backplane
@@ -239,7 +240,7 @@ func TestArrivalIsOneRoundTrip(t *testing.T) {
 	before := calls()
 	arrive("newcomer", "new")
 	testrun.WaitFor(t, "the newcomer's arrival makes an Arrive call", func() bool { return bpA.Calls("Arrive") != before["Arrive"] })
-	want := map[string]int{"Arrive": 1, "Locate": 0, "TakeHandoff": 0, "PutHandoff": 0, "Claim": 0}
+	want := map[string]int{"Arrive": 1, "Locate": 0, "TakeHandoff": 0, "PutHandoff": 0, "Claim": 1}
 	for op, n := range calls() {
 		if n-before[op] != want[op] {
 			t.Errorf("a newcomer's arrival made %d %s calls, want %d", n-before[op], op, want[op])
@@ -261,7 +262,7 @@ func TestArrivalIsOneRoundTrip(t *testing.T) {
 	if rd := c.Next("redirect"); rd["node"] != "s1" || rd["reason"] != ReasonRejoin {
 		t.Fatalf("redirect %v", rd)
 	}
-	want = map[string]int{"Arrive": 1, "Locate": 0, "TakeHandoff": 0, "PutHandoff": 1, "Claim": 0}
+	want = map[string]int{"Arrive": 1, "Locate": 0, "TakeHandoff": 0, "PutHandoff": 1, "Claim": 1}
 	for op, n := range calls() {
 		if n-before[op] != want[op] {
 			t.Errorf("a rejoin's arrival made %d %s calls, want %d", n-before[op], op, want[op])

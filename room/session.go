@@ -9,25 +9,28 @@ import (
 )
 
 // session is a player's session after its hello, run on a goroutine of
-// its own that Run waits for (h.conns): the client is placed (arrive, and
-// arriveLater while the fleet cannot answer), then its messages are read
-// until the connection ends; then the client is forgotten, its
-// connection closed, and its address's open connection given back.
+// its own that Run waits for (h.conns): the claim on its connection that
+// its hello could not write is written (connectLater), the client is
+// placed (arrive, and arriveLater while the fleet cannot answer), then its
+// messages are read until the connection ends; then the client is
+// forgotten, its connection closed, and its address's open connection
+// given back.
 func (h *Host[Sim, Input, Player]) session(ctx context.Context, c *Client, ip string, end func()) {
 	defer h.conns.Done()
 	defer h.limits.release(ip)
 	defer end()
 	defer h.disconnected(c)
-	if !h.arrive(ctx, c) {
-		h.readLoop(ctx, c)
-		return
-	}
 	stop := make(chan struct{})
 	var later sync.WaitGroup
-	later.Go(func() { h.arriveLater(ctx, c, stop) })
+	if c.unclaimed {
+		later.Go(func() { h.connectLater(ctx, c, stop) })
+	}
+	if h.arrive(ctx, c) {
+		later.Go(func() { h.arriveLater(ctx, c, stop) })
+	}
 	h.readLoop(ctx, c)
 	close(stop)
-	later.Wait()
+	later.Wait() // before disconnected releases what they claimed
 }
 
 // readLoop reads c's messages until its connection ends, and closes it
@@ -116,6 +119,7 @@ func (h *Host[Sim, Input, Player]) disconnected(c *Client) {
 	h.mu.Lock()
 	if h.clients[c.id] == c {
 		delete(h.clients, c.id)
+		h.releaseConnLocked(c.id)
 		if rm := h.seated[c.id]; rm != nil {
 			rm.mu.Lock()
 			if s := rm.seats[c.id]; s != nil && s.client == c {
