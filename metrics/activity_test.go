@@ -99,9 +99,10 @@ func TestScrapeMovesWithActivity(t *testing.T) {
 		`muster_queue_length{playlist="duel"}`: 3,
 	}))
 	eventually(t, url, "rooms stepped", atLeast(map[string]float64{
-		`muster_step_passes_total`:                                           10,
-		`muster_step_lateness_seconds{quantile="0.99"}`:                      0, // no longer NaN
-		`muster_backplane_request_duration_seconds_count{operation="claim"}`: 2, // one per room
+		`muster_step_passes_total`:                      10,
+		`muster_step_lateness_seconds{quantile="0.99"}`: 0, // no longer NaN
+		// Seating claims a room's players first, in one round trip per room.
+		`muster_backplane_request_duration_seconds_count{operation="reassert"}`: 2,
 	}))
 
 	// A connection for node b is relayed, both ways.
