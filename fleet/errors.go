@@ -20,8 +20,9 @@ var (
 	// ErrRunning reports a second call of Run.
 	ErrRunning = errors.New("fleet: Run was called twice")
 
-	// ErrDetached reports a Connect refused because the last heartbeat
-	// did not reach the backplane: this server's record may have expired,
-	// and a claim of a server not live is taken back by the others.
+	// ErrDetached reports a Connect or Publish refused because the last
+	// heartbeat did not reach the backplane: this server's record may have
+	// expired, and a claim of a server not live is taken back by the
+	// others.
 	ErrDetached = errors.New("fleet: the last heartbeat did not reach the backplane")
 )

@@ -27,6 +27,7 @@ type Fleet struct {
 	// beatMu orders heartbeats and leaving, so that no heartbeat in flight
 	// writes the record back after the server has left.
 	beatMu sync.Mutex
+	rec    recordWriter // orders the record's writes; after beatMu, before mu
 
 	mu          sync.Mutex
 	ready       bool
@@ -187,6 +188,8 @@ func (f *Fleet) Done() <-chan struct{} { return f.left }
 func (f *Fleet) leave(ctx context.Context) error {
 	f.beatMu.Lock()
 	defer f.beatMu.Unlock()
+	f.rec.mu.Lock() // no Publish writes the record back after this
+	defer f.rec.mu.Unlock()
 	f.mu.Lock()
 	if f.leaving {
 		err := f.leaveErr

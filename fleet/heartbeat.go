@@ -27,7 +27,7 @@ func (f *Fleet) step(ctx context.Context) error {
 	}
 	ttl := MissedHeartbeats * f.cfg.Heartbeat
 	sent := time.Now()
-	nodes, created, err := f.publish(ctx, self, ttl)
+	self, nodes, created, err := f.writeRecord(ctx, ttl)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return nil // cut short by the stop, not an outage: Run leaves
@@ -76,6 +76,21 @@ func (f *Fleet) checkDuplicate(ctx context.Context, id string) error {
 		}
 	}
 	return nil
+}
+
+// writeRecord publishes the record as it is now, in order with Publish's
+// writes (see recordWriter), and returns the record it wrote with what
+// publish returns.
+func (f *Fleet) writeRecord(ctx context.Context, ttl time.Duration) (self Node, nodes []backplane.Node, created bool, err error) {
+	f.rec.mu.Lock()
+	defer f.rec.mu.Unlock()
+	covers := f.rec.asked.Load()
+	f.mu.Lock()
+	self = f.selfLocked()
+	f.mu.Unlock()
+	nodes, created, err = f.publish(ctx, self, ttl)
+	f.rec.covered, f.rec.err = covers, err
+	return self, nodes, created, err
 }
 
 // publish writes this server's record, signed, to live for ttl, and

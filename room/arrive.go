@@ -158,5 +158,5 @@ func (h *Host[Sim, Input, Player]) forward(ctx context.Context, c *Client, to fl
 		}
 		h.handoffs.Add(1)
 	}
-	return h.redirect(c, p, reason) == nil
+	return h.redirect(ctx, c, p, reason) == nil
 }

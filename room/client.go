@@ -45,6 +45,7 @@ type Client struct {
 	room        string
 	closeCode   websocket.StatusCode
 	closeReason string
+	going       bool // told to go elsewhere: no longer counted here
 }
 
 // ID returns the player id the client's ticket named.

@@ -14,6 +14,8 @@ import (
 type Server interface {
 	SetLoad(load int)
 	SetStat(name string, value int64)
+	// Publish writes the load and stats set so far to the fleet now.
+	Publish(ctx context.Context) error
 	Draining() bool
 	AddDrainer(d fleet.Drainer)
 }

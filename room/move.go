@@ -36,7 +36,7 @@ func (h *Host[Sim, Input, Player]) Move(ctx context.Context, c *Client, node fle
 		}
 		h.handoffs.Add(1)
 	}
-	return h.redirect(c, p, reason)
+	return h.redirect(ctx, c, p, reason)
 }
 
 // RedirectPacket is the packet that moves a player when the game has no
@@ -80,8 +80,12 @@ func (h *Host[Sim, Input, Player]) redirectPacket(id string, node fleet.Node, re
 	}
 }
 
-// redirect sends the redirect packet p and closes the connection.
-func (h *Host[Sim, Input, Player]) redirect(c *Client, p Packet, reason string) error {
+// redirect sends the redirect packet p and closes the connection. The
+// player stops counting here before it is told: the "players" stat this
+// server publishes drops first (see uncount), so the fleet never counts
+// it here and on the server it goes to at once.
+func (h *Host[Sim, Input, Player]) redirect(ctx context.Context, c *Client, p Packet, reason string) error {
+	h.uncount(ctx, c)
 	if err := c.Send(p); err != nil {
 		return fmt.Errorf("redirect: %w", err)
 	}

@@ -66,11 +66,7 @@ func (h *Host[Sim, Input, Player]) Stats() Stats {
 	st := Stats{Load: h.Load(), Redirects: map[string]uint64{}, Handoffs: h.handoffs.Load(), Limited: h.limited.Load()}
 	h.mu.Lock()
 	st.Rooms, st.Seated = len(h.rooms), len(h.seated)
-	for _, c := range h.clients {
-		if !c.closing() {
-			st.Connected++
-		}
-	}
+	st.Connected = h.connectedLocked()
 	h.mu.Unlock()
 	h.redirects.Range(func(k, v any) bool {
 		st.Redirects[k.(string)] = v.(*atomic.Uint64).Load()
@@ -99,9 +95,42 @@ func (h *Host[Sim, Input, Player]) Lateness(q float64) (time.Duration, uint64) {
 func (h *Host[Sim, Input, Player]) ResetLateness() { h.sched.resetLateness() }
 
 // closing reports whether the host is closing c's connection (a redirect,
-// a cut): the player is on its way out.
+// a cut), or is about to redirect it: the player is on its way out.
 func (c *Client) closing() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.closeCode != 0
+	return c.closeCode != 0 || c.going
+}
+
+// uncount stops counting c as connected here and writes the server's
+// "players" stat to the fleet before c is told to go: the others read the
+// lower count before the player can reach another server and count there.
+// A server cut off from the backplane sends the player on without it (its
+// next heartbeat that reaches the backplane carries the change).
+func (h *Host[Sim, Input, Player]) uncount(ctx context.Context, c *Client) {
+	c.mu.Lock()
+	c.going = true
+	c.mu.Unlock()
+	if h.server == nil {
+		return
+	}
+	h.mu.Lock()
+	n := h.connectedLocked()
+	h.mu.Unlock()
+	h.server.SetStat("players", int64(n))
+	if err := h.server.Publish(ctx); err != nil {
+		h.logger.Debug("publish the players stat before a redirect; the next heartbeat does", "player_id", c.id, "err", err)
+	}
+}
+
+// connectedLocked counts the clients connected here but for those on their
+// way out. h.mu must be held.
+func (h *Host[Sim, Input, Player]) connectedLocked() int {
+	n := 0
+	for _, c := range h.clients {
+		if !c.closing() {
+			n++
+		}
+	}
+	return n
 }
