@@ -1,8 +1,6 @@
 package fleet_test
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"testing"
 	"testing/synctest"
@@ -12,39 +10,19 @@ import (
 	"github.com/muster-gg/muster/internal/testkit/fleettest"
 )
 
-// stored returns server id's record as the backplane holds it, and
-// whether it holds one.
-func stored(t *testing.T, s *fleettest.Server, id string) (fleet.Node, bool) {
-	t.Helper()
-	nodes, err := s.Backplane.Nodes(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, bn := range nodes {
-		if bn.ID == id {
-			var n fleet.Node
-			if err := json.Unmarshal(bn.Data, &n); err != nil {
-				t.Fatal(err)
-			}
-			return n, true
-		}
-	}
-	return fleet.Node{}, false
-}
-
 // Publish writes the stats set so far at once, not at the next heartbeat.
 func TestPublishWritesStatsNow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := fleettest.Start(t, 1, nil).Servers[0]
 		synctest.Wait() // the first heartbeat has written the record
 		s.SetStat("players", 7)
-		if n, _ := stored(t, s, s.ID()); n.Stat("players") != 0 {
+		if n, _ := s.Stored(t, s.ID()); n.Stat("players") != 0 {
 			t.Fatalf("players %d before Publish, want 0 (no heartbeat since)", n.Stat("players"))
 		}
 		if err := s.Publish(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		if n, _ := stored(t, s, s.ID()); n.Stat("players") != 7 {
+		if n, _ := s.Stored(t, s.ID()); n.Stat("players") != 7 {
 			t.Fatalf("players %d after Publish, want 7", n.Stat("players"))
 		}
 	})
@@ -68,7 +46,7 @@ func TestPublishDetachedAndLeft(t *testing.T) {
 		if err := s.Publish(t.Context()); err != nil {
 			t.Fatalf("Publish after leaving: %v, want nil", err)
 		}
-		if _, ok := stored(t, s, s.ID()); ok {
+		if _, ok := s.Stored(t, s.ID()); ok {
 			t.Fatal("Publish wrote the record of a server that left")
 		}
 	})

@@ -10,6 +10,7 @@ package fleettest
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"testing"
@@ -105,4 +106,25 @@ func (s *Server) Stop() {
 func (s *Server) Kill() {
 	s.Backplane.Cut(true)
 	s.Stop()
+}
+
+// Stored returns server id's record as the store holds it now (as any
+// server's next heartbeat reads it), decoded without checking its
+// signature, and whether the store holds one.
+func (s *Server) Stored(tb testing.TB, id string) (fleet.Node, bool) {
+	tb.Helper()
+	nodes, err := s.Backplane.Nodes(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, bn := range nodes {
+		if bn.ID == id {
+			var n fleet.Node
+			if err := json.Unmarshal(bn.Data, &n); err != nil {
+				tb.Fatalf("record of %s: %v", id, err)
+			}
+			return n, true
+		}
+	}
+	return fleet.Node{}, false
 }
