@@ -78,9 +78,9 @@ func TestRPSFleet(t *testing.T) {
 		all = append(all, b)
 	}
 	lobby := func(host, guest *rpsbot.Bot) {
-		host.CreateLobby()
-		rpsWait(t, host, "gets a lobby code", func(r rpsbot.Report) bool { return r.Lobby.Code != "" })
-		guest.JoinLobby(host.Report().Lobby.Code)
+		rpsAsk(t, host, "gets a lobby code", host.CreateLobby, func(r rpsbot.Report) bool { return r.Lobby.Code != "" })
+		code := host.Report().Lobby.Code
+		rpsAsk(t, guest, "joins the lobby", func() { guest.JoinLobby(code) }, func(r rpsbot.Report) bool { return len(r.Lobby.Members) == 2 })
 		rpsWait(t, host, "sees its guest in the lobby", func(r rpsbot.Report) bool { return len(r.Lobby.Members) == 2 })
 		host.StartLobby()
 	}
@@ -173,6 +173,27 @@ func rpsWait(t *testing.T, b *rpsbot.Bot, what string, cond func(rpsbot.Report) 
 	defer cancel()
 	if err := b.Wait(ctx, cond); err != nil {
 		t.Fatalf("%s: %s: %v\n%+v", b.Report().Player, what, err, b.Report())
+	}
+}
+
+// rpsAsk sends a request with send until b's report satisfies cond, as a
+// player would: a request the server refuses for now (a lobby.error such
+// as "lobby: try again later", while a busy machine's backplane calls miss
+// their deadlines) is sent again, a few times at most.
+func rpsAsk(t *testing.T, b *rpsbot.Bot, what string, send func(), cond func(rpsbot.Report) bool) {
+	t.Helper()
+	for try := 1; ; try++ {
+		seen := len(b.Report().Errors)
+		send()
+		rpsWait(t, b, what+" (or is refused)", func(r rpsbot.Report) bool { return cond(r) || len(r.Errors) > seen })
+		r := b.Report()
+		if cond(r) {
+			return
+		}
+		if try == 5 {
+			t.Fatalf("%s: %s: refused %d times: %q", r.Player, what, try, r.Errors)
+		}
+		t.Logf("%s: %s: refused (%s); asking again", r.Player, what, r.Errors[len(r.Errors)-1])
 	}
 }
 

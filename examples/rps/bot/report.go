@@ -19,6 +19,9 @@ type Report struct {
 	State State
 	// Throws are the throws it sent.
 	Throws int
+	// Errors are the lobby.error and queue.error messages it got, as
+	// "type: error".
+	Errors []string
 
 	thrownRound int // the round of its last throw
 }
@@ -94,6 +97,7 @@ func (r Report) Ended() int {
 func (r Report) clone() Report {
 	r.Welcomes = slices.Clone(r.Welcomes)
 	r.Rooms = slices.Clone(r.Rooms)
+	r.Errors = slices.Clone(r.Errors)
 	r.Lobby.Members = slices.Clone(r.Lobby.Members)
 	r.State.Players = slices.Clone(r.State.Players)
 	r.State.Last = maps.Clone(r.State.Last)

@@ -146,6 +146,7 @@ type packet struct {
 	Kind   string `json:"kind"`
 	Reason string `json:"reason"`
 	Query  string `json:"query"`
+	Error  string `json:"error"`
 }
 
 // packet records p (whose frame is data) and returns the query of a
@@ -171,6 +172,8 @@ func (b *Bot) packet(p packet, data []byte) (redirect string) {
 				}
 			}
 		})
+	case "lobby.error", "queue.error":
+		b.update(func(r *Report) { r.Errors = append(r.Errors, p.Type+": "+p.Error) })
 	case "lobby.state":
 		var l Lobby
 		json.Unmarshal(data, &l)
