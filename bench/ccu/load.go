@@ -85,7 +85,7 @@ func inWindow(t int64) bool {
 
 // runLoad drives n players of target against addr, and prints one JSON
 // result line.
-func runLoad(target, addr string, n int, warm, measure, joinTimeout time.Duration, serverPID int, profile bool) {
+func runLoad(target, label, addr string, n int, warm, measure, joinTimeout time.Duration, serverPID int, profile bool) {
 	var proto protocol
 	switch target {
 	case "muster":
@@ -97,6 +97,9 @@ func runLoad(target, addr string, n int, warm, measure, joinTimeout time.Duratio
 		os.Exit(2)
 	}
 	res := result{Target: target, N: n}
+	if label != "" {
+		res.Target = label
+	}
 	defer func() {
 		json.NewEncoder(os.Stdout).Encode(res)
 	}()

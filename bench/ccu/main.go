@@ -60,6 +60,7 @@ func main() {
 	loadCore := flag.String("load-core", "1", "CPU the load generator is pinned to")
 	loadMax := flag.Float64("load-max", 0.85, "largest share of its core the load generator may use in a run that is reported")
 	colyDir := flag.String("colyseus-dir", "bench/ccu/colyseus", "directory of the Colyseus server and its package-lock.json")
+	before := flag.String("before", "", "a build of this program from another commit (go build -o PATH ./bench/ccu there): its Muster server runs as the framework \"before\", to measure a change in the same run (add \"before\" to -order)")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the Muster server's measuring window (the last N) to this file")
 	verbose := flag.Bool("v", false, "print each run's raw result")
 	// Internal roles.
@@ -68,6 +69,7 @@ func main() {
 	target := flag.String("target", "", "internal: muster or colyseus")
 	pid := flag.Int("server-pid", 0, "internal: the server's pid")
 	n := flag.Int("players", 0, "internal: players to drive")
+	label := flag.String("label", "", "internal: the framework's name in the result")
 	flag.Parse()
 
 	switch *role {
@@ -78,7 +80,7 @@ func main() {
 		}
 		return
 	case "load":
-		runLoad(*target, fmt.Sprintf("127.0.0.1:%d", *port), *n, *warm, *measure, *joinTimeout, *pid, *profile != "")
+		runLoad(*target, *label, fmt.Sprintf("127.0.0.1:%d", *port), *n, *warm, *measure, *joinTimeout, *pid, *profile != "")
 		return
 	}
 
@@ -107,7 +109,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	r := runner{self: self, serverCore: *serverCore, loadCore: *loadCore, colyDir: *colyDir,
+	if hasTarget(targets, "before") && *before == "" {
+		fmt.Fprintln(os.Stderr, `-order names "before" without -before`)
+		os.Exit(2)
+	}
+	r := runner{self: self, before: *before, serverCore: *serverCore, loadCore: *loadCore, colyDir: *colyDir,
 		warm: *warm, measure: *measure, joinTimeout: *joinTimeout}
 
 	fmt.Printf("rooms of two, inputs and states at 20 Hz; server on CPU %s (GOMAXPROCS=1 for Muster), load generator on CPU %s; %v measured per run after %v warm-up\n\n",
@@ -132,11 +138,8 @@ func main() {
 			got[t] = res
 			printRow(res, best)
 		}
-		m, c := got["muster"], got["colyseus"]
-		if m.Err == "" && c.Err == "" && m.N > 0 && c.N > 0 {
-			fmt.Printf("%7s  %-9s  %13.2fx  %7.2fx  %7.2fx  %8.2fx  %8.2fx\n", "", "ratio M/C",
-				cpuPer(m)/cpuPer(c), m.P50/c.P50, m.P99/c.P99, statesPer(m)/statesPer(c), float64(m.ServerRSS)/float64(c.ServerRSS))
-		}
+		printRatio("ratio M/C", got["muster"], got["colyseus"])
+		printRatio("M/before", got["muster"], got["before"])
 	}
 	fmt.Printf("\nlargest N within p99 ≤ %.0f ms and ≥ %.1f states/s:", boundP99, boundStates)
 	for _, t := range targets {
@@ -150,6 +153,15 @@ func main() {
 
 func cpuPer(r result) float64    { return r.ServerCPU / (float64(r.N) * r.Seconds) * 1e6 }
 func statesPer(r result) float64 { return float64(r.States) / float64(r.N) / r.Seconds }
+
+// printRatio prints a's figures over b's, when both ran.
+func printRatio(label string, a, b result) {
+	if a.Err != "" || b.Err != "" || a.N == 0 || b.N == 0 {
+		return
+	}
+	fmt.Printf("%7s  %-9s  %13.2fx  %7.2fx  %7.2fx  %8.2fx  %8.2fx\n", "", label,
+		cpuPer(a)/cpuPer(b), a.P50/b.P50, a.P99/b.P99, statesPer(a)/statesPer(b), float64(a.ServerRSS)/float64(b.ServerRSS))
+}
 
 func printRow(r result, best map[string]int) {
 	if r.Err != "" {
@@ -204,7 +216,7 @@ func colyseusReady(dir string) error {
 }
 
 type runner struct {
-	self                 string
+	self, before         string
 	serverCore, loadCore string
 	colyDir              string
 	warm, measure        time.Duration
@@ -220,8 +232,12 @@ func (r runner) run(target string, n int, profile string) result {
 	}
 	var srv *exec.Cmd
 	switch target {
-	case "muster":
-		args := []string{"-c", r.serverCore, r.self, "-role", "muster-server", "-port", strconv.Itoa(port)}
+	case "muster", "before":
+		bin := r.self
+		if target == "before" {
+			bin = r.before
+		}
+		args := []string{"-c", r.serverCore, bin, "-role", "muster-server", "-port", strconv.Itoa(port)}
 		if profile != "" {
 			args = append(args, "-cpuprofile", profile)
 		}
@@ -242,8 +258,12 @@ func (r runner) run(target string, n int, profile string) result {
 	if err := waitPort(port, 20*time.Second); err != nil {
 		return result{Target: target, N: n, Err: err.Error()}
 	}
-	args := []string{"-c", r.loadCore, r.self, "-role", "load", "-target", target, "-port", strconv.Itoa(port),
-		"-players", strconv.Itoa(n), "-server-pid", strconv.Itoa(srv.Process.Pid),
+	proto := target
+	if target == "before" {
+		proto = "muster"
+	}
+	args := []string{"-c", r.loadCore, r.self, "-role", "load", "-target", proto, "-port", strconv.Itoa(port),
+		"-label", target, "-players", strconv.Itoa(n), "-server-pid", strconv.Itoa(srv.Process.Pid),
 		"-warm", r.warm.String(), "-measure", r.measure.String(), "-join-timeout", r.joinTimeout.String()}
 	if profile != "" {
 		args = append(args, "-cpuprofile", profile)
