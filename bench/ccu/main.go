@@ -16,7 +16,8 @@
 //
 // It prints, per N and framework: the server's CPU per player-second,
 // p50 and p99 input-to-state latency, states a second per player, the
-// server's resident memory, and the ratios Muster/Colyseus; then the
+// server's resident memory, its CPU per state delivered, and the ratios
+// Muster/Colyseus; then the
 // largest N each kept with p99 within one step + 10 ms and at least
 // 19.5 states a second.
 //
@@ -118,7 +119,7 @@ func main() {
 
 	fmt.Printf("rooms of two, inputs and states at 20 Hz; server on CPU %s (GOMAXPROCS=1 for Muster), load generator on CPU %s; %v measured per run after %v warm-up\n\n",
 		*serverCore, *loadCore, *measure, *warm)
-	fmt.Printf("%7s  %-9s  %14s  %8s  %8s  %9s  %9s  %6s  %s\n", "players", "server", "CPU µs/pl·s", "p50 ms", "p99 ms", "states/s", "RSS MB", "load", "within bound")
+	fmt.Printf("%7s  %-9s  %14s  %8s  %8s  %9s  %9s  %11s  %6s  %s\n", "players", "server", "CPU µs/pl·s", "p50 ms", "p99 ms", "states/s", "RSS MB", "µs/state", "load", "within bound")
 	best := map[string]int{}
 	for i, k := range counts {
 		got := map[string]result{}
@@ -151,7 +152,14 @@ func main() {
 	fmt.Println(" (of the counts run)")
 }
 
-func cpuPer(r result) float64    { return r.ServerCPU / (float64(r.N) * r.Seconds) * 1e6 }
+func cpuPer(r result) float64 { return r.ServerCPU / (float64(r.N) * r.Seconds) * 1e6 }
+
+// cpuPerState is the server's CPU per state delivered: on a machine
+// whose other work starves the server, it delivers fewer states than the
+// game sends, and its CPU per player-second falls with them; this does
+// not.
+func cpuPerState(r result) float64 { return r.ServerCPU / float64(max(r.States, 1)) * 1e6 }
+
 func statesPer(r result) float64 { return float64(r.States) / float64(r.N) / r.Seconds }
 
 // printRatio prints a's figures over b's, when both ran.
@@ -159,8 +167,8 @@ func printRatio(label string, a, b result) {
 	if a.Err != "" || b.Err != "" || a.N == 0 || b.N == 0 {
 		return
 	}
-	fmt.Printf("%7s  %-9s  %13.2fx  %7.2fx  %7.2fx  %8.2fx  %8.2fx\n", "", label,
-		cpuPer(a)/cpuPer(b), a.P50/b.P50, a.P99/b.P99, statesPer(a)/statesPer(b), float64(a.ServerRSS)/float64(b.ServerRSS))
+	fmt.Printf("%7s  %-9s  %13.2fx  %7.2fx  %7.2fx  %8.2fx  %8.2fx  %10.2fx\n", "", label,
+		cpuPer(a)/cpuPer(b), a.P50/b.P50, a.P99/b.P99, statesPer(a)/statesPer(b), float64(a.ServerRSS)/float64(b.ServerRSS), cpuPerState(a)/cpuPerState(b))
 }
 
 func printRow(r result, best map[string]int) {
@@ -172,8 +180,8 @@ func printRow(r result, best map[string]int) {
 	if ok && r.N > best[r.Target] {
 		best[r.Target] = r.N
 	}
-	fmt.Printf("%7d  %-9s  %14.1f  %8.1f  %8.1f  %9.2f  %9.1f  %5.0f%%  %v\n", r.N, r.Target, cpuPer(r), r.P50, r.P99,
-		statesPer(r), float64(r.ServerRSS)/(1<<20), 100*r.LoadCPU/r.Seconds, ok)
+	fmt.Printf("%7d  %-9s  %14.1f  %8.1f  %8.1f  %9.2f  %9.1f  %11.1f  %5.0f%%  %v\n", r.N, r.Target, cpuPer(r), r.P50, r.P99,
+		statesPer(r), float64(r.ServerRSS)/(1<<20), cpuPerState(r), 100*r.LoadCPU/r.Seconds, ok)
 }
 
 func hasTarget(ts []string, t string) bool {
