@@ -26,6 +26,9 @@ type JSON struct{}
 
 // Decode implements Codec.
 func (JSON) Decode(frame []byte) (string, []byte, error) {
+	if typ, body, ok := splitEnvelope(frame); ok {
+		return typ, body, nil
+	}
 	var env struct {
 		Type string          `json:"type"`
 		Data json.RawMessage `json:"data"`
