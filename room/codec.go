@@ -47,6 +47,9 @@ func (JSON) Unmarshal(body []byte, v any) error {
 	if len(body) == 0 {
 		return errors.New("empty body")
 	}
+	if unmarshalFlat(body, v) {
+		return nil
+	}
 	return json.Unmarshal(body, v)
 }
 

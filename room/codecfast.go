@@ -28,7 +28,12 @@ func splitEnvelope(frame []byte) (typ string, body []byte, ok bool) {
 			return "", nil, false
 		}
 	}
-	typ, rest = string(rest[:q]), rest[q+1:]
+	if string(rest[:q]) == msgInput {
+		typ = msgInput // the most frequent, without a copy
+	} else {
+		typ = string(rest[:q])
+	}
+	rest = rest[q+1:]
 	if len(rest) == 0 {
 		return typ, nil, true
 	}
