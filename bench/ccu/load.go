@@ -90,6 +90,8 @@ func runLoad(target, label, addr string, n int, warm, measure, joinTimeout time.
 	switch target {
 	case "muster":
 		proto = musterProto{}
+	case "muster-bin":
+		proto = musterBinProto{}
 	case "colyseus":
 		proto = colyseusProto{}
 	default:

@@ -26,6 +26,7 @@
 //
 //	go run ./bench/ccu                                   # 500 and 1,000 players
 //	go run ./bench/ccu -n 1000,4000 -order colyseus,muster
+//	go run ./bench/ccu -n 1000 -order muster,muster-bin     # the binary codec beside JSON
 package main
 
 import (
@@ -53,7 +54,7 @@ const (
 
 func main() {
 	ns := flag.String("n", "500,1000", "player counts to run, comma-separated")
-	order := flag.String("order", "muster,colyseus", "frameworks in the order each N runs them (alternate between runs)")
+	order := flag.String("order", "muster,colyseus", "frameworks in the order each N runs them (alternate between runs): muster, colyseus, muster-bin (Muster with a binary codec of the game's inputs and states), before (see -before)")
 	warm := flag.Duration("warm", 3*time.Second, "warm-up once every player has a state")
 	measure := flag.Duration("measure", 10*time.Second, "measuring window per run")
 	joinTimeout := flag.Duration("join-timeout", 90*time.Second, "most time for all players to join")
@@ -71,11 +72,12 @@ func main() {
 	pid := flag.Int("server-pid", 0, "internal: the server's pid")
 	n := flag.Int("players", 0, "internal: players to drive")
 	label := flag.String("label", "", "internal: the framework's name in the result")
+	binaryCodecFlag := flag.Bool("binary", false, "internal: serve with the binary codec")
 	flag.Parse()
 
 	switch *role {
 	case "muster-server":
-		if err := serveMuster(*port, *profile); err != nil {
+		if err := serveMuster(*port, *profile, *binaryCodecFlag); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -141,6 +143,7 @@ func main() {
 		}
 		printRatio("ratio M/C", got["muster"], got["colyseus"])
 		printRatio("M/before", got["muster"], got["before"])
+		printRatio("bin/JSON", got["muster-bin"], got["muster"])
 	}
 	fmt.Printf("\nlargest N within p99 ≤ %.0f ms and ≥ %.1f states/s:", boundP99, boundStates)
 	for _, t := range targets {
@@ -240,12 +243,15 @@ func (r runner) run(target string, n int, profile string) result {
 	}
 	var srv *exec.Cmd
 	switch target {
-	case "muster", "before":
+	case "muster", "before", "muster-bin":
 		bin := r.self
 		if target == "before" {
 			bin = r.before
 		}
 		args := []string{"-c", r.serverCore, bin, "-role", "muster-server", "-port", strconv.Itoa(port)}
+		if target == "muster-bin" {
+			args = append(args, "-binary")
+		}
 		if profile != "" {
 			args = append(args, "-cpuprofile", profile)
 		}

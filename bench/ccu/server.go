@@ -72,9 +72,9 @@ func (game) AfterSteps(r *duel) {
 }
 
 // serveMuster runs the game with muster.Serve on 127.0.0.1:port until
-// SIGTERM. With profile set, SIGUSR1 starts a CPU profile into it and the
+// SIGTERM, with binaryCodec when binaryStates is set. With profile set, SIGUSR1 starts a CPU profile into it and the
 // next SIGUSR1 ends it: the load generator marks its measuring window so.
-func serveMuster(port int, profile string) error {
+func serveMuster(port int, profile string, binaryStates bool) error {
 	env := append(os.Environ(),
 		"MUSTER__SERVER__HTTP__HOST=127.0.0.1",
 		fmt.Sprintf("MUSTER__SERVER__HTTP__PORT=%d", port),
@@ -95,9 +95,14 @@ func serveMuster(port int, profile string) error {
 		stop := profileOnSignal(profile)
 		defer stop()
 	}
-	return muster.Serve(context.Background(), game{}, cfg,
+	opts := []muster.Option{
 		muster.WithPlaylists(matchmaking.Playlist{Name: "duel"}),
-		muster.WithGuestTickets("/ticket"))
+		muster.WithGuestTickets("/ticket"),
+	}
+	if binaryStates {
+		opts = append(opts, muster.WithCodec(binaryCodec{}))
+	}
+	return muster.Serve(context.Background(), game{}, cfg, opts...)
 }
 
 // profileOnSignal toggles a CPU profile into path on each SIGUSR1. stop
