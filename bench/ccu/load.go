@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"sync"
@@ -85,7 +86,7 @@ func inWindow(t int64) bool {
 
 // runLoad drives n players of target against addr, and prints one JSON
 // result line.
-func runLoad(target, label, addr string, n int, warm, measure, joinTimeout time.Duration, serverPID int, profile bool) {
+func runLoad(target, label, addr string, n int, warm, measure, joinTimeout time.Duration, serverPID int, profile bool, loadProfile string) {
 	var proto protocol
 	switch target {
 	case "muster":
@@ -155,6 +156,12 @@ func runLoad(target, label, addr string, n int, warm, measure, joinTimeout time.
 	cpu0, scpu0 := selfCPU(), procCPU(serverPID)
 	if profile {
 		syscall.Kill(serverPID, syscall.SIGUSR1)
+	}
+	if loadProfile != "" {
+		if f, err := os.Create(loadProfile); err == nil && pprof.StartCPUProfile(f) == nil {
+			defer f.Close()
+			defer pprof.StopCPUProfile()
+		}
 	}
 	t0 := time.Now()
 	winStart.Store(since())

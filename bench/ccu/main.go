@@ -65,6 +65,7 @@ func main() {
 	before := flag.String("before", "", "a build of this program from another commit (go build -o PATH ./bench/ccu there): its Muster server runs as the framework \"before\", to measure a change in the same run (add \"before\" to -order)")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the Muster server's measuring window (the last N) to this file")
 	verbose := flag.Bool("v", false, "print each run's raw result")
+	loadProfile := flag.String("load-cpuprofile", "", "write a CPU profile of the load generator's measuring window (the last run) to this file")
 	// Internal roles.
 	role := flag.String("role", "", "internal: muster-server or load")
 	port := flag.Int("port", 0, "internal: the server's port")
@@ -83,7 +84,7 @@ func main() {
 		}
 		return
 	case "load":
-		runLoad(*target, *label, fmt.Sprintf("127.0.0.1:%d", *port), *n, *warm, *measure, *joinTimeout, *pid, *profile != "")
+		runLoad(*target, *label, fmt.Sprintf("127.0.0.1:%d", *port), *n, *warm, *measure, *joinTimeout, *pid, *profile != "", *loadProfile)
 		return
 	}
 
@@ -116,7 +117,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, `-order names "before" without -before`)
 		os.Exit(2)
 	}
-	r := runner{self: self, before: *before, serverCore: *serverCore, loadCore: *loadCore, colyDir: *colyDir,
+	r := runner{self: self, before: *before, loadProfile: *loadProfile, serverCore: *serverCore, loadCore: *loadCore, colyDir: *colyDir,
 		warm: *warm, measure: *measure, joinTimeout: *joinTimeout}
 
 	fmt.Printf("rooms of two, inputs and states at 20 Hz; server on CPU %s (GOMAXPROCS=1 for Muster), load generator on CPU %s; %v measured per run after %v warm-up\n\n",
@@ -228,6 +229,7 @@ func colyseusReady(dir string) error {
 
 type runner struct {
 	self, before         string
+	loadProfile          string
 	serverCore, loadCore string
 	colyDir              string
 	warm, measure        time.Duration
@@ -281,6 +283,9 @@ func (r runner) run(target string, n int, profile string) result {
 		"-warm", r.warm.String(), "-measure", r.measure.String(), "-join-timeout", r.joinTimeout.String()}
 	if profile != "" {
 		args = append(args, "-cpuprofile", profile)
+	}
+	if r.loadProfile != "" {
+		args = append(args, "-load-cpuprofile", r.loadProfile)
 	}
 	load := exec.Command("taskset", args...)
 	load.Env = append(os.Environ(), "GOMAXPROCS=1")
