@@ -22,6 +22,12 @@ type Codec interface {
 // JSON is the default codec. An incoming frame is an object
 // {"type": "...", "data": ...}; an outgoing packet is the game's value
 // encoded as JSON (by convention an object with a "type" field).
+//
+// Decode and Unmarshal read the forms clients write, a plain envelope and
+// a flat struct body such as an input, without encoding/json's
+// reflection (codecfast.go, codecflat.go); every other frame and type
+// goes to encoding/json, and what is accepted, and what a frame decodes
+// to, is encoding/json's answer either way.
 type JSON struct{}
 
 // Decode implements Codec.
