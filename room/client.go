@@ -38,6 +38,11 @@ type Client struct {
 	encode  func(Packet) ([]byte, error)
 	send    chan []byte
 	done    chan struct{} // closed by Close
+	rbuf    []byte        // the read buffer, reused (readFrame); the session's goroutine only
+	// wtimer cuts the connection when one write takes longer than
+	// writeTimeout: armed around each write by the writer, one timer for
+	// the connection's life rather than a context and a timer per frame.
+	wtimer *time.Timer
 
 	unclaimed bool // its hello could not claim its connection: its session does (connectLater)
 
@@ -227,7 +232,12 @@ func (c *Client) flush() {
 }
 
 func (c *Client) writeFrame(frame []byte) error {
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	defer cancel()
-	return c.conn.Write(ctx, c.msgType, frame)
+	if c.wtimer == nil {
+		c.wtimer = time.AfterFunc(writeTimeout, func() { c.conn.CloseNow() })
+	} else {
+		c.wtimer.Reset(writeTimeout)
+	}
+	err := c.conn.Write(context.Background(), c.msgType, frame)
+	c.wtimer.Stop()
+	return err
 }

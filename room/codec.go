@@ -22,10 +22,19 @@ type Codec interface {
 // JSON is the default codec. An incoming frame is an object
 // {"type": "...", "data": ...}; an outgoing packet is the game's value
 // encoded as JSON (by convention an object with a "type" field).
+//
+// Decode and Unmarshal read the forms clients write, a plain envelope and
+// a flat struct body such as an input, without encoding/json's
+// reflection (codecfast.go, codecflat.go); every other frame and type
+// goes to encoding/json, and what is accepted, and what a frame decodes
+// to, is encoding/json's answer either way.
 type JSON struct{}
 
 // Decode implements Codec.
 func (JSON) Decode(frame []byte) (string, []byte, error) {
+	if typ, body, ok := splitEnvelope(frame); ok {
+		return typ, body, nil
+	}
 	var env struct {
 		Type string          `json:"type"`
 		Data json.RawMessage `json:"data"`
@@ -43,6 +52,9 @@ func (JSON) Decode(frame []byte) (string, []byte, error) {
 func (JSON) Unmarshal(body []byte, v any) error {
 	if len(body) == 0 {
 		return errors.New("empty body")
+	}
+	if unmarshalFlat(body, v) {
+		return nil
 	}
 	return json.Unmarshal(body, v)
 }

@@ -1,6 +1,7 @@
 package room
 
 import (
+	"bytes"
 	"context"
 	"sync"
 	"time"
@@ -41,7 +42,7 @@ func (h *Host[Sim, Input, Player]) readLoop(ctx context.Context, c *Client) {
 	var limit bucket
 	lim := h.cfg.Limits
 	for {
-		_, frame, err := c.conn.Read(ctx)
+		frame, err := c.readFrame(ctx)
 		if err != nil {
 			if websocket.CloseStatus(err) == websocket.StatusMessageTooBig {
 				c.Close(websocket.StatusMessageTooBig, "frame too big")
@@ -82,7 +83,9 @@ func (h *Host[Sim, Input, Player]) readLoop(ctx context.Context, c *Client) {
 				c.Close(StatusUnknownType, "unknown packet type "+typ)
 				return
 			}
-			if err := h.handle(ctx, mh, c, typ, body); err != nil {
+			// The frame's buffer is the next frame's: a module may keep
+			// what it is given.
+			if err := h.handle(ctx, mh, c, typ, bytes.Clone(body)); err != nil {
 				c.Close(StatusBadPacket, err.Error())
 				return
 			}
