@@ -482,7 +482,8 @@ func TestDeployDockerfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var stages [][]string // instructions per stage
+	var stages [][]string       // instructions per stage
+	args := map[string]string{} // ARG name=default before the first FROM
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
@@ -490,10 +491,20 @@ func TestDeployDockerfile(t *testing.T) {
 			continue
 		}
 		if strings.HasPrefix(line, "FROM ") {
+			// A base image from a build argument is its default: the
+			// official image a user's build pulls.
+			for name, def := range args {
+				line = strings.ReplaceAll(line, "${"+name+"}", def)
+			}
 			stages = append(stages, nil)
 		}
 		if len(stages) == 0 {
-			t.Fatalf("Dockerfile: %q before FROM", line)
+			name, def, ok := strings.Cut(strings.TrimPrefix(line, "ARG "), "=")
+			if !strings.HasPrefix(line, "ARG ") || !ok {
+				t.Fatalf("Dockerfile: %q before FROM, want only ARG name=default", line)
+			}
+			args[name] = def
+			continue
 		}
 		stages[len(stages)-1] = append(stages[len(stages)-1], line)
 	}
