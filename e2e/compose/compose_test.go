@@ -114,7 +114,13 @@ func TestComposeScale(t *testing.T) {
 	rooms := play40(t, ps)
 	record("2 40 bots", "servers running matches", strconv.Itoa(len(rooms)))
 
-	_ = events
+	r := &run{t: t, p: p, client: client, port: port, key: key, events: events, ps: ps, servers: fleet5.servers, record: record}
+	// 3. Scale down to 3 while they play.
+	r.scaleDown(ctx)
+	// 4. Restart Redis.
+	r.restartRedis(ctx)
+	// 5. Kill a server.
+	r.kill(ctx)
 
 	// 6. down leaves nothing of the project.
 	ps.stopAll(t)

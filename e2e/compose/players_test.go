@@ -1,16 +1,13 @@
 package compose
 
 import (
-	"context"
-	"fmt"
 	"net/http"
-	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/muster-gg/muster/examples/duel/bot"
+	"github.com/muster-gg/muster/internal/testkit/botrun"
 )
 
 // players are the bots of a test, playing through the fleet's public
@@ -21,27 +18,7 @@ type players struct {
 
 	mu      sync.Mutex
 	bots    []*bot.Bot
-	runners []*runner
-}
-
-// runner is a bot and the goroutine running it.
-type runner struct {
-	name   string
-	bot    *bot.Bot
-	cancel context.CancelFunc
-	errc   chan error
-	once   sync.Once
-	err    error
-}
-
-// stop stops the bot (it leaves its room and closes its connection) and
-// returns Run's error. It may be called more than once.
-func (r *runner) stop() error {
-	r.once.Do(func() {
-		r.cancel()
-		r.err = <-r.errc
-	})
-	return r.err
+	runners []*botrun.Runner
 }
 
 // newPlayers returns the players of test t on url; when t ends every bot
@@ -67,15 +44,13 @@ func (ps *players) start(t *testing.T, name string, cfg bot.Config) *bot.Bot {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &runner{name: name, bot: b, cancel: cancel, errc: make(chan error, 1)}
-	go func() { r.errc <- b.Run(ctx) }()
+	r := botrun.Start(name, b)
 	ps.mu.Lock()
 	ps.bots = append(ps.bots, b)
 	ps.runners = append(ps.runners, r)
 	ps.mu.Unlock()
 	t.Cleanup(func() {
-		if err := r.stop(); err != nil {
+		if err := r.Stop(); err != nil {
 			t.Errorf("%s: Run: %v", name, err)
 		}
 		if t.Failed() {
@@ -93,44 +68,32 @@ func (ps *players) stopAll(t *testing.T) {
 	ps.runners = nil
 	ps.mu.Unlock()
 	for _, r := range rs {
-		if err := r.stop(); err != nil {
-			t.Errorf("%s: Run: %v", r.name, err)
+		if err := r.Stop(); err != nil {
+			t.Errorf("%s: Run: %v", r.Name, err)
 		}
 	}
+}
+
+// running returns the bots not stopped yet.
+func (ps *players) running() []*bot.Bot {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	var bs []*bot.Bot
+	for _, r := range ps.runners {
+		bs = append(bs, r.Bot)
+	}
+	return bs
 }
 
 // all returns every bot started.
 func (ps *players) all() []*bot.Bot {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	return slices.Clone(ps.bots)
+	return append([]*bot.Bot(nil), ps.bots...)
 }
 
 // waitAll waits until cond holds for every bot, or fails the test after
-// timeout, naming the bots it still waited for.
-func waitAll(t *testing.T, timeout time.Duration, what string, bots []*bot.Bot, cond func(bot.Report) bool) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		missing []string
-	)
-	for _, b := range bots {
-		wg.Go(func() {
-			if err := b.Wait(ctx, cond); err != nil {
-				mu.Lock()
-				missing = append(missing, fmt.Sprintf("%s (%v)", b.Report().Player, err))
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if len(missing) > 0 {
-		slices.Sort(missing)
-		t.Fatalf("%s: %d of %d bots did not get there within %v: %s", what, len(missing), len(bots), timeout, strings.Join(missing, ", "))
-	}
-}
+// timeout, naming the bots it was still waiting for.
+var waitAll = botrun.WaitAll
 
 func seated(r bot.Report) bool { _, ok := r.Room(); return ok }

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/muster-gg/muster/dashboard"
 	"github.com/muster-gg/muster/fleet"
@@ -24,32 +23,28 @@ type server struct {
 	Addr string
 	// Node is its node id in the fleet.
 	Node string
-	// Started is when the engine started it.
-	Started time.Time
 }
 
-// servers returns the running game containers of p, by name.
+// servers returns the running game containers of p, by name. Their
+// addresses come from the project's network, not from each container
+// (docker inspect of a container the engine is still cleaning up after a
+// SIGKILL blocked for minutes on this engine).
 func servers(ctx context.Context, p *dockertest.Project, client *http.Client) ([]server, error) {
-	ids, err := p.Containers(ctx, "game")
+	ids, err := p.Running(ctx, "game")
+	if err != nil {
+		return nil, err
+	}
+	addrs, err := p.Addresses(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []server
 	for _, id := range ids {
-		info, err := p.Run(ctx, nil, "docker", "inspect", "--format",
-			"{{.Name}} {{.State.Running}} {{.State.StartedAt}} {{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", id)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s", err, info)
+		a, ok := addrs[id]
+		if !ok {
+			continue // not on the network (yet, or any more)
 		}
-		f := strings.Fields(info)
-		if len(f) != 4 || f[1] != "true" {
-			continue
-		}
-		started, err := time.Parse(time.RFC3339Nano, f[2])
-		if err != nil {
-			return nil, err
-		}
-		s := server{Container: id, Name: strings.TrimPrefix(f[0], "/"), Addr: f[3] + ":8080", Started: started}
+		s := server{Container: id, Name: a[0], Addr: a[1] + ":8080"}
 		var cp fleet.Capacity
 		if _, err := getJSON(ctx, client, s, fleet.PathCapacity, &cp); err != nil {
 			return nil, err
@@ -57,6 +52,7 @@ func servers(ctx context.Context, p *dockertest.Project, client *http.Client) ([
 		s.Node = cp.NodeID
 		out = append(out, s)
 	}
+	slices.SortFunc(out, func(a, b server) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 

@@ -2,6 +2,7 @@ package dockertest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"os/exec"
@@ -106,4 +107,49 @@ func (e *Events) Exit(ctx context.Context, id string) (Exit, error) {
 			return Exit{}, ctx.Err()
 		}
 	}
+}
+
+// Follow copies the output of container id (a game server's log) from now
+// until it exits or the test ends, and returns a function that returns it
+// so far: compose removes the containers it scales down, and their logs
+// with them.
+func (p *Project) Follow(t testing.TB, id string) func() string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, "docker", "logs", "--follow", "--timestamps", id)
+	buf := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = buf, buf
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatalf("docker logs %s: %v", id, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return buf.String
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns what was written so far.
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -95,27 +95,36 @@ func (p *Project) Must(ctx context.Context, more []string, line string) string {
 	return out
 }
 
-// Containers returns the ids of the project's containers of service,
-// running or not, by their names' order.
-func (p *Project) Containers(ctx context.Context, service string) ([]string, error) {
-	out, err := docker(ctx, nil, "ps", "-a", "--no-trunc",
+// Running returns the full ids of the project's running containers of
+// service. It asks the engine's list, which no container's state holds up.
+func (p *Project) Running(ctx context.Context, service string) ([]string, error) {
+	out, err := docker(ctx, nil, "ps", "--no-trunc", "--quiet",
 		"--filter", "label=com.docker.compose.project="+p.Name,
 		"--filter", "label=com.docker.compose.service="+service,
-		"--format", "{{.Names}} {{.ID}}")
+		"--filter", "status=running")
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", err, out)
 	}
-	lines := strings.Fields(strings.TrimSpace(out))
-	var byName [][2]string
-	for i := 0; i+1 < len(lines); i += 2 {
-		byName = append(byName, [2]string{lines[i], lines[i+1]})
+	return strings.Fields(out), nil
+}
+
+// Addresses returns the containers on the project's default network
+// (<name>_default), by full id: their name and IPv4 address.
+func (p *Project) Addresses(ctx context.Context) (map[string][2]string, error) {
+	out, err := docker(ctx, nil, "network", "inspect", "--format",
+		`{{range $id, $c := .Containers}}{{$id}} {{$c.Name}} {{$c.IPv4Address}}{{"\n"}}{{end}}`, p.Name+"_default")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", err, out)
 	}
-	slices.SortFunc(byName, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
-	var ids []string
-	for _, n := range byName {
-		ids = append(ids, n[1])
+	addrs := map[string][2]string{}
+	for line := range strings.Lines(out) {
+		f := strings.Fields(line)
+		if len(f) == 3 {
+			ip, _, _ := strings.Cut(f[2], "/")
+			addrs[f[0]] = [2]string{f[1], ip}
+		}
 	}
-	return ids, nil
+	return addrs, nil
 }
 
 // Leftovers returns what the engine still has of the project: its
