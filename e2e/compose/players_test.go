@@ -2,6 +2,7 @@ package compose
 
 import (
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -60,6 +61,24 @@ func (ps *players) start(t *testing.T, name string, cfg bot.Config) *bot.Bot {
 	return b
 }
 
+// stop stops bot b (it leaves its room or lobby) and forgets it.
+func (ps *players) stop(t *testing.T, b *bot.Bot) {
+	t.Helper()
+	ps.mu.Lock()
+	var r *botrun.Runner
+	ps.runners = slices.DeleteFunc(ps.runners, func(x *botrun.Runner) bool {
+		if x.Bot == b {
+			r = x
+		}
+		return x.Bot == b
+	})
+	ps.bots = slices.DeleteFunc(ps.bots, func(x *bot.Bot) bool { return x == b })
+	ps.mu.Unlock()
+	if err := r.Stop(); err != nil {
+		t.Errorf("%s: Run: %v", r.Name, err)
+	}
+}
+
 // stopAll stops every bot started so far and waits for them.
 func (ps *players) stopAll(t *testing.T) {
 	t.Helper()
@@ -89,7 +108,7 @@ func (ps *players) running() []*bot.Bot {
 func (ps *players) all() []*bot.Bot {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	return append([]*bot.Bot(nil), ps.bots...)
+	return slices.Clone(ps.bots)
 }
 
 // waitAll waits until cond holds for every bot, or fails the test after

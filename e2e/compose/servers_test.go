@@ -25,7 +25,7 @@ type server struct {
 	Node string
 }
 
-// servers returns the running game containers of p, by name. Their
+// servers returns the running game containers of p that answer, by name. Their
 // addresses come from the project's network, not from each container
 // (docker inspect of a container the engine is still cleaning up after a
 // SIGKILL blocked for minutes on this engine).
@@ -46,8 +46,8 @@ func servers(ctx context.Context, p *dockertest.Project, client *http.Client) ([
 		}
 		s := server{Container: id, Name: a[0], Addr: a[1] + ":8080"}
 		var cp fleet.Capacity
-		if _, err := getJSON(ctx, client, s, fleet.PathCapacity, &cp); err != nil {
-			return nil, err
+		if code, err := getJSON(ctx, client, s, fleet.PathCapacity, &cp); err != nil || code != http.StatusOK {
+			continue // not serving yet
 		}
 		s.Node = cp.NodeID
 		out = append(out, s)
@@ -85,29 +85,28 @@ func view(ctx context.Context, client *http.Client, s server) ([]dashboard.Node,
 	return snap.Nodes, err
 }
 
-// sees reports whether every server of ss sees exactly the nodes of ss,
-// all ready, and returns what each sees.
-func sees(ctx context.Context, client *http.Client, ss []server) (bool, []string) {
+// sees reports whether every server of ss lists exactly the nodes of ss
+// (listed), and all of them ready (ready), and returns what each sees.
+func sees(ctx context.Context, client *http.Client, ss []server) (listed, ready bool, seen []string) {
 	var want []string
 	for _, s := range ss {
 		want = append(want, s.Node)
 	}
 	slices.Sort(want)
-	ok := true
-	var seen []string
+	listed, ready = true, true
 	for _, s := range ss {
 		nodes, err := view(ctx, client, s)
 		var ids []string
 		for _, n := range nodes {
 			ids = append(ids, n.ID)
 			if n.State != fleet.StateReady {
-				ok = false
+				ready = false
 			}
 		}
 		if err != nil || !slices.Equal(ids, want) {
-			ok = false
+			listed, ready = false, false
 		}
 		seen = append(seen, fmt.Sprintf("%s (%s) sees %v %v", s.Name, s.Node, ids, err))
 	}
-	return ok, seen
+	return listed, ready, seen
 }
