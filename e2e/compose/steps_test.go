@@ -278,15 +278,18 @@ func (r *run) kill(ctx context.Context) {
 	start := time.Now()
 	r.p.Must(ctx, r.key, strings.Replace(cmdKill, "<container>", k.Container, 1))
 	// Out of every other server's view.
-	var out time.Duration
+	// lastSeen is when a request began whose answer still listed it: the
+	// server still had it in view then (or after).
+	var out, lastSeen time.Duration
 	for {
 		seen := false
 		for _, s := range others {
+			asked := time.Since(start)
 			vctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			ns, err := view(vctx, r.client, s)
 			cancel()
 			if err != nil || slices.ContainsFunc(ns, func(n dashboard.Node) bool { return n.ID == k.Node }) {
-				seen = true
+				seen, lastSeen = true, asked
 			}
 		}
 		if !seen {
@@ -298,8 +301,8 @@ func (r *run) kill(ctx context.Context) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if out > 3*heartbeat {
-		t.Errorf("%s was out of every view %v after the kill, want within 3 heartbeats (%v)", k.Node, out, 3*heartbeat)
+	if lastSeen > 3*heartbeat {
+		t.Errorf("%s was still in a view %v after the kill (out of all after %v), want out within 3 heartbeats (%v)", k.Node, lastSeen, out, 3*heartbeat)
 	}
 	ectx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	x, err := r.events.Exit(ectx, k.Container)
