@@ -8,9 +8,15 @@
 #
 # docker-compose.yml runs a fleet of them behind nginx.
 
+# The build stage's image: the official Go image. A machine that cannot
+# pull it passes another with the same layout (Go on PATH, CA certificates
+# in /etc/ssl/certs): docker build --build-arg GO_IMAGE=… (compose:
+# MUSTER_GO_IMAGE).
+ARG GO_IMAGE=golang:1.26
+
 # Build stage: the module's dependencies first, so that they stay cached
 # while the sources change.
-FROM golang:1.26 AS build
+FROM ${GO_IMAGE} AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download

@@ -386,13 +386,22 @@ func (s *Server) Run(ctx context.Context) error {
 		stop()
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 		defer cancel()
-		s.relay.Shutdown(sctx)
-		// The game's and the operator's servers at once: neither waits
-		// out the other's connections.
+		// The relay and the game's and the operator's servers at once:
+		// none waits out another's connections, and the listeners close
+		// at once. What is still open at the bound is cut, not an error:
+		// a request half sent, or one a load balancer sent just now.
 		errs := make([]error, len(srvs))
 		var wg sync.WaitGroup
+		wg.Go(func() { _ = s.relay.Shutdown(sctx) })
 		for i, srv := range srvs {
-			wg.Go(func() { errs[i] = srv.Shutdown(sctx) })
+			wg.Go(func() {
+				err := srv.Shutdown(sctx)
+				if errors.Is(err, context.DeadlineExceeded) {
+					s.logger.Warn("connections still open at the shutdown bound were cut", "bound", shutdownTimeout)
+					err = srv.Close()
+				}
+				errs[i] = err
+			})
 		}
 		wg.Wait()
 		return errors.Join(errs...)

@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/muster-gg/muster/examples/duel/bot"
 	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/internal/testkit/botrun"
 	"github.com/muster-gg/muster/internal/testkit/fleetproc"
 )
 
@@ -89,7 +88,7 @@ type cluster struct {
 	*fleetproc.Fleet
 
 	mu      sync.Mutex
-	players map[*testing.T][]*runner
+	players map[*testing.T][]*botrun.Runner
 }
 
 // server is one duel process.
@@ -119,17 +118,15 @@ func (c *cluster) player(t *testing.T, name string, cfg bot.Config) *bot.Bot {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &runner{name: name, bot: b, cancel: cancel, errc: make(chan error, 1)}
-	go func() { p.errc <- b.Run(ctx) }()
+	p := botrun.Start(name, b)
 	c.mu.Lock()
 	if c.players == nil {
-		c.players = map[*testing.T][]*runner{}
+		c.players = map[*testing.T][]*botrun.Runner{}
 	}
 	c.players[t] = append(c.players[t], p)
 	c.mu.Unlock()
 	t.Cleanup(func() {
-		if err := p.stop(); err != nil {
+		if err := p.Stop(); err != nil {
 			t.Errorf("%s: Run: %v", name, err)
 		}
 		if t.Failed() {
@@ -137,26 +134,6 @@ func (c *cluster) player(t *testing.T, name string, cfg bot.Config) *bot.Bot {
 		}
 	})
 	return b
-}
-
-// runner is a bot and the goroutine running it.
-type runner struct {
-	name   string
-	bot    *bot.Bot
-	cancel context.CancelFunc
-	errc   chan error
-	once   sync.Once
-	err    error
-}
-
-// stop stops the bot (it leaves its room and closes its connection) and
-// returns Run's error. It may be called more than once.
-func (p *runner) stop() error {
-	p.once.Do(func() {
-		p.cancel()
-		p.err = <-p.errc
-	})
-	return p.err
 }
 
 // leave stops every bot of test t and waits until no server has a player
@@ -169,8 +146,8 @@ func (c *cluster) leave(t *testing.T) {
 	delete(c.players, t)
 	c.mu.Unlock()
 	for _, p := range ps {
-		if err := p.stop(); err != nil {
-			t.Errorf("%s: Run: %v", p.name, err)
+		if err := p.Stop(); err != nil {
+			t.Errorf("%s: Run: %v", p.Name, err)
 		}
 	}
 	for _, s := range c.Running() {
@@ -180,27 +157,4 @@ func (c *cluster) leave(t *testing.T) {
 
 // waitAll waits until cond holds for every bot, or fails the test after
 // timeout, naming the bots it was still waiting for.
-func waitAll(t *testing.T, timeout time.Duration, what string, bots []*bot.Bot, cond func(bot.Report) bool) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		missing []string
-	)
-	for _, b := range bots {
-		wg.Go(func() {
-			if err := b.Wait(ctx, cond); err != nil {
-				mu.Lock()
-				missing = append(missing, fmt.Sprintf("%s (%v)", b.Report().Player, err))
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if len(missing) > 0 {
-		slices.Sort(missing)
-		t.Fatalf("%s: %d of %d bots did not get there within %v: %s", what, len(missing), len(bots), timeout, strings.Join(missing, ", "))
-	}
-}
+var waitAll = botrun.WaitAll

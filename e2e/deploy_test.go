@@ -367,7 +367,8 @@ func named(t *testing.T, objs map[string][]manifest, kind, name string) *manifes
 // deploy/k8s: a Deployment whose probes are the real paths on the
 // operator's port, scraped there too, whose environment the configuration
 // accepts, and whose grace period is above the drain timeout; a Service
-// without affinity that publishes the game's port and not the operator's;
+// without affinity that publishes the game's port and not the operator's,
+// and keeps the players' addresses (externalTrafficPolicy Local);
 // an HPA on the load metric; a kustomization that lists them all.
 func TestDeployKubernetes(t *testing.T) {
 	dir := filepath.Join(root(t), "deploy", "k8s")
@@ -433,6 +434,16 @@ func TestDeployKubernetes(t *testing.T) {
 	if a := svc.Spec.SessionAffinity; a != "" && a != "None" {
 		t.Errorf("the Service has session affinity %s, want none", a)
 	}
+	// A LoadBalancer with the default policy (Cluster) rewrites the
+	// source: the servers would see a node's address for every player,
+	// and the per-address limits would count a node's players as one.
+	spec2, _ := svc.raw["spec"].(map[string]any)
+	if spec2["type"] == "LoadBalancer" && spec2["externalTrafficPolicy"] != "Local" {
+		t.Errorf("the LoadBalancer Service has externalTrafficPolicy %v, want Local: the servers would not see the players' addresses", spec2["externalTrafficPolicy"])
+	}
+	if env["MUSTER__SERVER__HTTP__TRUSTED_PROXIES"] != "" && spec2["type"] == "LoadBalancer" {
+		t.Errorf("deployment.yaml trusts the X-Forwarded-For of %s, but no proxy stands between the LoadBalancer and the pods", env["MUSTER__SERVER__HTTP__TRUSTED_PROXIES"])
+	}
 	sel, _ := svc.raw["spec"].(map[string]any)["selector"].(map[string]any)
 	for k, v := range sel {
 		if labels[k] != v {
@@ -471,7 +482,8 @@ func TestDeployDockerfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var stages [][]string // instructions per stage
+	var stages [][]string       // instructions per stage
+	args := map[string]string{} // ARG name=default before the first FROM
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
@@ -479,10 +491,20 @@ func TestDeployDockerfile(t *testing.T) {
 			continue
 		}
 		if strings.HasPrefix(line, "FROM ") {
+			// A base image from a build argument is its default: the
+			// official image a user's build pulls.
+			for name, def := range args {
+				line = strings.ReplaceAll(line, "${"+name+"}", def)
+			}
 			stages = append(stages, nil)
 		}
 		if len(stages) == 0 {
-			t.Fatalf("Dockerfile: %q before FROM", line)
+			name, def, ok := strings.Cut(strings.TrimPrefix(line, "ARG "), "=")
+			if !strings.HasPrefix(line, "ARG ") || !ok {
+				t.Fatalf("Dockerfile: %q before FROM, want only ARG name=default", line)
+			}
+			args[name] = def
+			continue
 		}
 		stages[len(stages)-1] = append(stages[len(stages)-1], line)
 	}

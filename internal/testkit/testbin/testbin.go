@@ -33,11 +33,20 @@ func Need(tb testing.TB, name string) string {
 	if err == nil {
 		return path
 	}
-	if InCI() {
-		tb.Fatalf("%s is not on PATH and CI=true: install it (see .ci/run)", name)
-	}
-	tb.Skipf("%s is not on PATH; skipping", name)
+	Unavailable(tb, "%s is not on PATH", name)
 	return ""
+}
+
+// Unavailable skips the test with a one-line reason for something it
+// needs from outside (a program, an engine), or fails it under CI, where
+// .ci/run provides everything.
+func Unavailable(tb testing.TB, format string, args ...any) {
+	tb.Helper()
+	why := fmt.Sprintf(format, args...)
+	if InCI() {
+		tb.Fatalf("%s and CI=true: install it (see .ci/run)", why)
+	}
+	tb.Skipf("%s; skipping", why)
 }
 
 // FreePort returns a TCP port on host that was free a moment ago, for a
