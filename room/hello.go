@@ -23,7 +23,7 @@ func (h *Host[Sim, Input, Player]) hello(ctx context.Context, c *Client, r *http
 		return code, why
 	}
 	c.id, c.arrived, c.rejoin = id, time.Now(), mode == "rejoin"
-	roomID, old, missed, tell, ok := h.register(c)
+	old, ok := h.register(c)
 	if !ok {
 		return StatusGoingAway, "server stopping"
 	}
@@ -32,7 +32,7 @@ func (h *Host[Sim, Input, Player]) hello(ctx context.Context, c *Client, r *http
 	}
 	// Claimed before the welcome: a hello anywhere after it replaces c.
 	c.unclaimed = !h.connect(ctx, c)
-	h.welcome(c, roomID)
+	roomID, missed, tell := h.seat(c)
 	if tell && roomID == "" {
 		// Its room ended here while it was away: it has not heard yet.
 		c.Send(missed)
@@ -97,20 +97,35 @@ func (h *Host[Sim, Input, Player]) checkTicket(ctx context.Context, c *Client, t
 }
 
 // register makes c the connection of its player, in place of old (nil
-// for none), and puts it back in its seat if it has one here: roomID is
-// that seat's room, "" for none. missed is the end of a room the player
-// was away from, to tell it when tell. It reports false, registering
-// nothing, once the host is stopping.
-func (h *Host[Sim, Input, Player]) register(c *Client) (roomID string, old *Client, missed roomOutPacket, tell, ok bool) {
-	id := c.id
+// for none). It reports false, registering nothing, once the host is
+// stopping. Registered before its connection is claimed, c keeps a
+// release of the claim by an older connection here that ends meanwhile
+// from undoing the claim (see releaseConnLocked).
+func (h *Host[Sim, Input, Player]) register(c *Client) (old *Client, ok bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.stopped {
-		return "", nil, roomOutPacket{}, false, false
+		return nil, false
 	}
 	delete(h.hellos, c)
-	old = h.clients[id]
-	h.clients[id] = c
+	old = h.clients[c.id]
+	h.clients[c.id] = c
+	return old, true
+}
+
+// seat welcomes c and puts it back in its seat if it has one here: roomID
+// is that seat's room, "" for none. The welcome is queued before the seat
+// takes c, so no state of the room reaches c before it, however long its
+// connection claim took. missed is the end of a room the player was away
+// from, to tell it when tell. A c that a newer connection replaced
+// meanwhile is neither welcomed nor seated: it is being closed.
+func (h *Host[Sim, Input, Player]) seat(c *Client) (roomID string, missed roomOutPacket, tell bool) {
+	id := c.id
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.clients[id] != c {
+		return "", roomOutPacket{}, false
+	}
 	rm := h.seated[id]
 	if rm != nil && h.fleet != nil && !h.fleet.Holds(fleet.KindPlayer, id) {
 		// Another server took the player's claim over (this one was cut
@@ -124,6 +139,9 @@ func (h *Host[Sim, Input, Player]) register(c *Client) (roomID string, old *Clie
 	}
 	if rm != nil {
 		roomID = rm.info.ID
+	}
+	h.welcome(c, roomID)
+	if rm != nil {
 		rm.mu.Lock()
 		if s := rm.seats[id]; s != nil {
 			s.client = c
@@ -134,7 +152,7 @@ func (h *Host[Sim, Input, Player]) register(c *Client) (roomID string, old *Clie
 	}
 	c.room = roomID
 	missed, tell = h.takeMissedLocked(id, time.Now())
-	return roomID, old, missed, tell, true
+	return roomID, missed, tell
 }
 
 // welcome tells c it is connected: its player id, this server's id (with

@@ -27,6 +27,13 @@ type Faulty struct {
 	fail  map[string]error
 	drop  map[string]bool
 	calls map[string]int
+	hold  map[string]*held
+}
+
+// held is the gate of an operation's calls that Hold holds.
+type held struct {
+	open    chan struct{} // closed by the release
+	waiting int           // calls waiting at the gate now
 }
 
 var _ backplane.RecordSwapper = (*Faulty)(nil)
@@ -37,7 +44,7 @@ func NewFaulty(bp interface {
 	backplane.Backplane
 	backplane.RecordSwapper
 }) *Faulty {
-	f := &Faulty{fail: make(map[string]error), drop: make(map[string]bool), calls: make(map[string]int)}
+	f := &Faulty{fail: make(map[string]error), drop: make(map[string]bool), calls: make(map[string]int), hold: make(map[string]*held)}
 	f.Backplane = backplane.Wrap(bp, backplane.Hooks{Before: f.before})
 	f.swapper = f.Backplane.(backplane.RecordSwapper) // Wrap keeps bp's
 	return f
@@ -91,11 +98,52 @@ func (f *Faulty) Drop(op string, drop bool) {
 	f.drop[op] = drop
 }
 
-// before counts a call of op and decides its fate: the injected error, a
-// drop, or through to the store.
-func (f *Faulty) before(_ context.Context, op backplane.Op) error {
+// Hold makes calls of the named operation wait before they reach the
+// store, as calls to a stalled store do, until release is called (or the
+// call's context ends). Waiting returns how many calls wait now.
+func (f *Faulty) Hold(op string) (waiting func() int, release func()) {
+	h := &held{open: make(chan struct{})}
+	f.mu.Lock()
+	f.hold[op] = h
+	f.mu.Unlock()
+	waiting = func() int {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return h.waiting
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			f.mu.Lock()
+			if f.hold[op] == h {
+				delete(f.hold, op)
+			}
+			f.mu.Unlock()
+			close(h.open)
+		})
+	}
+	return waiting, release
+}
+
+// before counts a call of op and decides its fate: held until released,
+// the injected error, a drop, or through to the store.
+func (f *Faulty) before(ctx context.Context, op backplane.Op) error {
 	name := op.String()
 	f.mu.Lock()
+	if h := f.hold[name]; h != nil {
+		h.waiting++
+		f.mu.Unlock()
+		select {
+		case <-h.open:
+		case <-ctx.Done():
+		}
+		f.mu.Lock()
+		h.waiting--
+		if err := ctx.Err(); err != nil {
+			f.mu.Unlock()
+			return err
+		}
+	}
 	defer f.mu.Unlock()
 	f.calls[name]++
 	switch {

@@ -44,6 +44,9 @@ type Sockets struct {
 	Servers int
 	// MatchLen is the Game's MatchLen.
 	MatchLen uint64
+	// States is the Game's States: every pass sends the room's players
+	// a state.
+	States bool
 	// Cooldown is the hosts' room.Config.MoveCooldown; default Cooldown.
 	Cooldown time.Duration
 	// Modules returns the modules to add to the host of server i; each
@@ -81,7 +84,7 @@ func StartServers(tb testing.TB, o Sockets) []*Server {
 	var out []*Server
 	logger := testrun.Logger(tb, slog.LevelWarn)
 	for i, s := range c.Servers {
-		h, err := room.New[*Sim, int, string](&Game{MatchLen: o.MatchLen}, room.Config{Secret: "shared", MoveCooldown: o.Cooldown, Limits: room.Limits{Connects: 1 << 20, Open: math.MaxInt}}, logger.With("node_id", s.ID()))
+		h, err := room.New[*Sim, int, string](&Game{MatchLen: o.MatchLen, States: o.States}, room.Config{Secret: "shared", MoveCooldown: o.Cooldown, Limits: room.Limits{Connects: 1 << 20, Open: math.MaxInt}}, logger.With("node_id", s.ID()))
 		if err != nil {
 			tb.Fatal(err)
 		}
