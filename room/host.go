@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/muster-gg/muster/backplane/memory"
+	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/uid"
 )
 
@@ -46,6 +48,12 @@ type Host[Sim, Input, Player any] struct {
 	redirects sync.Map // reason → *atomic.Uint64
 	handoffs  atomic.Uint64
 	limited   atomic.Uint64 // connections closed for sending too fast
+
+	// Rooms that move (migrate.go): the key that signs their snapshots,
+	// how a snapshot reaches another server, and the counts.
+	moveKey  []byte
+	sendRoom func(ctx context.Context, to fleet.Node, sealed []byte) error
+	moves    moveStats
 
 	mu      sync.Mutex
 	running bool
@@ -119,6 +127,8 @@ func New[Sim, Input, Player any](game Game[Sim, Input, Player], cfg Config, logg
 		idTag:     uid.Tag(),
 	}
 	local := memory.New() // counters until a fleet is bound
+	h.moveKey = snapshotKey(cfg.Secret)
+	h.sendRoom = httpSendRoom(&http.Client{Timeout: cfg.Migrate.Timeout})
 	h.tickets = newTickets(cfg.Secret, cfg.TicketTTL, local)
 	h.limits = &limiter{cfg: cfg.Limits, counter: local}
 	return h, nil

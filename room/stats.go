@@ -59,11 +59,14 @@ type Stats struct {
 	// Limited counts the connections closed (StatusLimited) for sending
 	// more messages than Limits.Messages and Limits.Burst allow.
 	Limited uint64
+	// Moves counts the rooms moved to and from other servers, and the
+	// moves' pauses.
+	Moves MoveStats
 }
 
 // Stats returns the host's counters.
 func (h *Host[Sim, Input, Player]) Stats() Stats {
-	st := Stats{Load: h.Load(), Redirects: map[string]uint64{}, Handoffs: h.handoffs.Load(), Limited: h.limited.Load()}
+	st := Stats{Load: h.Load(), Redirects: map[string]uint64{}, Handoffs: h.handoffs.Load(), Limited: h.limited.Load(), Moves: h.moves.stats()}
 	h.mu.Lock()
 	st.Rooms, st.Seated = len(h.rooms), len(h.seated)
 	for _, c := range h.clients {

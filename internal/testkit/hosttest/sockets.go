@@ -98,6 +98,7 @@ func StartServers(tb testing.TB, o Sockets) []*Server {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/play", h.Handler())
+		mux.Handle(room.PathMove, h.MoveHandler())
 		https[i].Config.Handler = rl.Middleware(mux)
 		testrun.GoRun(tb, h.Run) // stopped after the server and the relay
 		<-h.Started()            // before, /play answers 503
