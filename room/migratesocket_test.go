@@ -49,4 +49,9 @@ func TestMovedRoomsPlayersFollow(t *testing.T) {
 	if st := a.Host.Stats(); st.Moves.Moved != 1 || st.Redirects[room.ReasonMigrate] != 2 {
 		t.Errorf("a moved %d rooms and redirected %d players for migrate, want 1 and 2", st.Moves.Moved, st.Redirects[room.ReasonMigrate])
 	}
+	// The drain's last part sends away the players in no room: not those
+	// whose redirect after their room is under way.
+	if n := a.Host.Stats().Redirects[room.ReasonDrain]; n != 0 {
+		t.Errorf("a redirected %d players of the moved room again, reason drain", n)
+	}
 }

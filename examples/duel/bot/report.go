@@ -61,7 +61,7 @@ type Redirect struct {
 	From   string    // the server that sent it
 	To     string    // the server it names
 	Param  string    // the query parameter naming a server
-	Reason string    // rejoin, queue, lobby or drain
+	Reason string    // rejoin, queue, lobby, drain or migrate
 }
 
 // Room is a room the bot was seated in.
@@ -87,6 +87,12 @@ type Room struct {
 	Inputs int
 	// Snapshots counts the state packets the bot received in the room.
 	Snapshots int
+	// LastState is when the bot received the room's last state packet.
+	LastState time.Time
+	// Gap is the longest time between two state packets of the room: the
+	// pause the bot saw when its room moved to another server (a
+	// redirect, reason migrate) or its connection dropped.
+	Gap time.Duration
 }
 
 // Wait is a queue.waiting packet: the bot waits in a playlist's queue on a

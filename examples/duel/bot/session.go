@@ -156,7 +156,7 @@ func (s *session) read(data []byte) (done bool) {
 		var snap snapshot
 		if json.Unmarshal(data, &snap) == nil {
 			s.snap = &snap
-			b.countInRoom(func(rm *Room) *int { return &rm.Snapshots })
+			b.stateInRoom()
 		}
 	case "redirect":
 		s.redirect = &redirectPacket{Node: p.Node, Param: p.Param, Reason: p.Reason, Ticket: p.Ticket, Query: p.Query}
