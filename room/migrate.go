@@ -103,7 +103,12 @@ func (h *Host[Sim, Input, Player]) moveRooms(ctx context.Context) {
 	}
 	start := time.Now()
 	sem := make(chan struct{}, moveParallel)
-	var wg sync.WaitGroup
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		moved    int
+		maxPause time.Duration
+	)
 	for _, r := range rooms {
 		if ctx.Err() != nil {
 			break
@@ -111,20 +116,26 @@ func (h *Host[Sim, Input, Player]) moveRooms(ctx context.Context) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			h.moveRoom(ctx, r, pick)
+			if pause, ok := h.moveRoom(ctx, r, pick); ok {
+				mu.Lock()
+				moved, maxPause = moved+1, max(maxPause, pause)
+				mu.Unlock()
+			}
 		})
 	}
 	wg.Wait()
-	h.logger.Info("rooms moved", "moved", h.moves.moved.Load(), "left", h.Rooms(), "took", time.Since(start).Round(time.Millisecond))
+	h.logger.Info("rooms moved", "moved", moved, "left", h.Rooms(), "took", time.Since(start).Round(time.Millisecond),
+		"pause_max", maxPause.Round(time.Millisecond))
 }
 
-// moveRoom moves room r to a server pick chooses, or leaves it here.
-func (h *Host[Sim, Input, Player]) moveRoom(ctx context.Context, r *Room[Sim, Input, Player], pick *picker) {
+// moveRoom moves room r to a server pick chooses, or leaves it here. It
+// returns the move's pause and whether the room moved.
+func (h *Host[Sim, Input, Player]) moveRoom(ctx context.Context, r *Room[Sim, Input, Player], pick *picker) (time.Duration, bool) {
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.Migrate.Timeout)
 	defer cancel()
 	mods, ok := h.moveOut(r.info)
 	if !ok {
-		return
+		return 0, false
 	}
 	var data json.RawMessage
 	if r.info.Data != nil {
@@ -132,25 +143,25 @@ func (h *Host[Sim, Input, Player]) moveRoom(ctx context.Context, r *Room[Sim, In
 		if data, err = json.Marshal(r.info.Data); err != nil {
 			h.logger.Warn("the room's Info.Data does not encode; it stays", "room_id", r.info.ID, "err", err)
 			h.moves.failed.Add(1)
-			return
+			return 0, false
 		}
 	}
 	mv, ok := r.askMove()
 	if !ok {
-		return
+		return 0, false
 	}
 	select {
 	case <-mv.ready:
 	case <-ctx.Done():
 		r.unfreeze(mv)
-		return
+		return 0, false
 	}
 	if mv.err != nil {
 		if !errors.Is(mv.err, errRoomEnded) {
 			h.logger.Warn("the game's Snapshot failed; the room stays", "room_id", r.info.ID, "err", mv.err)
 			h.moves.failed.Add(1)
 		}
-		return
+		return 0, false
 	}
 	s := mv.snap
 	s.From, s.Data, s.Modules = h.fleet.ID(), data, mods
@@ -164,8 +175,7 @@ func (h *Host[Sim, Input, Player]) moveRoom(ctx context.Context, r *Room[Sim, In
 		tried = append(tried, to.ID)
 		err := h.offerRoom(ctx, r, s, to)
 		if err == nil {
-			h.movedAway(r, to, mv.at)
-			return
+			return h.movedAway(r, to, mv.at), true
 		}
 		pick.give(to.ID, load)
 		h.logger.Warn("room not moved", "room_id", r.info.ID, "to", to.ID, "err", err)
@@ -175,6 +185,7 @@ func (h *Host[Sim, Input, Player]) moveRoom(ctx context.Context, r *Room[Sim, In
 	}
 	h.moves.failed.Add(1)
 	r.unfreeze(mv)
+	return 0, false
 }
 
 // errTooLarge is the error of a snapshot over Migrate.MaxBytes.
@@ -259,12 +270,13 @@ func (r *Room[Sim, Input, Player]) unfreeze(mv *moving) {
 }
 
 // movedAway forgets room r, which now runs on server to, and redirects
-// its connected players there. The game's RoomEnded and the modules'
+// its connected players there; it returns the move's pause, from the
+// room's freeze. The game's RoomEnded and the modules'
 // RoomEndHandlers do not run: the match goes on. The claims of its
 // players are let go of (the release removes only this server's claims,
 // and to has claimed them over it already).
-func (h *Host[Sim, Input, Player]) movedAway(r *Room[Sim, Input, Player], to fleet.Node, frozen time.Time) {
-	pause := time.Since(frozen)
+func (h *Host[Sim, Input, Player]) movedAway(r *Room[Sim, Input, Player], to fleet.Node, frozen time.Time) (pause time.Duration) {
+	pause = time.Since(frozen)
 	r.mu.Lock()
 	r.ended = true
 	seats := r.seats
@@ -300,6 +312,7 @@ func (h *Host[Sim, Input, Player]) movedAway(r *Room[Sim, Input, Player], to fle
 	case h.roomEnd <- struct{}{}:
 	default:
 	}
+	return pause
 }
 
 // picker chooses the servers a drain moves its rooms to: ready, with

@@ -133,7 +133,7 @@ func TestDrainMovesDuel(t *testing.T) {
 		if last.Reason != room.ReasonMigrate || last.From != a.NodeID() || last.To != b.NodeID() {
 			t.Errorf("%s: last redirect %+v, want %s to %s, reason migrate", r.Player, last, a.NodeID(), b.NodeID())
 		}
-		t.Logf("%s: longest pause between states %v", r.Player, rm.Gap.Round(time.Millisecond))
+		t.Logf("%s: pause between states across the move %v", r.Player, last.Pause.Round(time.Millisecond))
 	}
 	if got := b.Host().RoomOf("ann"); got != "match-1" {
 		t.Errorf("ann seated in %q on %s, want match-1", got, b.NodeID())

@@ -119,6 +119,10 @@ func (b *Bot) stateInRoom() {
 		if !rm.LastState.IsZero() {
 			rm.Gap = max(rm.Gap, now.Sub(rm.LastState))
 		}
+		if b.pausing > 0 {
+			b.rep.Redirects[b.pausing-1].Pause = now.Sub(rm.LastState)
+			b.pausing = 0
+		}
 		rm.LastState = now
 		rm.Snapshots++
 		b.countedLocked(rm.Snapshots)

@@ -62,6 +62,11 @@ type Redirect struct {
 	To     string    // the server it names
 	Param  string    // the query parameter naming a server
 	Reason string    // rejoin, queue, lobby, drain or migrate
+	// Pause is, for a redirect the bot followed while seated (its room
+	// moved: reason migrate), the time from the room's last state before
+	// the redirect to its first state after; 0 until that state comes,
+	// and for a redirect out of a room.
+	Pause time.Duration
 }
 
 // Room is a room the bot was seated in.
