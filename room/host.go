@@ -51,9 +51,10 @@ type Host[Sim, Input, Player any] struct {
 
 	// Rooms that move (migrate.go): the key that signs their snapshots,
 	// how a snapshot reaches another server, and the counts.
-	moveKey  []byte
-	sendRoom func(ctx context.Context, to fleet.Node, sealed []byte) error
-	moves    moveStats
+	moveKey   []byte
+	sendRoom  func(ctx context.Context, to fleet.Node, sealed []byte) error
+	moveConns *http.Transport // sendRoom's, closed when Run returns
+	moves     moveStats
 
 	mu      sync.Mutex
 	running bool
@@ -128,7 +129,8 @@ func New[Sim, Input, Player any](game Game[Sim, Input, Player], cfg Config, logg
 	}
 	local := memory.New() // counters until a fleet is bound
 	h.moveKey = snapshotKey(cfg.Secret)
-	h.sendRoom = httpSendRoom(&http.Client{Timeout: cfg.Migrate.Timeout})
+	h.moveConns = &http.Transport{Proxy: nil, MaxIdleConnsPerHost: moveParallel, IdleConnTimeout: time.Minute}
+	h.sendRoom = httpSendRoom(&http.Client{Transport: h.moveConns, Timeout: cfg.Migrate.Timeout})
 	h.tickets = newTickets(cfg.Secret, cfg.TicketTTL, local)
 	h.limits = &limiter{cfg: cfg.Limits, counter: local}
 	return h, nil
@@ -177,6 +179,7 @@ func (h *Host[Sim, Input, Player]) Run(ctx context.Context) error {
 	h.endRooms()
 	h.closeClients()
 	h.conns.Wait()
+	h.moveConns.CloseIdleConnections()
 	return nil
 }
 
