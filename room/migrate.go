@@ -42,7 +42,7 @@ import (
 const ReasonMigrate = "migrate"
 
 // moveParallel is how many rooms one drain moves at once.
-const moveParallel = 16
+const moveParallel = 64
 
 // moveTries is how many servers a room is offered to before it stays.
 const moveTries = 2
