@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,7 +82,7 @@ func duelFleet(t *testing.T, ids ...string) (servers []*muster.Server, lb string
 
 // A drain moves a running duel to the other server: both players are
 // redirected there (reason migrate), are back in the same room, and the
-// match goes on there; it does not end.
+// match goes on there, played to its end.
 func TestDrainMovesDuel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a bound for a stuck run, not a measure
 	defer cancel()
@@ -89,7 +90,7 @@ func TestDrainMovesDuel(t *testing.T) {
 	a, b := servers[0], servers[1]
 	var bots []*bot.Bot
 	for _, id := range []string{"ann", "bob"} {
-		bt, err := bot.New(bot.Config{URL: lb, Player: id, Style: bot.StyleIdle, Logger: slog.New(slog.DiscardHandler)})
+		bt, err := bot.New(bot.Config{URL: lb, Player: id, Style: bot.StyleChase, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,16 +119,14 @@ func TestDrainMovesDuel(t *testing.T) {
 			before = rm.Snapshots
 		}
 		playing := func(r bot.Report) bool {
-			rm, ok := r.Room()
-			return ok && r.Node() == b.NodeID() && rm.Snapshots > before+20
+			return len(r.Rooms) == 1 && r.Node() == b.NodeID() && r.Rooms[0].Snapshots > before+20
 		}
 		if err := bt.Wait(ctx, playing); err != nil {
 			t.Fatalf("%s not playing on %s after the drain: %v\n%s", bt.Report().Player, b.NodeID(), err, bt.Report().Log())
 		}
 		r := bt.Report()
-		rm, _ := r.Room()
-		if len(r.Rooms) != 1 || rm.ID != "match-1" {
-			t.Errorf("%s: rooms %+v, want match-1 alone, still running", r.Player, r.Rooms)
+		if rm := r.Rooms[0]; rm.ID != "match-1" || rm.Node != b.NodeID() {
+			t.Errorf("%s: room %s on %s, want match-1 on %s", r.Player, rm.ID, rm.Node, b.NodeID())
 		}
 		last := r.Redirects[len(r.Redirects)-1]
 		if last.Reason != room.ReasonMigrate || last.From != a.NodeID() || last.To != b.NodeID() {
@@ -135,8 +134,15 @@ func TestDrainMovesDuel(t *testing.T) {
 		}
 		t.Logf("%s: pause between states across the move %v", r.Player, last.Pause.Round(time.Millisecond))
 	}
-	if got := b.Host().RoomOf("ann"); got != "match-1" {
-		t.Errorf("ann seated in %q on %s, want match-1", got, b.NodeID())
+	// The bots steer on after the move (they send inputs to the room's new
+	// server) and one of them wins.
+	for _, bt := range bots {
+		if err := bt.Wait(ctx, func(r bot.Report) bool { return r.Ended() > 0 }); err != nil {
+			t.Fatalf("%s: the moved match never ended: %v\n%s", bt.Report().Player, err, bt.Report().Log())
+		}
+		if rm := bt.Report().Rooms[0]; !strings.HasPrefix(rm.Reason, "won by ") || rm.Node != b.NodeID() {
+			t.Errorf("%s: match-1 ended on %s with %q, want won on %s", bt.Report().Player, rm.Node, rm.Reason, b.NodeID())
+		}
 	}
 }
 

@@ -75,7 +75,8 @@ type Room struct {
 	ID string
 	// Kind is the room's kind: the playlist, or "lobby".
 	Kind string
-	// Node is the server the room runs on.
+	// Node is the server the room runs on: the last that welcomed the bot
+	// into it (a room moves with a drain).
 	Node string
 	// Started is when the bot learned of its seat.
 	Started time.Time
