@@ -108,7 +108,8 @@ func TestSections(t *testing.T) {
 		Rate: 30, Workers: 2, MaxCatchUp: 4, ReadLimit: 4096, SendQueue: 32,
 		PingInterval: 10 * time.Second, HelloTimeout: 10 * time.Second, Secret: "0123456789abcdef",
 		TicketTTL: time.Minute, MoveCooldown: 1500 * time.Millisecond, AwayTimeout: time.Minute, DrainGrace: 2 * time.Second,
-		Limits: room.Limits{Store: room.StoreBackplane, Connects: 60, Window: def.Limits.Window, Open: 64, Failures: 20, Lockout: 10 * time.Minute, Messages: 120, Burst: 240},
+		Limits:  room.Limits{Store: room.StoreBackplane, Connects: 60, Window: def.Limits.Window, Open: 64, Failures: 20, Lockout: 10 * time.Minute, Messages: 120, Burst: 240},
+		Migrate: def.Migrate,
 	}
 	if got := roomConfig(c); !reflect.DeepEqual(got, wantRoom) {
 		t.Errorf("roomConfig =\n%+v\nwant\n%+v", got, wantRoom)

@@ -56,6 +56,7 @@ type host interface {
 	metrics.Rooms
 	Run(ctx context.Context) error
 	Handler() http.Handler
+	MoveHandler() http.Handler
 	Tickets() *room.Tickets
 	Use(m room.Module) error
 	Started() <-chan struct{}
@@ -237,6 +238,9 @@ func New[Sim, Input, Player any](game room.Game[Sim, Input, Player], cfg config.
 		operatorRoutes(r)
 	}
 	r.Handle("/play", h.Handler())
+	// The rooms a draining server of the fleet moves here, signed with
+	// the fleet's key: posted to the internal address, the game's port.
+	r.Handle(room.PathMove, h.MoveHandler())
 	if o.guestTickets != "" {
 		r.Post(o.guestTickets, guestTickets(h.Tickets()))
 	}

@@ -199,11 +199,17 @@ func TestEveryKeyFromEnv(t *testing.T) {
 			}
 			n++
 			var got, want config.Config
-			if err := config.ApplyEnv(&got, []string{name + "=7"}); err != nil {
+			value := "7"
+			if fg(&want).Kind() == reflect.Bool {
+				value = "true"
+			}
+			if err := config.ApplyEnv(&got, []string{name + "=" + value}); err != nil {
 				t.Errorf("%s: %v", name, err)
 				continue
 			}
 			switch p := fg(&want).Addr().Interface().(type) {
+			case *bool:
+				*p = true
 			case *string:
 				*p = "7"
 			case *int:
@@ -216,13 +222,13 @@ func TestEveryKeyFromEnv(t *testing.T) {
 				t.Fatalf("%s: unexpected type %T", name, p)
 			}
 			if !reflect.DeepEqual(got, want) {
-				t.Errorf("%s=7: got %+v, want %+v", name, got, want)
+				t.Errorf("%s=%s: got %+v, want %+v", name, value, got, want)
 			}
 		}
 	}
 	walk(reflect.TypeFor[config.Config](), func(c *config.Config) reflect.Value { return reflect.ValueOf(c).Elem() }, "MUSTER")
-	if n != 90 {
-		t.Errorf("walked %d settings, want 90", n)
+	if n != 93 {
+		t.Errorf("walked %d settings, want 93", n)
 	}
 }
 

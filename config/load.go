@@ -251,6 +251,12 @@ func set(v reflect.Value, s string) error {
 			return err
 		}
 		*p = d
+	case *bool:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return fmt.Errorf("want true or false, got %s", quote(s))
+		}
+		*p = b
 	case *float64:
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {

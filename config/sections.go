@@ -45,6 +45,25 @@ type Room struct {
 	DrainGrace Duration `yaml:"drain-grace"`
 	// Limits are the connection rate limits and lockouts.
 	Limits RoomLimits `yaml:"limits"`
+	// Migrate bounds the moves of a draining server's rooms to the other
+	// servers, for a game that implements room.Migrator.
+	Migrate RoomMigrate `yaml:"migrate"`
+}
+
+// RoomMigrate is muster.room.migrate (room.Migrate): a draining server
+// moves its running rooms to the other servers of the fleet, for a game
+// that implements room.Migrator.
+type RoomMigrate struct {
+	// Disabled keeps every room where it is: a drain waits for the rooms
+	// to end, or ends them at its timeout. Default false.
+	Disabled bool `yaml:"disabled"`
+	// MaxBytes is the largest signed snapshot of a room that moves, 1 to
+	// 64 MiB; a larger room stays. Default 1048576 (1 MiB).
+	MaxBytes int `yaml:"max-bytes"`
+	// Timeout bounds one room's move, from its freeze to the other
+	// server's answer, at most 1m; a room not moved by then stays.
+	// Default 5s.
+	Timeout Duration `yaml:"timeout"`
 }
 
 // RoomLimits is muster.room.limits (room.Limits): limits per client
@@ -198,6 +217,13 @@ func (c Config) validateSections() error {
 		positiveUpTo("room.move-cooldown", r.MoveCooldown, hour),
 		positiveUpTo("room.away-timeout", r.AwayTimeout, day),
 		positiveUpTo("room.drain-grace", r.DrainGrace, 5*minute),
+		func() error {
+			if n := r.Migrate.MaxBytes; n < 1 || n > 64<<20 {
+				return bad("room.migrate.max-bytes", "want 1-%d bytes, got %d", 64<<20, n)
+			}
+			return nil
+		}(),
+		positiveUpTo("room.migrate.timeout", r.Migrate.Timeout, minute),
 		atLeast("room.limits.connects", l.Connects, 1),
 		positiveUpTo("room.limits.window", l.Window, day),
 		atLeast("room.limits.open", l.Open, 0),

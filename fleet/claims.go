@@ -37,12 +37,27 @@ func (f *Fleet) writeClaims(ctx context.Context, op string, keys []backplane.Key
 	f.mu.Lock()
 	for _, k := range keys {
 		markLocked(k)
+		if f.writing == nil {
+			f.writing = make(map[backplane.Key]int)
+		}
+		f.writing[k]++
 	}
 	f.cancelPendingLocked(keys)
 	f.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.CallTimeout)
 	defer cancel()
-	if err := write(ctx, f.cfg.NodeID, keys...); err != nil {
+	err := write(ctx, f.cfg.NodeID, keys...)
+	f.mu.Lock()
+	for _, k := range keys {
+		if f.writing[k]--; f.writing[k] <= 0 {
+			delete(f.writing, k)
+		}
+		if f.claimedDuring != nil {
+			f.claimedDuring[k] = true
+		}
+	}
+	f.mu.Unlock()
+	if err != nil {
 		return fmt.Errorf("%s %s: %w", op, describe(keys), err)
 	}
 	return nil
@@ -162,9 +177,19 @@ func (f *Fleet) Arrive(ctx context.Context, kind, id string) (holder Node, hando
 // claims, and reported to the OnClaimLost function. Run's goroutine only.
 func (f *Fleet) reassert(ctx context.Context) {
 	held := f.beat.keys
+	f.mu.Lock()
+	f.claimedDuring = make(map[backplane.Key]bool, len(f.writing))
+	for k := range f.writing { // written perhaps after the store's answer
+		f.claimedDuring[k] = true
+	}
+	f.mu.Unlock()
 	cctx, cancel := context.WithTimeout(ctx, f.cfg.CallTimeout)
 	lost, err := f.bp.Reassert(cctx, f.cfg.NodeID, MissedHeartbeats*f.cfg.Heartbeat, held...)
 	cancel()
+	f.mu.Lock()
+	claimed := f.claimedDuring
+	f.claimedDuring = nil
+	f.mu.Unlock()
 	if err != nil {
 		if ctx.Err() == nil { // not cut short by the stop
 			f.logger.Warn("re-assert claims; will retry at the next heartbeat", "claims", len(held), "err", err)
@@ -183,7 +208,9 @@ func (f *Fleet) reassert(ctx context.Context) {
 	fn := f.onLost
 	var gone []backplane.Key
 	for _, k := range lost {
-		if f.held[k] {
+		// A key claimed while the call was in flight was written over
+		// the other server's claim, after the answer: it stays.
+		if f.held[k] && !claimed[k] {
 			f.dropLocked(k)
 			gone = append(gone, k)
 		}

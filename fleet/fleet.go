@@ -65,6 +65,13 @@ type Fleet struct {
 	beat     heldList               // Run's goroutine only (under beatMu)
 	spareLog map[backplane.Key]bool // an emptied log to hand over next; beatMu
 	scanned  int                    // claims the heartbeat went over holding f.mu (for tests)
+	// claimedDuring holds the keys claimed while a re-assertion is in
+	// flight, or whose claim was being written when it began (nil when
+	// none is): the store's answer that another server has one of them
+	// may be older than this server's claim, which stands. writing counts
+	// the claims of each key being written.
+	claimedDuring map[backplane.Key]bool
+	writing       map[backplane.Key]int
 	// relQ holds what ReleaseLater queued and f.mu's holders have not
 	// moved to held and pending yet (see absorbLocked). It has a lock of
 	// its own, relMu, so that ReleaseLater, which a room's step worker

@@ -65,6 +65,9 @@ type recordReassert struct {
 	*memory.Backplane
 	called chan struct{}
 	goOn   chan struct{}
+	// after, if set, runs once the store has answered, before the fleet
+	// has the answer.
+	after func()
 
 	mu   sync.Mutex
 	keys map[backplane.Key]bool // the last Reassert's
@@ -82,7 +85,11 @@ func (b *recordReassert) Reassert(ctx context.Context, owner string, lease time.
 		b.called <- struct{}{}
 		<-b.goOn
 	}
-	return b.Backplane.Reassert(ctx, owner, lease, keys...)
+	lost, err := b.Backplane.Reassert(ctx, owner, lease, keys...)
+	if b.after != nil {
+		b.after()
+	}
+	return lost, err
 }
 
 // checkReasserted fails unless the last Reassert was given exactly held.
@@ -166,6 +173,64 @@ func TestClaimsChangedDuringReassert(t *testing.T) {
 		t.Fatal(err)
 	}
 	bp.checkReasserted(t, held)
+}
+
+// A claim another server took while a re-assertion was in flight, and
+// that this server claimed back (Claim writes over) after the store
+// answered, stays held and is not reported lost: the answer is older than
+// the claim. A room that moves from a server and back within a heartbeat
+// lost its players without it.
+func TestClaimTakenBackDuringReassert(t *testing.T) {
+	mem := memory.New()
+	bp := &recordReassert{Backplane: mem, called: make(chan struct{}), goOn: make(chan struct{})}
+	f, err := New(Config{NodeID: "s0"}, bp, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := New(Config{NodeID: "s1"}, mem, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var lost []string
+	f.OnClaimLost(func(kind, id string) {
+		mu.Lock()
+		lost = append(lost, id)
+		mu.Unlock()
+	})
+	ctx := t.Context()
+	if err := other.step(ctx); err != nil { // live
+		t.Fatal(err)
+	}
+	if err := f.Claim(ctx, KindPlayer, "back", "taken"); err != nil {
+		t.Fatal(err)
+	}
+	bp.after = func() {
+		if err := f.Claim(ctx, KindPlayer, "back"); err != nil {
+			t.Error(err)
+		}
+	}
+	stepped := make(chan error)
+	go func() { stepped <- f.step(ctx) }()
+	<-bp.called
+	if err := other.Claim(ctx, KindPlayer, "back", "taken"); err != nil {
+		t.Fatal(err)
+	}
+	close(bp.goOn)
+	if err := <-stepped; err != nil {
+		t.Fatal(err)
+	}
+	if !f.Holds(KindPlayer, "back") {
+		t.Error("the claim taken back after the store's answer was dropped")
+	}
+	if owner, err := mem.Locate(ctx, backplane.Key{Kind: KindPlayer, ID: "back"}); err != nil || owner != "s0" {
+		t.Errorf("the store has back at %q (%v), want s0", owner, err)
+	}
+	mu.Lock()
+	if !slices.Equal(lost, []string{"taken"}) {
+		t.Errorf("OnClaimLost saw %v, want [taken]", lost)
+	}
+	mu.Unlock()
 }
 
 // idsOf returns the ids of the keys in set, sorted.

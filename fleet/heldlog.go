@@ -5,6 +5,9 @@ import "github.com/muster-gg/muster/backplane"
 // holdLocked adds k to the claims held, and notes the change in the
 // heartbeat's log. f.mu must be held.
 func (f *Fleet) holdLocked(k backplane.Key) {
+	if f.claimedDuring != nil {
+		f.claimedDuring[k] = true
+	}
 	if f.held[k] {
 		return
 	}

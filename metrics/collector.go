@@ -73,6 +73,7 @@ type Collector struct {
 	rejected, foreign                                  *prometheus.Desc
 
 	rooms, connected, seated, redirects, handoffs, limited, lateness, passes *prometheus.Desc
+	moved, moveFailed, movePause                                             *prometheus.Desc
 
 	relayActive, relayTotal, relayFallbacks, relayRefusals, relayBytes, relaySignatures *prometheus.Desc
 }
@@ -85,7 +86,7 @@ var states = []fleet.State{fleet.StateStarting, fleet.StateReady, fleet.StateFul
 
 // reasons are reported by muster_redirects_total even before the first
 // redirect, so that rate() has a series to start from.
-var reasons = []string{room.ReasonRejoin, room.ReasonQueue, room.ReasonLobby, room.ReasonDrain}
+var reasons = []string{room.ReasonRejoin, room.ReasonQueue, room.ReasonLobby, room.ReasonDrain, room.ReasonMigrate}
 
 // NewCollector returns a Collector reading src. It reports, for each part
 // given:
@@ -121,6 +122,13 @@ var reasons = []string{room.ReasonRejoin, room.ReasonQueue, room.ReasonLobby, ro
 //   - muster_step_lateness_seconds{quantile}: how late room passes started
 //     after their tick (NaN until the first pass), and
 //     muster_step_passes_total, the passes measured.
+//   - muster_rooms_moved_total{direction}: rooms moved to another server
+//     ("out") and taken from one ("in") while running (room.Migrator).
+//   - muster_room_moves_failed_total: rooms a drain tried to move that
+//     stayed (no server took them in time, too large, refused).
+//   - muster_room_move_pause_seconds: a histogram of the moves' pauses,
+//     from a room's freeze here to the other server's answer that it runs
+//     there.
 //
 // Relay:
 //   - muster_relay_connections_active, muster_relay_connections_total and
@@ -152,14 +160,17 @@ func NewCollector(src Sources) *Collector {
 		rejected: d("muster_fleet_records_rejected_total", "Fleet records dropped from the view as unsigned or signed with another key.", nil, nil),
 		foreign:  d("muster_fleet_foreign_nodes", "Servers of the cluster whose records this server drops, signed with another muster.security.key: the fleet is split.", nil, nil),
 
-		rooms:     d("muster_rooms", "Running rooms.", nil, nil),
-		connected: d("muster_players_connected", "Players connected to this server.", nil, nil),
-		seated:    d("muster_players_seated", "Players with a seat in one of this server's rooms, present or away.", nil, nil),
-		redirects: d("muster_redirects_total", "Clients sent to another server, by reason.", []string{"reason"}, nil),
-		handoffs:  d("muster_handoffs_total", "Handoffs written for players moved to another server.", nil, nil),
-		limited:   d("muster_connections_limited_total", "Connections closed for sending messages too fast (4005).", nil, nil),
-		lateness:  d("muster_step_lateness_seconds", "Quantiles of how late room passes started after their tick.", []string{"quantile"}, nil),
-		passes:    d("muster_step_passes_total", "Room passes measured for muster_step_lateness_seconds.", nil, nil),
+		rooms:      d("muster_rooms", "Running rooms.", nil, nil),
+		connected:  d("muster_players_connected", "Players connected to this server.", nil, nil),
+		seated:     d("muster_players_seated", "Players with a seat in one of this server's rooms, present or away.", nil, nil),
+		redirects:  d("muster_redirects_total", "Clients sent to another server, by reason.", []string{"reason"}, nil),
+		handoffs:   d("muster_handoffs_total", "Handoffs written for players moved to another server.", nil, nil),
+		limited:    d("muster_connections_limited_total", "Connections closed for sending messages too fast (4005).", nil, nil),
+		lateness:   d("muster_step_lateness_seconds", "Quantiles of how late room passes started after their tick.", []string{"quantile"}, nil),
+		passes:     d("muster_step_passes_total", "Room passes measured for muster_step_lateness_seconds.", nil, nil),
+		moved:      d("muster_rooms_moved_total", "Running rooms moved to another server (out) or taken from one (in).", []string{"direction"}, nil),
+		moveFailed: d("muster_room_moves_failed_total", "Rooms a drain tried to move to another server that stayed.", nil, nil),
+		movePause:  d("muster_room_move_pause_seconds", "Pauses of the rooms moved: from the freeze here to the other server's answer that the room runs there.", nil, nil),
 
 		relayActive:     d("muster_relay_connections_active", "WebSocket connections being relayed to another server.", nil, nil),
 		relayTotal:      d("muster_relay_connections_total", "WebSocket connections relayed to another server.", nil, nil),
@@ -187,7 +198,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- c.load
 	}
 	if c.src.Rooms != nil {
-		for _, d := range []*prometheus.Desc{c.rooms, c.connected, c.seated, c.redirects, c.handoffs, c.limited, c.lateness, c.passes} {
+		for _, d := range []*prometheus.Desc{c.rooms, c.connected, c.seated, c.redirects, c.handoffs, c.limited, c.lateness, c.passes, c.moved, c.moveFailed, c.movePause} {
 			ch <- d
 		}
 	}
@@ -259,6 +270,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(c.lateness, v, strconv.FormatFloat(q, 'g', -1, 64))
 		}
 		counter(c.passes, float64(passes))
+		c.collectMoves(ch, st.Moves)
 	}
 
 	if r := c.src.Relay; r != nil {
@@ -279,4 +291,18 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// collectMoves reports the rooms moved and their pauses.
+func (c *Collector) collectMoves(ch chan<- prometheus.Metric, mv room.MoveStats) {
+	ch <- prometheus.MustNewConstMetric(c.moved, prometheus.CounterValue, float64(mv.Moved), "out")
+	ch <- prometheus.MustNewConstMetric(c.moved, prometheus.CounterValue, float64(mv.Received), "in")
+	ch <- prometheus.MustNewConstMetric(c.moveFailed, prometheus.CounterValue, float64(mv.Failed))
+	buckets := make(map[float64]uint64, len(room.MovePauseBounds))
+	for i, b := range room.MovePauseBounds {
+		if i < len(mv.Pause.Counts) {
+			buckets[b] = mv.Pause.Counts[i]
+		}
+	}
+	ch <- prometheus.MustNewConstHistogram(c.movePause, mv.Pause.Count, mv.Pause.Sum, buckets)
 }

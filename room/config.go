@@ -79,7 +79,29 @@ type Config struct {
 
 	// Limits are the connection rate limits and lockouts.
 	Limits Limits `yaml:"limits"`
+
+	// Migrate bounds the moves of rooms to other servers, for a game that
+	// implements Migrator.
+	Migrate Migrate `yaml:"migrate"`
 }
+
+// Migrate configures the moves of a draining server's rooms to the other
+// servers of its fleet (see Migrator).
+type Migrate struct {
+	// Disabled keeps every room where it is, as for a game without
+	// Migrator: a drain waits for the rooms to end. Default false.
+	Disabled bool `yaml:"disabled"`
+	// MaxBytes is the largest signed snapshot of a room that moves; a
+	// larger room stays. At most MaxMoveBytes. Default 1 MiB.
+	MaxBytes int `yaml:"max-bytes"`
+	// Timeout bounds one room's move, from the ask to freeze it to the
+	// other server's answer; a room not moved by then stays. At most 1m.
+	// Default 5s.
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// MaxMoveBytes is the largest Migrate.MaxBytes.
+const MaxMoveBytes = 64 << 20
 
 // DefaultConfig returns the documented defaults: what New uses for each
 // zero field. Workers and Secret stay zero: New gives them GOMAXPROCS and
@@ -90,7 +112,8 @@ func DefaultConfig() Config {
 		PingInterval: 10 * time.Second, HelloTimeout: 10 * time.Second,
 		TicketTTL: 30 * time.Second, MoveCooldown: 3 * time.Second,
 		AwayTimeout: time.Minute, DrainGrace: 2 * time.Second,
-		Limits: defaultLimits(),
+		Limits:  defaultLimits(),
+		Migrate: Migrate{MaxBytes: 1 << 20, Timeout: 5 * time.Second},
 	}
 }
 
@@ -116,6 +139,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, configError("read-limit", "%d is outside 0-%d", c.ReadLimit, MaxReadLimit)
 	case c.SendQueue < 0 || c.SendQueue > MaxSendQueue:
 		return c, configError("send-queue", "%d is outside 0-%d", c.SendQueue, MaxSendQueue)
+	case c.Migrate.MaxBytes < 0 || c.Migrate.MaxBytes > MaxMoveBytes:
+		return c, configError("migrate.max-bytes", "%d is outside 0-%d", c.Migrate.MaxBytes, MaxMoveBytes)
 	}
 	// Durations are bounded too: the host adds to them (a used ticket is
 	// remembered for TicketTTL + 1m, a room's absence counts from the
@@ -129,6 +154,7 @@ func (c Config) withDefaults() (Config, error) {
 		{"ping-interval", c.PingInterval, 5 * minute}, {"hello-timeout", c.HelloTimeout, 5 * minute},
 		{"ticket-ttl", c.TicketTTL, hour}, {"move-cooldown", c.MoveCooldown, hour},
 		{"drain-grace", c.DrainGrace, 5 * minute}, {"away-timeout", c.AwayTimeout, day},
+		{"migrate.timeout", c.Migrate.Timeout, minute},
 	} {
 		if d.v < 0 || d.v > d.max {
 			return c, configError(d.key, "%s is outside 0-%s", d.v, d.max)

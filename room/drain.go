@@ -17,9 +17,11 @@ func (d hostDrainer[Sim, Input, Player]) Drain(ctx context.Context) error { retu
 // DrainLast implements fleet.LastDrainer.
 func (d hostDrainer[Sim, Input, Player]) DrainLast(ctx context.Context) { d.h.sendRestAway(ctx) }
 
-// drain is the host's part of a server drain: wait for the rooms to end;
+// drain is the host's part of a server drain: move the rooms that can
+// move to other servers (migrate.go), then wait for the rest to end;
 // at the timeout tell their players, wait the grace, and close them.
 func (h *Host[Sim, Input, Player]) drain(ctx context.Context) error {
+	h.moveRooms(ctx) // a game's that implements Migrator
 	if h.waitRooms(ctx) {
 		return nil
 	}

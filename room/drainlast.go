@@ -41,7 +41,9 @@ func (h *Host[Sim, Input, Player]) sendRestAway(ctx context.Context) {
 		}
 	}
 	h.mu.Unlock()
-	rest = slices.DeleteFunc(rest, func(c *Client) bool { return c.Room() != "" })
+	// A client being closed was sent away already (its room moved, its
+	// queue place went ahead): a second redirect would cross the first.
+	rest = slices.DeleteFunc(rest, func(c *Client) bool { return c.Room() != "" || c.closing() })
 	if len(rest) == 0 {
 		return
 	}

@@ -42,18 +42,18 @@ var (
 
 	// ErrHook is wrapped by New's error for a game with a method named
 	// like an optional hook (BeforeSteps, AfterSteps, RoomEnded, Admit,
-	// LoadOf, Redirect, ServerDraining, PlayerAway, PlayerBack) that does
-	// not implement it: the host would never call it. The error names the
-	// method, its signature and the one wanted.
+	// LoadOf, Redirect, ServerDraining, PlayerAway, PlayerBack, Snapshot,
+	// Restore) that does not implement it: the host would never call it.
+	// The error names the method, its signature and the one wanted.
 	ErrHook = errors.New("room: game hook does not match")
 
 	// ErrModuleHook is wrapped by Use's error for a module with a method
 	// named like one of an optional module interface's (Run,
 	// MessageTypes, HandleMessage, Arrived, Disconnected, RoomEnded,
-	// RoomChanged, Release, Drain, DrainLast) that does not implement
-	// the interface: the host would never call it. The error names the
-	// module's type, the method, its signature and the one wanted, or
-	// the method the interface also needs.
+	// RoomChanged, Release, MoveOut, MoveIn, Drain, DrainLast) that does
+	// not implement the interface: the host would never call it. The
+	// error names the module's type, the method, its signature and the
+	// one wanted, or the method the interface also needs.
 	ErrModuleHook = errors.New("room: module hook does not match")
 
 	// ErrSimKind is wrapped by New's error for a game whose Sim is a

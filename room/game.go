@@ -14,11 +14,12 @@ type Packet = any
 // time, so a Sim needs no locks. Hooks must not block.
 //
 // A game may also implement the optional hooks, each a one-method
-// interface: BeforeStepper, AfterStepper, RoomEnder, Admitter, Loader,
-// Redirector, DrainNotifier, Awayer and Returner. New checks the game's
-// method set once: a method named like one of them (BeforeSteps,
-// AfterSteps, RoomEnded, Admit, LoadOf, Redirect, ServerDraining,
-// PlayerAway, PlayerBack) whose signature does not match
+// interface (Migrator has two methods): BeforeStepper, AfterStepper,
+// RoomEnder, Admitter, Loader, Redirector, DrainNotifier, Awayer,
+// Returner and Migrator. New checks the game's method set once: a method
+// named like one of them (BeforeSteps, AfterSteps, RoomEnded, Admit,
+// LoadOf, Redirect, ServerDraining, PlayerAway, PlayerBack, Snapshot,
+// Restore) whose signature does not match
 // the hook's, with the game's own Sim, Input and Player, is an error
 // (ErrHook), never a hook silently skipped.
 type Game[Sim, Input, Player any] interface {
@@ -48,6 +49,7 @@ const (
 	ReasonQueue  = "queue"
 	ReasonLobby  = "lobby"
 	ReasonDrain  = "drain"
+	// ReasonMigrate (migrate.go): the player's room moved there.
 )
 
 // Redirect describes a move of a client to another server.
@@ -59,7 +61,8 @@ type Redirect struct {
 	NodeParam string
 	// PublicAddress is the target's own public address, when it has one.
 	PublicAddress string
-	// Reason is one of ReasonRejoin, ReasonQueue, ReasonLobby, ReasonDrain.
+	// Reason is one of ReasonRejoin, ReasonQueue, ReasonLobby,
+	// ReasonDrain, ReasonMigrate.
 	Reason string
 	// PlayerID is the player moved.
 	PlayerID string

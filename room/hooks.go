@@ -85,6 +85,8 @@ type gameHooks[Sim, Input, Player any] struct {
 	admit  Admitter[Sim, Input, Player]
 	away   Awayer[Sim, Input, Player]   // presence.go
 	back   Returner[Sim, Input, Player] // presence.go
+	// migrator moves rooms to other servers (snapshot.go).
+	migrator Migrator[Sim, Input, Player]
 }
 
 // findHooks checks game's method set against the optional hooks
@@ -101,6 +103,7 @@ func findHooks[Sim, Input, Player any](game Game[Sim, Input, Player]) (gameHooks
 		reflect.TypeFor[DrainNotifier](),
 		reflect.TypeFor[Awayer[Sim, Input, Player]](),
 		reflect.TypeFor[Returner[Sim, Input, Player]](),
+		reflect.TypeFor[Migrator[Sim, Input, Player]](),
 	})
 	if err != nil {
 		return hs, err
@@ -112,5 +115,6 @@ func findHooks[Sim, Input, Player any](game Game[Sim, Input, Player]) (gameHooks
 	hs.admit, _ = game.(Admitter[Sim, Input, Player])
 	hs.away, _ = game.(Awayer[Sim, Input, Player])
 	hs.back, _ = game.(Returner[Sim, Input, Player])
+	hs.migrator, _ = game.(Migrator[Sim, Input, Player])
 	return hs, nil
 }

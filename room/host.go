@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/muster-gg/muster/backplane/memory"
+	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/uid"
 )
 
@@ -46,6 +48,13 @@ type Host[Sim, Input, Player any] struct {
 	redirects sync.Map // reason → *atomic.Uint64
 	handoffs  atomic.Uint64
 	limited   atomic.Uint64 // connections closed for sending too fast
+
+	// Rooms that move (migrate.go): the key that signs their snapshots,
+	// how a snapshot reaches another server, and the counts.
+	moveKey   []byte
+	sendRoom  func(ctx context.Context, to fleet.Node, sealed []byte) error
+	moveConns *http.Transport // sendRoom's, closed when Run returns
+	moves     moveStats
 
 	mu      sync.Mutex
 	running bool
@@ -119,6 +128,9 @@ func New[Sim, Input, Player any](game Game[Sim, Input, Player], cfg Config, logg
 		idTag:     uid.Tag(),
 	}
 	local := memory.New() // counters until a fleet is bound
+	h.moveKey = snapshotKey(cfg.Secret)
+	h.moveConns = &http.Transport{Proxy: nil, MaxIdleConnsPerHost: moveParallel, IdleConnTimeout: time.Minute}
+	h.sendRoom = httpSendRoom(&http.Client{Transport: h.moveConns, Timeout: cfg.Migrate.Timeout})
 	h.tickets = newTickets(cfg.Secret, cfg.TicketTTL, local)
 	h.limits = &limiter{cfg: cfg.Limits, counter: local}
 	return h, nil
@@ -167,6 +179,7 @@ func (h *Host[Sim, Input, Player]) Run(ctx context.Context) error {
 	h.endRooms()
 	h.closeClients()
 	h.conns.Wait()
+	h.moveConns.CloseIdleConnections()
 	return nil
 }
 

@@ -10,8 +10,9 @@ import (
 
 // Module extends a Host: matchmaking, lobbies, the game's own. A module
 // may also implement MessageHandler, ArrivalHandler, DisconnectHandler,
-// RoomEndHandler, RoomWatcher, Runner, Releaser and fleet.Drainer (or
-// fleet.LastDrainer); the host finds them by type assertion. Use refuses
+// RoomEndHandler, RoomWatcher, Runner, Releaser, RoomMover and
+// fleet.Drainer (or fleet.LastDrainer); the host finds them by type
+// assertion. Use refuses
 // a module with a method named like one of theirs that does not
 // implement it (another signature, declared on *T for a module passed as
 // a T, or a MessageHandler without MessageTypes), since the host would
@@ -126,6 +127,7 @@ var moduleHooks = []reflect.Type{
 	reflect.TypeFor[RoomEndHandler](),
 	reflect.TypeFor[RoomWatcher](),
 	reflect.TypeFor[Releaser](),
+	reflect.TypeFor[RoomMover](),
 	reflect.TypeFor[fleet.Drainer](),
 	reflect.TypeFor[fleet.LastDrainer](),
 }

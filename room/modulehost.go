@@ -56,7 +56,7 @@ type Fleet interface {
 // Use refuses (with an error wrapping ErrModuleHook, before Attach) a
 // module with a method named like one of an optional module interface's
 // (Runner, MessageHandler, ArrivalHandler, DisconnectHandler,
-// RoomEndHandler, RoomWatcher, Releaser, fleet.Drainer,
+// RoomEndHandler, RoomWatcher, Releaser, RoomMover, fleet.Drainer,
 // fleet.LastDrainer) that does not implement it: of another signature,
 // declared on *T for a module passed as a T, or without the interface's
 // other method. The host would never call it. The error names the

@@ -86,6 +86,12 @@ func (h *Host[Sim, Input, Player]) redirectPacket(id string, node fleet.Node, re
 // it here and on the server it goes to at once.
 func (h *Host[Sim, Input, Player]) redirect(ctx context.Context, c *Client, p Packet, reason string) error {
 	h.uncount(ctx, c)
+	return h.tellToGo(c, p, reason)
+}
+
+// tellToGo sends the redirect packet p to c, uncounted already, and closes
+// the connection.
+func (h *Host[Sim, Input, Player]) tellToGo(c *Client, p Packet, reason string) error {
 	if err := c.Send(p); err != nil {
 		return fmt.Errorf("redirect: %w", err)
 	}

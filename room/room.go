@@ -43,6 +43,10 @@ type Room[Sim, Input, Player any] struct {
 	watchEnded bool       // the last state was sent
 
 	props map[string]string // the game's properties (properties.go), under mu
+
+	// mv is the move to another server under way (migrate.go), under mu:
+	// the pass freezes the room at its end, then steps it no more.
+	mv *moving
 }
 
 type seat[Player any] struct {
@@ -211,7 +215,11 @@ func (r *Room[Sim, Input, Player]) pass(t uint64, now time.Duration) (alive bool
 			r.mu.Unlock()
 			return false
 		}
-		if r.endAsked == "" {
+		if r.mv != nil && r.mv.frozen {
+			r.mu.Unlock()
+			return true // moving: it steps no more unless the move is undone
+		}
+		if r.endAsked == "" && r.mv == nil {
 			r.dirty.Store(false)
 		}
 		events = r.inbox
@@ -248,11 +256,15 @@ func (r *Room[Sim, Input, Player]) pass(t uint64, now time.Duration) (alive bool
 
 	if r.dirty.Load() {
 		r.mu.Lock()
-		why := r.endAsked
+		why, mv := r.endAsked, r.mv
 		r.mu.Unlock()
 		if why != "" {
 			r.finish(why)
 			return false
+		}
+		if mv != nil {
+			r.freeze(mv)
+			return true
 		}
 	}
 	if r.abandoned(now) {
@@ -390,7 +402,11 @@ func (r *Room[Sim, Input, Player]) finish(why string) {
 		return
 	}
 	r.ended = true
+	mv := r.mv
 	r.mu.Unlock()
+	if mv != nil {
+		mv.done(nil, errRoomEnded)
+	}
 	r.tellEnded(why)
 	r.mu.Lock()
 	seats := r.seats

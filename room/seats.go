@@ -107,9 +107,10 @@ func (h *Host[Sim, Input, Player]) Seat(ctx context.Context, roomID, id string) 
 	}
 	c := h.clients[id]
 	r.mu.Lock()
-	if r.ended || r.endAsked != "" {
+	if r.ended || r.endAsked != "" || r.mv != nil {
 		// Ended, or ending after the pass under way (the game's End, or
-		// the last player left): a seat now would be dropped with it.
+		// the last player left), or moving to another server: a seat now
+		// would be dropped with it.
 		r.mu.Unlock()
 		h.unclaimLocked([]string{id})
 		h.mu.Unlock()

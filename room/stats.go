@@ -59,11 +59,14 @@ type Stats struct {
 	// Limited counts the connections closed (StatusLimited) for sending
 	// more messages than Limits.Messages and Limits.Burst allow.
 	Limited uint64
+	// Moves counts the rooms moved to and from other servers, and the
+	// moves' pauses.
+	Moves MoveStats
 }
 
 // Stats returns the host's counters.
 func (h *Host[Sim, Input, Player]) Stats() Stats {
-	st := Stats{Load: h.Load(), Redirects: map[string]uint64{}, Handoffs: h.handoffs.Load(), Limited: h.limited.Load()}
+	st := Stats{Load: h.Load(), Redirects: map[string]uint64{}, Handoffs: h.handoffs.Load(), Limited: h.limited.Load(), Moves: h.moves.stats()}
 	h.mu.Lock()
 	st.Rooms, st.Seated = len(h.rooms), len(h.seated)
 	st.Connected = h.connectedLocked()
@@ -102,16 +105,18 @@ func (c *Client) closing() bool {
 	return c.closeCode != 0 || c.going
 }
 
-// uncount stops counting c as connected here and writes the server's
+// uncount stops counting cs as connected here and writes the server's
 // "players" stat to the fleet before c is told to go: the others read the
 // lower count before the player can reach another server and count there.
 // A server cut off from the backplane sends the player on without it (its
 // next heartbeat that reaches the backplane carries the change).
-func (h *Host[Sim, Input, Player]) uncount(ctx context.Context, c *Client) {
-	c.mu.Lock()
-	c.going = true
-	c.mu.Unlock()
-	if h.server == nil {
+func (h *Host[Sim, Input, Player]) uncount(ctx context.Context, cs ...*Client) {
+	for _, c := range cs {
+		c.mu.Lock()
+		c.going = true
+		c.mu.Unlock()
+	}
+	if h.server == nil || len(cs) == 0 {
 		return
 	}
 	h.mu.Lock()
@@ -119,7 +124,7 @@ func (h *Host[Sim, Input, Player]) uncount(ctx context.Context, c *Client) {
 	h.mu.Unlock()
 	h.server.SetStat("players", int64(n))
 	if err := h.server.Publish(ctx); err != nil {
-		h.logger.Debug("publish the players stat before a redirect; the next heartbeat does", "player_id", c.id, "err", err)
+		h.logger.Debug("publish the players stat before a redirect; the next heartbeat does", "players", len(cs), "err", err)
 	}
 }
 

@@ -29,6 +29,7 @@ type Match struct {
 	players []*Fighter
 	orbX    float64
 	orbY    float64
+	src     *rand.PCG // rng's source, which a snapshot keeps
 	rng     *rand.Rand
 	winner  string
 }
@@ -51,7 +52,8 @@ type Input struct {
 func (Duel) NewSim(info room.Info) *Match {
 	h := fnv.New64a()
 	h.Write([]byte(info.ID))
-	m := &Match{rng: rand.New(rand.NewPCG(h.Sum64(), 7))}
+	src := rand.NewPCG(h.Sum64(), 7)
+	m := &Match{src: src, rng: rand.New(src)}
 	m.placeOrb()
 	return m
 }

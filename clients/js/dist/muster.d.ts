@@ -68,7 +68,7 @@ export interface Redirect extends Packet {
     param?: string;
     /** The target's public address, when it has one of its own. */
     address?: string;
-    /** "rejoin", "queue", "lobby" or "drain". */
+    /** "rejoin", "queue", "lobby", "drain" or "migrate" (the player's room moved there: same room id). */
     reason: string;
     /** A fresh ticket for the next connection, when the server gives one. */
     ticket?: string;

@@ -34,6 +34,9 @@ type Bot struct {
 	// confirmed: a server answered the last queue request with
 	// queue.waiting. A drain redirect before that moved no place.
 	confirmed bool
+	// pausing is the redirect, followed while seated, whose Pause waits
+	// for the room's next state (0 for none: it is index pausing-1).
+	pausing int
 }
 
 // message is a client message: {"type": …, "data": …}.

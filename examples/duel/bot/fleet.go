@@ -158,6 +158,9 @@ func (b *Bot) welcomed(c *conn, w Welcome, l link) {
 	}
 	switch rm := b.currentLocked(); {
 	case rm != nil && rm.ID == w.Room:
+		// A room that moved (a redirect, reason migrate) runs on the
+		// server that welcomed the bot back into it now.
+		rm.Node = w.Node
 		if !l.lost.IsZero() && l.room == w.Room {
 			b.rep.Rejoins = append(b.rep.Rejoins, Rejoin{Room: w.Room, Took: now.Sub(l.lost), Connections: l.conns + 1})
 			b.eventLocked("rejoin", w.Node, fmt.Sprintf("back in %s after %v", w.Room, now.Sub(l.lost).Round(time.Millisecond)))

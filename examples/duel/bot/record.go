@@ -109,6 +109,26 @@ func (b *Bot) countInRoom(counter func(*Room) *int) {
 	}
 }
 
+// stateInRoom counts a state packet of the current room, if the bot is
+// seated, and the time since the room's last one.
+func (b *Bot) stateInRoom() {
+	now := time.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if rm := b.currentLocked(); rm != nil {
+		if !rm.LastState.IsZero() {
+			rm.Gap = max(rm.Gap, now.Sub(rm.LastState))
+		}
+		if b.pausing > 0 {
+			b.rep.Redirects[b.pausing-1].Pause = now.Sub(rm.LastState)
+			b.pausing = 0
+		}
+		rm.LastState = now
+		rm.Snapshots++
+		b.countedLocked(rm.Snapshots)
+	}
+}
+
 const maxEvents = 5000
 
 // event logs an event and wakes Wait.

@@ -61,7 +61,12 @@ type Redirect struct {
 	From   string    // the server that sent it
 	To     string    // the server it names
 	Param  string    // the query parameter naming a server
-	Reason string    // rejoin, queue, lobby or drain
+	Reason string    // rejoin, queue, lobby, drain or migrate
+	// Pause is, for a redirect the bot followed while seated (its room
+	// moved: reason migrate), the time from the room's last state before
+	// the redirect to its first state after; 0 until that state comes,
+	// and for a redirect out of a room.
+	Pause time.Duration
 }
 
 // Room is a room the bot was seated in.
@@ -70,7 +75,8 @@ type Room struct {
 	ID string
 	// Kind is the room's kind: the playlist, or "lobby".
 	Kind string
-	// Node is the server the room runs on.
+	// Node is the server the room runs on: the last that welcomed the bot
+	// into it (a room moves with a drain).
 	Node string
 	// Started is when the bot learned of its seat.
 	Started time.Time
@@ -87,6 +93,12 @@ type Room struct {
 	Inputs int
 	// Snapshots counts the state packets the bot received in the room.
 	Snapshots int
+	// LastState is when the bot received the room's last state packet.
+	LastState time.Time
+	// Gap is the longest time between two state packets of the room: the
+	// pause the bot saw when its room moved to another server (a
+	// redirect, reason migrate) or its connection dropped.
+	Gap time.Duration
 }
 
 // Wait is a queue.waiting packet: the bot waits in a playlist's queue on a

@@ -156,7 +156,7 @@ func (s *session) read(data []byte) (done bool) {
 		var snap snapshot
 		if json.Unmarshal(data, &snap) == nil {
 			s.snap = &snap
-			b.countInRoom(func(rm *Room) *int { return &rm.Snapshots })
+			b.stateInRoom()
 		}
 	case "redirect":
 		s.redirect = &redirectPacket{Node: p.Node, Param: p.Param, Reason: p.Reason, Ticket: p.Ticket, Query: p.Query}
@@ -164,6 +164,10 @@ func (s *session) read(data []byte) (done bool) {
 		s.lostCheck = nil
 		b.mu.Lock()
 		b.rep.Redirects = append(b.rep.Redirects, Redirect{At: time.Now(), From: c.node, To: p.Node, Param: p.Param, Reason: p.Reason})
+		b.pausing = 0
+		if rm := b.currentLocked(); rm != nil && !rm.LastState.IsZero() {
+			b.pausing = len(b.rep.Redirects)
+		}
 		b.eventLocked("redirect", c.node, "to "+p.Node+" ("+p.Reason+")")
 		b.notifyLocked()
 		b.mu.Unlock()

@@ -53,6 +53,11 @@ type Config struct {
 	// NginxEdits are further replacements in deploy/nginx-local.conf, old
 	// text then new, each old text present exactly once.
 	NginxEdits [][2]string
+	// UpstreamParams are added to each server line of nginx's upstream,
+	// e.g. " max_fails=0": a slot restarted on its port is not taken for
+	// down for nginx's fail_timeout because its predecessor's exit
+	// refused a connection.
+	UpstreamParams string
 	// StopGrace is how long each server may take to exit after SIGTERM
 	// when the test ends, before its process group is killed.
 	StopGrace time.Duration
@@ -173,7 +178,7 @@ func (f *Fleet) renderNginx(t testing.TB, port int, upstreams []string) string {
 	}
 	replace("listen 127.0.0.1:8000;", fmt.Sprintf("listen 127.0.0.1:%d;", port))
 	for i, h := range f.cfg.Hosts {
-		replace("server "+h+":8080;", "server "+upstreams[i]+";")
+		replace("server "+h+":8080;", "server "+upstreams[i]+f.cfg.UpstreamParams+";")
 	}
 	for _, e := range f.cfg.NginxEdits {
 		replace(e[0], e[1])

@@ -1,6 +1,7 @@
 package hosttest
 
 import (
+	"encoding/json"
 	"sync"
 
 	"github.com/muster-gg/muster/room"
@@ -68,3 +69,25 @@ func (g *Game) Redirect(r room.Redirect) room.Packet {
 
 // ServerDraining implements room.DrainNotifier.
 func (g *Game) ServerDraining() room.Packet { return map[string]string{"type": "server_draining"} }
+
+// Migrating is a Game whose rooms move (room.Migrator): its snapshot is
+// the room's players.
+type Migrating struct{ *Game }
+
+// Snapshot implements room.Migrator.
+func (Migrating) Snapshot(r *room.Room[*Sim, int, string]) ([]byte, error) {
+	return json.Marshal(r.Players())
+}
+
+// Restore implements room.Migrator.
+func (Migrating) Restore(_ room.Info, data []byte) (*Sim, map[string]string, error) {
+	var ids []string
+	if err := json.Unmarshal(data, &ids); err != nil {
+		return nil, nil, err
+	}
+	players := make(map[string]string, len(ids))
+	for _, id := range ids {
+		players[id] = id
+	}
+	return &Sim{}, players, nil
+}

@@ -52,6 +52,9 @@ type Sockets struct {
 	// Modules returns the modules to add to the host of server i; each
 	// runs beside it.
 	Modules func(i int) []room.Module
+	// Migrate has the Game implement room.Migrator (Migrating): a drain
+	// moves its rooms to the other servers.
+	Migrate bool
 }
 
 // Server is one server of StartServers: a fleet server with a room host
@@ -84,11 +87,15 @@ func StartServers(tb testing.TB, o Sockets) []*Server {
 	var out []*Server
 	logger := testrun.Logger(tb, slog.LevelWarn)
 	for i, s := range c.Servers {
-		h, err := room.New[*Sim, int, string](&Game{MatchLen: o.MatchLen, States: o.States}, room.Config{Secret: "shared", MoveCooldown: o.Cooldown, Limits: room.Limits{Connects: 1 << 20, Open: math.MaxInt}}, logger.With("node_id", s.ID()))
+		var g room.Game[*Sim, int, string] = &Game{MatchLen: o.MatchLen, States: o.States}
+		if o.Migrate {
+			g = Migrating{g.(*Game)}
+		}
+		h, err := room.New(g, room.Config{Secret: "shared", MoveCooldown: o.Cooldown, Limits: room.Limits{Connects: 1 << 20, Open: math.MaxInt}}, logger.With("node_id", s.ID()))
 		if err != nil {
 			tb.Fatal(err)
 		}
-		for _, m := range o.Modules(i) {
+		for _, m := range modules(o, i) {
 			if err := h.Use(m); err != nil {
 				tb.Fatal(err)
 			}
@@ -101,6 +108,7 @@ func StartServers(tb testing.TB, o Sockets) []*Server {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/play", h.Handler())
+		mux.Handle(room.PathMove, h.MoveHandler())
 		https[i].Config.Handler = rl.Middleware(mux)
 		testrun.GoRun(tb, h.Run) // stopped after the server and the relay
 		<-h.Started()            // before, /play answers 503
@@ -134,4 +142,12 @@ func (s *Server) Connect(tb testing.TB, id string) *playtest.Player {
 func (s *Server) ConnectVia(tb testing.TB, lb, id string) *playtest.Player {
 	tb.Helper()
 	return playtest.Connect(tb, s.URL, lb, s.Host.Tickets(), id)
+}
+
+// modules returns o.Modules(i), or none without Modules.
+func modules(o Sockets, i int) []room.Module {
+	if o.Modules == nil {
+		return nil
+	}
+	return o.Modules(i)
 }
