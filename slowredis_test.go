@@ -309,16 +309,26 @@ func TestStalledRedisMovesLobbyTogether(t *testing.T) {
 	const members = 8
 	rd := testbin.StartRedis(t)
 	px := testbin.StartSlowProxy(t, rd.Addr)
-	a := startSlowServer(t, px.Addr, "a", 100)
-	b := startSlowServer(t, rd.Addr, "b", 100)
+	// Calls' deadlines of 0.5 s, that the lobby's code is claimed (and
+	// its members join) on a busy machine before Redis stalls: with
+	// 125 ms the claim gave up, and the host got "try again later".
+	a := startSlowServerWith(t, px.Addr, "a", 100, 2*time.Second, quiet)
+	b := startSlowServerWith(t, rd.Addr, "b", 100, 2*time.Second, quiet)
 	seesReady(t, a, b)
 	players := join(t, a, names("m", members)...)
+	inLobby := func(p *slowPlayer) map[string]any {
+		t.Helper()
+		m, _ := p.await(t, 0, "lobby.state", "lobby.error")
+		if m["type"] != "lobby.state" {
+			t.Fatalf("%s: %v, want lobby.state", p.id, m)
+		}
+		return m
+	}
 	players[0].send(t, "lobby.create", nil)
-	m, _ := players[0].await(t, 0, "lobby.state")
-	code, _ := m["code"].(string)
+	code, _ := inLobby(players[0])["code"].(string)
 	for _, p := range players[1:] {
 		p.send(t, "lobby.join", map[string]string{"code": code})
-		p.await(t, 0, "lobby.state")
+		inLobby(p)
 	}
 
 	px.Stall()
