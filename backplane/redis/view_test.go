@@ -238,15 +238,30 @@ func TestViewPlainHeartbeatKeyLost(t *testing.T) {
 // heartbeats drops a node whose key expired: the script runs for it.
 func TestViewPlainHeartbeatDropsExpired(t *testing.T) {
 	rdb, a, b := twoViews(t)
-	const ttl = 300 * time.Millisecond
+	// A ttl that b's two heartbeats fit in on a busy machine: with
+	// 300 ms, a's key expired before the second, which dropped it.
+	const ttl = 2 * time.Second
 	if _, _, err := a.Heartbeat(t.Context(), backplane.Node{ID: "a", Data: []byte("a1")}, ttl); err != nil {
 		t.Fatal(err)
 	}
 	beat(t, b, "b", "b1")
-	beat(t, b, "b", "b1")
-	time.Sleep(ttl + 100*time.Millisecond) // Redis expires a's key by its own clock
-	before := scriptRuns(t, rdb)
 	got, _ := beat(t, b, "b", "b1")
+	wantView(t, "before a's key expired", got, "a", "a1", "b", "b1")
+	// Redis expires a's key by its own clock.
+	for deadline := time.Now().Add(ttl + 30*time.Second); ; time.Sleep(10 * time.Millisecond) {
+		n, err := rdb.Exists(t.Context(), "muster:{delta}:n:a").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a's key never expired")
+		}
+	}
+	before := scriptRuns(t, rdb)
+	got, _ = beat(t, b, "b", "b1")
 	wantView(t, "after a's key expired", got, "b", "b1")
 	if scriptRuns(t, rdb) == before {
 		t.Error("no script ran to drop the expired node")
