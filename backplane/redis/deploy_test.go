@@ -136,7 +136,7 @@ func firstCall(t *testing.T, cfg redis.Config) error {
 func conformance(t *testing.T, cfg redis.Config, clean bool) {
 	t.Helper()
 	if cfg.Timeout == 0 {
-		cfg.Timeout = 2 * time.Second // generous for the race detector on a busy machine
+		cfg.Timeout = 5 * time.Second // generous for the race detector on a busy machine
 	}
 	if err := cfg.Check(); err != nil {
 		t.Fatal(err)
