@@ -25,6 +25,10 @@ const limitsKey = "fleet-limits-test-key-0123456789"
 // limitsServer runs server id of a fleet with limits, the YAML of
 // muster.room.limits (indented under it), on the memory backplane bp or,
 // when bp is nil, on Redis at redisAddr, and returns it once it is ready.
+// Its heartbeat of 2 s makes each backplane call's deadline 0.5 s: a count
+// that gives up is kept in this server's memory (and the next ones until a
+// heartbeat reaches the backplane), which a busy machine made happen with
+// deadlines of 125 ms.
 func limitsServer(t *testing.T, bp *memory.Backplane, redisAddr, id, limits string) *testServer {
 	t.Helper()
 	l := loopback(t)
@@ -40,7 +44,7 @@ func limitsServer(t *testing.T, bp *memory.Backplane, redisAddr, id, limits stri
       trusted-proxies: 127.0.0.1
     fleet:
       node-id: %s
-      heartbeat: 500ms
+      heartbeat: 2s
       internal-address: %s%s
   room:
     limits:

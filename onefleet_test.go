@@ -56,9 +56,15 @@ func TestNewerConnectionElsewhereReplacesOnRedis(t *testing.T) {
 
 // TestOneSeatAcrossServersOnRedis: the same player in rooms opened at
 // once on two servers is seated in one: the other fails with ErrSeated.
+// The calls' deadlines are 1 s: a claim that gives up seats its player as
+// claimed (the backplane cannot answer), and with 125 ms a busy machine
+// made both claims give up and seated the player twice.
 func TestOneSeatAcrossServersOnRedis(t *testing.T) {
 	rd := testbin.StartRedis(t)
-	servers := []*testServer{startSlowServer(t, rd.Addr, "a", 100), startSlowServer(t, rd.Addr, "b", 100)}
+	servers := []*testServer{
+		startSlowServerWith(t, rd.Addr, "a", 100, 4*time.Second, quiet),
+		startSlowServerWith(t, rd.Addr, "b", 100, 4*time.Second, quiet),
+	}
 	seesReady(t, servers[0], servers[1])
 	seesReady(t, servers[1], servers[0])
 	for round := range 10 {

@@ -79,6 +79,12 @@ func TestDuelServerFederated(t *testing.T) {
 			env = append(env, "MUSTER__FEDERATION__GAME_ADDRESS="+playURL(addr))
 		}
 		fedtest.Start(t, "duel "+node, duelBin, env)
+		// The AU agent announces this address for the duel: on a busy
+		// machine it did before the duel listened, and a player sent
+		// there was refused.
+		if err := testbin.WaitDial(addr, time.Minute); err != nil {
+			t.Fatalf("duel %s at %s: %v", node, addr, err)
+		}
 		return addr
 	}
 	// agent starts the muster-node agent of node announcing services.

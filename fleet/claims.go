@@ -15,9 +15,10 @@ const (
 )
 
 // Claim records that this server runs the units kind/id of each id,
-// replacing whoever held them, in one round trip. The claims are held even
-// when the write fails, and are re-asserted when the backplane returns;
-// the error only reports that others cannot locate the units yet.
+// replacing whoever held them, in one round trip (one per 1,000 ids, each
+// with its own deadline, for more: maxKeysPerCall). The claims are held
+// even when the write fails, and are re-asserted when the backplane
+// returns; the error only reports that others cannot locate the units yet.
 func (f *Fleet) Claim(ctx context.Context, kind string, ids ...string) error {
 	keys := keysOf(kind, ids)
 	if err := backplane.ValidateClaim(f.cfg.NodeID, keys...); err != nil {
@@ -31,7 +32,8 @@ func (f *Fleet) Claim(ctx context.Context, kind string, ids ...string) error {
 
 // writeClaims marks each of keys held or not (holdLocked or dropLocked)
 // and cancels their queued releases, which the write supersedes, then
-// writes them with write in one round trip; op names it in an error.
+// writes them with write in one round trip per maxKeysPerCall keys; op
+// names it in an error.
 func (f *Fleet) writeClaims(ctx context.Context, op string, keys []backplane.Key,
 	markLocked func(backplane.Key), write func(context.Context, string, ...backplane.Key) error) error {
 	f.mu.Lock()
@@ -44,9 +46,9 @@ func (f *Fleet) writeClaims(ctx context.Context, op string, keys []backplane.Key
 	}
 	f.cancelPendingLocked(keys)
 	f.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, f.cfg.CallTimeout)
-	defer cancel()
-	err := write(ctx, f.cfg.NodeID, keys...)
+	err := f.inChunks(ctx, keys, func(ctx context.Context, chunk []backplane.Key) error {
+		return write(ctx, f.cfg.NodeID, chunk...)
+	})
 	f.mu.Lock()
 	for _, k := range keys {
 		if f.writing[k]--; f.writing[k] <= 0 {
@@ -172,9 +174,10 @@ func (f *Fleet) Arrive(ctx context.Context, kind, id string) (holder Node, hando
 }
 
 // reassert claims again every unit in the heartbeat's list (f.beat) and
-// renews the claims' lease, in one round trip. A unit some other live
-// server claimed meanwhile is left to it, dropped from this server's
-// claims, and reported to the OnClaimLost function. Run's goroutine only.
+// renews the claims' lease, in one round trip per maxKeysPerCall units. A
+// unit some other live server claimed meanwhile is left to it, dropped
+// from this server's claims, and reported to the OnClaimLost function.
+// Run's goroutine only.
 func (f *Fleet) reassert(ctx context.Context) {
 	held := f.beat.keys
 	f.mu.Lock()
@@ -183,9 +186,12 @@ func (f *Fleet) reassert(ctx context.Context) {
 		f.claimedDuring[k] = true
 	}
 	f.mu.Unlock()
-	cctx, cancel := context.WithTimeout(ctx, f.cfg.CallTimeout)
-	lost, err := f.bp.Reassert(cctx, f.cfg.NodeID, MissedHeartbeats*f.cfg.Heartbeat, held...)
-	cancel()
+	var lost []backplane.Key
+	err := f.inChunks(ctx, held, func(ctx context.Context, chunk []backplane.Key) error {
+		l, err := f.bp.Reassert(ctx, f.cfg.NodeID, MissedHeartbeats*f.cfg.Heartbeat, chunk...)
+		lost = append(lost, l...)
+		return err
+	})
 	f.mu.Lock()
 	claimed := f.claimedDuring
 	f.claimedDuring = nil

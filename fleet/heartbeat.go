@@ -238,9 +238,9 @@ func (f *Fleet) recordLocked(bn backplane.Node) (n Node, ok, rejected bool) {
 }
 
 // renewClaims logs what a heartbeat that reached the backplane found, and
-// renews the claims' lease. Every heartbeat renews it, in one round trip:
-// a claim lost to a failover is written again, and one whose release was
-// lost runs out within a ttl.
+// renews the claims' lease. Every heartbeat renews it, in one round trip
+// per maxKeysPerCall claims: a claim lost to a failover is written again,
+// and one whose release was lost runs out within a ttl.
 func (f *Fleet) renewClaims(ctx context.Context, r reached) {
 	n := len(f.beat.keys)
 	switch {

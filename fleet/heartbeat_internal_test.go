@@ -40,6 +40,7 @@ func TestHeartbeatLockGrowsWithChangesNotClaims(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.ReleaseLater(KindPlayer, ids[100+round])
+		bp.reset()
 		if err := f.step(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -58,9 +59,10 @@ func TestHeartbeatLockGrowsWithChangesNotClaims(t *testing.T) {
 	bp.checkReasserted(t, held)
 }
 
-// recordReassert is a backplane that notes the claims each Reassert is
-// given. Once called is set, its Reassert says so and then waits until the
-// test lets it go on.
+// recordReassert is a backplane that notes the claims its Reasserts are
+// given since reset (a heartbeat re-asserts many claims in several
+// calls). Once called is set, its Reassert says so and then waits until
+// the test lets it go on.
 type recordReassert struct {
 	*memory.Backplane
 	called chan struct{}
@@ -70,16 +72,24 @@ type recordReassert struct {
 	after func()
 
 	mu   sync.Mutex
-	keys map[backplane.Key]bool // the last Reassert's
+	keys map[backplane.Key]bool // the Reasserts' since reset
+}
+
+// reset forgets the claims re-asserted so far.
+func (b *recordReassert) reset() {
+	b.mu.Lock()
+	b.keys = nil
+	b.mu.Unlock()
 }
 
 func (b *recordReassert) Reassert(ctx context.Context, owner string, lease time.Duration, keys ...backplane.Key) ([]backplane.Key, error) {
-	set := make(map[backplane.Key]bool, len(keys))
-	for _, k := range keys {
-		set[k] = true
-	}
 	b.mu.Lock()
-	b.keys = set
+	if b.keys == nil {
+		b.keys = make(map[backplane.Key]bool, len(keys))
+	}
+	for _, k := range keys {
+		b.keys[k] = true
+	}
 	b.mu.Unlock()
 	if b.called != nil {
 		b.called <- struct{}{}
@@ -92,7 +102,8 @@ func (b *recordReassert) Reassert(ctx context.Context, owner string, lease time.
 	return lost, err
 }
 
-// checkReasserted fails unless the last Reassert was given exactly held.
+// checkReasserted fails unless the Reasserts since reset were given
+// exactly held.
 func (b *recordReassert) checkReasserted(t *testing.T, held map[backplane.Key]bool) {
 	t.Helper()
 	b.mu.Lock()
@@ -167,6 +178,7 @@ func TestClaimsChangedDuringReassert(t *testing.T) {
 	mu.Unlock()
 
 	// The next heartbeat re-asserts exactly the claims held.
+	bp.reset()
 	go func() { stepped <- f.step(ctx) }()
 	<-bp.called // and goes on: goOn is closed
 	if err := <-stepped; err != nil {

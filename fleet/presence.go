@@ -54,14 +54,15 @@ func (f *Fleet) Connect(ctx context.Context, id string) error {
 }
 
 // ClaimFree claims for this server each unit kind/id of ids that no other
-// live server holds, in one round trip, and returns the ids another live
-// server holds, which it leaves to them (a dead server's claim is taken
-// over). Of servers racing for one id exactly one wins it. A claim won is
-// leased as the heartbeat's re-assertion leases it.
+// live server holds, in one round trip (per maxKeysPerCall ids), and
+// returns the ids another live server holds, which it leaves to them (a
+// dead server's claim is taken over). Of servers racing for one id exactly
+// one wins it. A claim won is leased as the heartbeat's re-assertion
+// leases it.
 //
 // When the backplane cannot answer, every id is held as Claim holds it
-// (re-asserted when the backplane returns) and the error is returned:
-// the caller goes on as if it had won them all.
+// (re-asserted when the backplane returns) and the error is returned: the
+// caller goes on as if it had won them all.
 func (f *Fleet) ClaimFree(ctx context.Context, kind string, ids ...string) (held []string, err error) {
 	keys := keysOf(kind, ids)
 	if err := backplane.ValidateClaim(f.cfg.NodeID, keys...); err != nil {
@@ -73,9 +74,12 @@ func (f *Fleet) ClaimFree(ctx context.Context, kind string, ids ...string) (held
 	f.mu.Lock()
 	f.cancelPendingLocked(keys)
 	f.mu.Unlock()
-	cctx, cancel := context.WithTimeout(ctx, f.cfg.CallTimeout)
-	defer cancel()
-	lost, err := f.bp.Reassert(cctx, f.cfg.NodeID, MissedHeartbeats*f.cfg.Heartbeat, keys...)
+	var lost []backplane.Key
+	err = f.inChunks(ctx, keys, func(ctx context.Context, chunk []backplane.Key) error {
+		l, err := f.bp.Reassert(ctx, f.cfg.NodeID, MissedHeartbeats*f.cfg.Heartbeat, chunk...)
+		lost = append(lost, l...)
+		return err
+	})
 	if err != nil {
 		lost = nil
 		err = fmt.Errorf("claim %s: %w", describe(keys), err)

@@ -14,9 +14,10 @@ import (
 // caller, so a room's step worker may call it. The claims stop being held
 // at once (Holds reports false, and no re-assertion brings them back); a
 // goroutine that Run owns writes the queued releases, every release queued
-// by then in one round trip, and keeps those that fail queued to retry
-// them. Leaving the fleet releases whatever is still queued with the rest.
-// Claiming an id again before its release is written cancels the release.
+// by then in one round trip (per maxKeysPerCall), and keeps those that
+// fail queued to retry them. Leaving the fleet releases whatever is still
+// queued with the rest. Claiming an id again before its release is written
+// cancels the release.
 func (f *Fleet) ReleaseLater(kind string, ids ...string) {
 	if len(ids) == 0 {
 		return
@@ -96,8 +97,8 @@ func (f *Fleet) flushLoop(ctx context.Context, stop <-chan struct{}) {
 	}
 }
 
-// flush writes every queued release in one round trip. It reports false
-// when releases remain queued because the write failed.
+// flush writes every queued release in one round trip per maxKeysPerCall.
+// It reports false when releases remain queued because the write failed.
 func (f *Fleet) flush(ctx context.Context) bool {
 	f.mu.Lock()
 	f.absorbLocked()
@@ -109,9 +110,9 @@ func (f *Fleet) flush(ctx context.Context) bool {
 	clear(f.pending)
 	f.mu.Unlock()
 
-	cctx, cancel := context.WithTimeout(ctx, f.cfg.CallTimeout)
-	err := f.bp.Release(cctx, f.cfg.NodeID, batch...)
-	cancel()
+	err := f.inChunks(ctx, batch, func(ctx context.Context, chunk []backplane.Key) error {
+		return f.bp.Release(ctx, f.cfg.NodeID, chunk...)
+	})
 
 	f.mu.Lock()
 	// An id claimed again while the release was in flight: its claim may
@@ -133,11 +134,12 @@ func (f *Fleet) flush(ctx context.Context) bool {
 		return false
 	}
 	if len(reclaim) > 0 {
-		cctx, cancel := context.WithTimeout(ctx, f.cfg.CallTimeout)
-		if err := f.bp.Claim(cctx, f.cfg.NodeID, reclaim...); err != nil {
+		err := f.inChunks(ctx, reclaim, func(ctx context.Context, chunk []backplane.Key) error {
+			return f.bp.Claim(ctx, f.cfg.NodeID, chunk...)
+		})
+		if err != nil {
 			f.logger.Warn("claim again what was claimed during a release; the next re-assertion writes it", "claims", len(reclaim), "err", err)
 		}
-		cancel()
 	}
 	return true
 }

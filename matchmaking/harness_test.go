@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -91,7 +92,12 @@ func startCluster(t *testing.T, o clusterOpts) *cluster {
 			n := &node{Node: hn, c: c, mm: mm}
 			hn.Arrive = func(_ context.Context, id string, ho room.Handoff, now time.Time) {
 				mm.arrive(id, ho, now, now)
-				waited, _ := mm.Waited(id)
+				waited, ok := mm.Waited(id)
+				if !ok {
+					// A round on Run's goroutine matched it already: the
+					// time it waited is what it was told on arriving.
+					waited = toldWaited(c.Sent(id))
+				}
 				c.mu.Lock()
 				c.arrivals = append(c.arrivals, arrival{player: id, node: hn.Srv.ID(), waited: waited})
 				c.mu.Unlock()
@@ -157,3 +163,14 @@ func moveRecs(moves []hosttest.Move) []moveRec {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// toldWaited returns the time the last queue.waiting packet of sent says
+// its player waited, or 0.
+func toldWaited(sent []any) time.Duration {
+	for _, pk := range slices.Backward(sent) {
+		if w, ok := pk.(WaitingPacket); ok {
+			return time.Duration(w.WaitedMS) * time.Millisecond
+		}
+	}
+	return 0
+}

@@ -46,9 +46,7 @@ func clusterFailover(t *testing.T, rc *testbin.RedisCluster) {
 		t.Fatal(err)
 	}
 	addr := master.Options().Addr
-	if err := master.Do(ctx, "WAIT", 1, 5000).Err(); err != nil {
-		t.Fatal(err)
-	}
+	waitReplicated(t, master)
 	var victim *testbin.Redis
 	for _, n := range rc.Nodes {
 		if n.Addr == addr {
@@ -98,4 +96,32 @@ func clusterFailover(t *testing.T, rc *testbin.RedisCluster) {
 		worst = max(worst, time.Since(start))
 	}
 	t.Logf("cluster stopped: slowest of 5 calls with a %v deadline took %v", deadline, worst.Round(time.Millisecond))
+}
+
+// waitReplicated waits until a replica of master has every write master
+// took so far. WAIT counts the replicas that have the writes of its own
+// connection, and answers 0 when none has them within its timeout: it
+// follows a write of its own, in the fleet's hash slot, on one connection
+// (replication keeps the master's order, so the writes before it are
+// there too), and is asked again until a replica has it. It used to be
+// asked once, on any connection of the pool, and its answer not read.
+func waitReplicated(t *testing.T, master *goredis.Client) {
+	t.Helper()
+	conn := master.Conn()
+	defer conn.Close()
+	if err := conn.Set(t.Context(), "test:{failover}:fence", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for began := time.Now(); ; {
+		n, err := conn.Do(t.Context(), "WAIT", 1, 1000).Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n >= 1 {
+			return
+		}
+		if time.Since(began) > time.Minute {
+			t.Fatalf("no replica of master %s has its writes after a minute", master.Options().Addr)
+		}
+	}
 }

@@ -78,11 +78,13 @@ type view struct {
 // maxDue bounds the node keys a view script is given.
 const maxDue = 64
 
-// wrote is a heartbeat that succeeded: the record it wrote and when it
-// was sent, before which its key cannot have expired.
+// wrote is a heartbeat that succeeded: the record it wrote, when it was
+// sent, before which its key cannot have expired, and the ttl it gave the
+// key.
 type wrote struct {
 	rec  string
 	sent time.Time
+	ttl  time.Duration
 }
 
 // keys returns the KEYS of every view script: the node's key, then the
@@ -336,10 +338,11 @@ func (b *Backplane) Heartbeat(ctx context.Context, node backplane.Node, ttl time
 		last, ok := b.view.wrote[node.ID]
 		delete(b.view.wrote, node.ID) // until this heartbeat is known to have done its part
 		sent := time.Now()
-		// Plain only while the last heartbeat's key cannot have expired:
-		// were it gone and this reply lost, plain's ZADD would have moved
-		// a dead node's expiry on.
-		ok = ok && last.rec == rec && sent.Sub(last.sent) < ttl/2 && !b.view.at.IsZero()
+		// Plain only while the last heartbeat's key cannot have expired
+		// (by the ttl it was written with, not this one's): were it gone
+		// and this reply lost, plain's ZADD would have moved a dead
+		// node's expiry on.
+		ok = ok && last.rec == rec && sent.Sub(last.sent) < min(ttl, last.ttl)/2 && !b.view.at.IsZero()
 		est := b.view.storeMs + sent.Sub(b.view.at).Milliseconds()
 		b.view.mu.Unlock()
 		var (
@@ -355,7 +358,7 @@ func (b *Backplane) Heartbeat(ctx context.Context, node backplane.Node, ttl time
 		}
 		if err == nil {
 			b.view.mu.Lock()
-			b.view.wrote[node.ID] = wrote{rec: rec, sent: sent}
+			b.view.wrote[node.ID] = wrote{rec: rec, sent: sent, ttl: ttl}
 			b.view.mu.Unlock()
 		}
 		return m, err

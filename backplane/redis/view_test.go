@@ -238,18 +238,39 @@ func TestViewPlainHeartbeatKeyLost(t *testing.T) {
 // heartbeats drops a node whose key expired: the script runs for it.
 func TestViewPlainHeartbeatDropsExpired(t *testing.T) {
 	rdb, a, b := twoViews(t)
-	const ttl = 300 * time.Millisecond
+	// A ttl that b's two heartbeats fit in on a busy machine: with
+	// 300 ms, a's key expired before the second, which dropped it.
+	const ttl = 2 * time.Second
 	if _, _, err := a.Heartbeat(t.Context(), backplane.Node{ID: "a", Data: []byte("a1")}, ttl); err != nil {
 		t.Fatal(err)
 	}
 	beat(t, b, "b", "b1")
-	beat(t, b, "b", "b1")
-	time.Sleep(ttl + 100*time.Millisecond) // Redis expires a's key by its own clock
-	before := scriptRuns(t, rdb)
 	got, _ := beat(t, b, "b", "b1")
+	wantView(t, "before a's key expired", got, "a", "a1", "b", "b1")
+	waitExpired(t, rdb, "muster:{delta}:n:a", ttl)
+	before := scriptRuns(t, rdb)
+	got, _ = beat(t, b, "b", "b1")
 	wantView(t, "after a's key expired", got, "b", "b1")
 	if scriptRuns(t, rdb) == before {
 		t.Error("no script ran to drop the expired node")
+	}
+}
+
+// waitExpired waits until Redis has expired key, written with ttl, by its
+// own clock.
+func waitExpired(t *testing.T, rdb *goredis.Client, key string, ttl time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(ttl + 30*time.Second); ; time.Sleep(10 * time.Millisecond) {
+		n, err := rdb.Exists(t.Context(), key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never expired", key)
+		}
 	}
 }
 
@@ -271,40 +292,58 @@ func (h loseReplies) ProcessPipelineHook(next goredis.ProcessPipelineHook) gored
 
 // TestViewLostReplyAfterExpiry checks that a heartbeat made after its
 // node's key expired, whose reply is lost, does not leave the view
-// keeping the node without its key.
+// keeping the node without its key; with the last heartbeat's ttl, and
+// with a longer one: whether the last key can have expired is judged by
+// the ttl it was written with (it was judged by the new one, and a plain
+// heartbeat moved the expired node's expiry on).
 func TestViewLostReplyAfterExpiry(t *testing.T) {
-	srv := testbin.StartRedis(t)
-	rdb := testClient(t, srv.Addr)
-	var lost atomic.Bool
-	rdb.AddHook(loseReplies{&lost})
-	a, err := redis.New(rdb, "delta")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := openTestView(t, srv.Addr)
-	na := backplane.Node{ID: "a", Data: []byte("a1")}
-	const ttl = 300 * time.Millisecond
-	for range 2 {
-		if _, _, err := a.Heartbeat(t.Context(), na, ttl); err != nil {
-			t.Fatal(err)
-		}
-	}
-	beat(t, b, "b", "b1")
-	time.Sleep(ttl + 100*time.Millisecond) // a's key expires
-	lost.Store(true)
-	if _, _, err := a.Heartbeat(t.Context(), na, ttl); err == nil {
-		t.Fatal("the heartbeat whose reply was lost reports success")
-	}
-	nodes, err := b.Nodes(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := rdb.Exists(t.Context(), "muster:{delta}:n:a").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, listed := viewOf(t, nodes)["a"]; listed && key == 0 {
-		t.Error("the view lists a, whose key is gone")
+	// A ttl that b's heartbeat fits in on a busy machine: with 300 ms,
+	// the key of the heartbeat whose reply is lost expired before the
+	// check.
+	const ttl = 2 * time.Second
+	for _, c := range []struct {
+		name    string
+		lostTTL time.Duration
+	}{{"same ttl", ttl}, {"longer ttl", time.Hour}} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := testbin.StartRedis(t)
+			rdb := testClient(t, srv.Addr)
+			var lost atomic.Bool
+			rdb.AddHook(loseReplies{&lost})
+			a, err := redis.New(rdb, "delta")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := openTestView(t, srv.Addr)
+			na := backplane.Node{ID: "a", Data: []byte("a1")}
+			for range 2 {
+				if _, _, err := a.Heartbeat(t.Context(), na, ttl); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, _ := beat(t, b, "b", "b1")
+			wantView(t, "before a's key expired", got, "a", "a1", "b", "b1")
+			waitExpired(t, rdb, "muster:{delta}:n:a", ttl)
+			lost.Store(true)
+			began := time.Now()
+			if _, _, err := a.Heartbeat(t.Context(), na, c.lostTTL); err == nil {
+				t.Fatal("the heartbeat whose reply was lost reports success")
+			}
+			nodes, err := b.Nodes(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			key, err := rdb.Exists(t.Context(), "muster:{delta}:n:a").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if time.Since(began) >= c.lostTTL {
+				return // the key it may have written has expired too: no check
+			}
+			if _, listed := viewOf(t, nodes)["a"]; listed && key == 0 {
+				t.Error("the view lists a, whose key is gone")
+			}
+		})
 	}
 }
 
