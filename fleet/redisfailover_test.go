@@ -133,7 +133,7 @@ func isMaster(ctx context.Context, addr, password string) bool {
 // 3+3 Redis Cluster under three servers with players seated in rooms.
 func TestRedisFailoverCluster(t *testing.T) {
 	goredis.SetLogger(quiet{})
-	rc := testbin.StartRedisCluster(t)
+	rc := testbin.StartRedisCluster(t, testbin.ClusterOptions{})
 	addr := "redis://:" + rc.Password + "@" + rc.Seed() + "?cluster=true"
 	var victim *testbin.Redis
 	failover(t, "cluster", addr, func(ctx context.Context) {

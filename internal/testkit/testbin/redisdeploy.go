@@ -186,18 +186,31 @@ type RedisCluster struct {
 	Nodes []*Redis
 }
 
+// ClusterOptions configures StartRedisCluster.
+type ClusterOptions struct {
+	// NodeTimeout is the cluster-node-timeout: how long a node may not
+	// answer before the others fail it over. Default 1 s, which a failover
+	// measurement wants; a test of the calls themselves wants longer, so
+	// that a starved machine does not fail a node over in the middle
+	// (CLUSTERDOWN for every call until the cluster is whole again).
+	NodeTimeout time.Duration
+}
+
 // StartRedisCluster starts a Redis Cluster of three masters, each with one
-// replica, nodes in parallel, with node timeout 1 s, and returns once
-// every node reports the cluster ok with all six nodes.
-func StartRedisCluster(tb testing.TB) *RedisCluster {
+// replica, nodes in parallel, and returns once every node reports the
+// cluster ok with all six nodes.
+func StartRedisCluster(tb testing.TB, o ClusterOptions) *RedisCluster {
 	tb.Helper()
+	if o.NodeTimeout <= 0 {
+		o.NodeTimeout = time.Second
+	}
 	rc := &RedisCluster{Password: "cluster-pw"}
 	bus := make([]int, 6)
 	for i := range 6 {
 		r := newRedis(tb, RedisOptions{Password: rc.Password})
 		bus[i] = FreePort(tb, "127.0.0.1")
 		r.args = append(r.args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-node-timeout", "1000", "--cluster-port", strconv.Itoa(bus[i]),
+			"--cluster-node-timeout", strconv.FormatInt(o.NodeTimeout.Milliseconds(), 10), "--cluster-port", strconv.Itoa(bus[i]),
 			"--cluster-announce-ip", "127.0.0.1", "--cluster-replica-validity-factor", "0")
 		rc.Nodes = append(rc.Nodes, r)
 	}
