@@ -82,6 +82,15 @@ func newRedis(tb testing.TB, o RedisOptions) *Redis {
 // launchAll starts servers in parallel and waits for them all.
 func launchAll(tb testing.TB, rs []*Redis) {
 	tb.Helper()
+	if err := tryLaunchAll(tb, rs); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// tryLaunchAll is launchAll returning its error: the servers started are
+// stopped when the test ends.
+func tryLaunchAll(tb testing.TB, rs []*Redis) error {
+	tb.Helper()
 	errs := make([]error, len(rs))
 	var wg sync.WaitGroup
 	for i, r := range rs {
@@ -91,9 +100,7 @@ func launchAll(tb testing.TB, rs []*Redis) {
 	for _, r := range rs {
 		tb.Cleanup(r.Stop)
 	}
-	if err := errors.Join(errs...); err != nil {
-		tb.Fatal(err)
-	}
+	return errors.Join(errs...)
 }
 
 // SentinelGroup is a master, its replica and three sentinels, started for
@@ -206,15 +213,32 @@ func StartRedisCluster(tb testing.TB, o ClusterOptions) *RedisCluster {
 	}
 	rc := &RedisCluster{Password: "cluster-pw"}
 	bus := make([]int, 6)
-	for i := range 6 {
-		r := newRedis(tb, RedisOptions{Password: rc.Password})
-		bus[i] = FreePort(tb, "127.0.0.1")
-		r.args = append(r.args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-node-timeout", strconv.FormatInt(o.NodeTimeout.Milliseconds(), 10), "--cluster-port", strconv.Itoa(bus[i]),
-			"--cluster-announce-ip", "127.0.0.1", "--cluster-replica-validity-factor", "0")
-		rc.Nodes = append(rc.Nodes, r)
+	// Twelve ports are picked free and bound a moment later, by programs
+	// of their own: another test's server may take one in between (a CI
+	// run: "Failed listening on port … (cluster), aborting"). The nodes
+	// are started again on new ports then, a few times at most.
+	for try := 1; ; try++ {
+		rc.Nodes = nil
+		for i := range 6 {
+			r := newRedis(tb, RedisOptions{Password: rc.Password})
+			bus[i] = FreePort(tb, "127.0.0.1")
+			r.args = append(r.args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+				"--cluster-node-timeout", strconv.FormatInt(o.NodeTimeout.Milliseconds(), 10), "--cluster-port", strconv.Itoa(bus[i]),
+				"--cluster-announce-ip", "127.0.0.1", "--cluster-replica-validity-factor", "0")
+			rc.Nodes = append(rc.Nodes, r)
+		}
+		err := tryLaunchAll(tb, rc.Nodes)
+		if err == nil {
+			break
+		}
+		for _, r := range rc.Nodes {
+			r.Stop()
+		}
+		if try == 3 || !strings.Contains(err.Error(), "Address already in use") {
+			tb.Fatal(err)
+		}
+		tb.Logf("redis cluster: a port was taken before its node bound it; starting the nodes again: %v", err)
 	}
-	launchAll(tb, rc.Nodes)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	clients := make([]*goredis.Client, 6)
