@@ -158,19 +158,27 @@ func (r *run) scaleDown(ctx context.Context) {
 		return rep.Lobby.Code == codes[rep.Player] && len(rep.Lobby.Members) == 2 && !slices.Contains(gone, rep.Lobby.Node)
 	})
 
-	// The removed servers' matches ended by the drain rule.
+	// The removed servers' matches moved to a kept server (the duel
+	// opts in to moving rooms), or ended by the drain rule.
 	ended := map[string]int{}
 	for b, rm := range onGone {
 		rep := b.Report()
-		i := slices.IndexFunc(rep.Rooms, func(x bot.Room) bool { return x.ID == rm.ID && x.Node == rm.Node })
-		reason := rep.Rooms[i].Reason
+		i := slices.IndexFunc(rep.Rooms, func(x bot.Room) bool { return x.ID == rm.ID })
+		if i < 0 {
+			t.Errorf("%s: room %s of the removed %s is not in its report", rep.Player, rm.ID, rm.Node)
+			continue
+		}
+		x := rep.Rooms[i]
+		reason := x.Reason
 		switch {
+		case x.Node != rm.Node && !slices.Contains(gone, x.Node):
+			ended["moved to a kept server"]++
 		case strings.HasPrefix(reason, "won by "):
 			ended["played to the end"]++
 		case reason == "server-drained":
 			ended["ended at the drain timeout"]++
 		default:
-			t.Errorf("%s: room %s on the removed %s ended %q, want played to its end or server-drained", rep.Player, rm.ID, rm.Node, reason)
+			t.Errorf("%s: room %s on the removed %s ended %q, want moved to a kept server, played to its end or server-drained", rep.Player, rm.ID, rm.Node, reason)
 		}
 	}
 	r.waitLanded("scale down", r.servers, 30*time.Second)
