@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"sync"
@@ -12,9 +11,6 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/muster-gg/muster"
-	"github.com/muster-gg/muster/backplane/memory"
-	"github.com/muster-gg/muster/config"
 	"github.com/muster-gg/muster/examples/duel/bot"
 	"github.com/muster-gg/muster/internal/testkit/testrun"
 )
@@ -50,47 +46,11 @@ func (p *plays) all() []url.Values {
 func TestQueueRedirectCarriesTicket(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a bound for a stuck run, not a measure
 	defer cancel()
-	store := memory.NewStore(memory.Config{})
-	var servers []*muster.Server
+	_, addrs := duelServers(t, "duel-a", "duel-b")
 	var urls []string
-	for _, id := range []string{"duel-a", "duel-b"} {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := muster.DefaultConfig()
-		cfg.Security.Key = "0123456789abcdef0123456789abcdef"
-		cfg.Server.Fleet.NodeID = id
-		cfg.Server.Fleet.InternalAddress = l.Addr().String()
-		cfg.Server.Fleet.Heartbeat = config.Duration(100 * time.Millisecond)
-		bp, err := store.Cluster(cfg.Server.Fleet.Cluster)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := muster.New(Duel{}, cfg, append(options(),
-			muster.WithBackplane(bp), muster.WithListener(l), muster.WithLogger(slog.New(slog.DiscardHandler)))...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { bp.Close() }) // once the server has stopped
-		testrun.GoRun(t, s.Run)
-		servers = append(servers, s)
-		urls = append(urls, "http://"+l.Addr().String()+"/")
+	for _, a := range addrs {
+		urls = append(urls, "http://"+a+"/")
 	}
-	testrun.WaitWithin(t, time.Minute, "each server sees the other, ready", func() bool {
-		for _, s := range servers {
-			n := 0
-			for _, node := range s.Fleet().Nodes() {
-				if node.HasRoom() {
-					n++
-				}
-			}
-			if n != 2 {
-				return false
-			}
-		}
-		return true
-	})
 
 	type player struct {
 		bot   *bot.Bot

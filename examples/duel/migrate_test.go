@@ -27,46 +27,7 @@ import (
 // server that is ready, as a load balancer's readiness probe would.
 func duelFleet(t *testing.T, ids ...string) (servers []*muster.Server, lb string) {
 	t.Helper()
-	store := memory.NewStore(memory.Config{})
-	var addrs []string
-	for _, id := range ids {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := muster.DefaultConfig()
-		cfg.Security.Key = "0123456789abcdef0123456789abcdef"
-		cfg.Server.Fleet.NodeID = id
-		cfg.Server.Fleet.InternalAddress = l.Addr().String()
-		cfg.Server.Fleet.Heartbeat = config.Duration(100 * time.Millisecond)
-		bp, err := store.Cluster(cfg.Server.Fleet.Cluster)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := muster.New(Duel{}, cfg, append(options(),
-			muster.WithBackplane(bp), muster.WithListener(l), muster.WithLogger(slog.New(slog.DiscardHandler)))...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { bp.Close() }) // once the server has stopped
-		testrun.GoRun(t, s.Run)
-		servers = append(servers, s)
-		addrs = append(addrs, l.Addr().String())
-	}
-	testrun.WaitWithin(t, time.Minute, "each server sees the others, ready", func() bool {
-		for _, s := range servers {
-			n := 0
-			for _, node := range s.Fleet().Nodes() {
-				if node.HasRoom() {
-					n++
-				}
-			}
-			if n != len(servers) {
-				return false
-			}
-		}
-		return true
-	})
+	servers, addrs := duelServers(t, ids...)
 	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
 		for i, s := range servers {
 			if st := s.Fleet().State(); st == fleet.StateReady || i == len(servers)-1 {
@@ -166,4 +127,51 @@ func TestDuelRestore(t *testing.T) {
 			t.Errorf("%s restored", name)
 		}
 	}
+}
+
+// duelServers runs servers of the duel with ids on one in-memory
+// backplane, and returns them and their addresses once each sees all of
+// them ready.
+func duelServers(t *testing.T, ids ...string) (servers []*muster.Server, addrs []string) {
+	t.Helper()
+	store := memory.NewStore(memory.Config{})
+	for _, id := range ids {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := muster.DefaultConfig()
+		cfg.Security.Key = "0123456789abcdef0123456789abcdef"
+		cfg.Server.Fleet.NodeID = id
+		cfg.Server.Fleet.InternalAddress = l.Addr().String()
+		cfg.Server.Fleet.Heartbeat = config.Duration(100 * time.Millisecond)
+		bp, err := store.Cluster(cfg.Server.Fleet.Cluster)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := muster.New(Duel{}, cfg, append(options(),
+			muster.WithBackplane(bp), muster.WithListener(l), muster.WithLogger(slog.New(slog.DiscardHandler)))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { bp.Close() }) // once the server has stopped
+		testrun.GoRun(t, s.Run)
+		servers = append(servers, s)
+		addrs = append(addrs, l.Addr().String())
+	}
+	testrun.WaitWithin(t, time.Minute, "each server sees the others, ready", func() bool {
+		for _, s := range servers {
+			n := 0
+			for _, node := range s.Fleet().Nodes() {
+				if node.HasRoom() {
+					n++
+				}
+			}
+			if n != len(servers) {
+				return false
+			}
+		}
+		return true
+	})
+	return servers, addrs
 }
