@@ -285,19 +285,7 @@ func (h *Host[Sim, Input, Player]) movedAway(ctx context.Context, r *Room[Sim, I
 	r.inbox = nil
 	r.mu.Unlock()
 	h.mu.Lock()
-	delete(h.rooms, r.info.ID)
-	var clients []*Client
-	for id := range seats {
-		if h.seated[id] == r {
-			delete(h.seated, id)
-		}
-		if h.seated[id] == nil {
-			h.releaseLocked(id)
-		}
-		if c := h.clients[id]; c != nil {
-			clients = append(clients, c)
-		}
-	}
+	clients := h.forgetRoomLocked(r, seats, nil)
 	h.mu.Unlock()
 	h.kickReleases()
 	h.moves.record(pause)

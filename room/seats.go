@@ -188,13 +188,12 @@ func (h *Host[Sim, Input, Player]) unseat(id, roomID string) {
 	}
 }
 
-// roomEnded forgets an ended room and its seats, and tells its players.
-func (h *Host[Sim, Input, Player]) roomEnded(r *Room[Sim, Input, Player], seats map[string]*seat[Player], why string) {
-	end := roomOutPacket{Type: "room_end", Room: r.info.ID, Reason: why}
-	now := time.Now()
-	h.mu.Lock()
+// forgetRoomLocked forgets room r and its seats, releasing the claims of
+// the players it leaves seated nowhere, and returns the connected ones;
+// away (may be nil) is called with each player seated nowhere now that is
+// not connected. h.mu must be held.
+func (h *Host[Sim, Input, Player]) forgetRoomLocked(r *Room[Sim, Input, Player], seats map[string]*seat[Player], away func(id string)) (clients []*Client) {
 	delete(h.rooms, r.info.ID)
-	var clients []*Client
 	for id := range seats {
 		if h.seated[id] == r {
 			delete(h.seated, id)
@@ -205,12 +204,23 @@ func (h *Host[Sim, Input, Player]) roomEnded(r *Room[Sim, Input, Player], seats 
 		}
 		if c := h.clients[id]; c != nil {
 			clients = append(clients, c)
-		} else if h.seated[id] == nil {
-			// Away (its connection dropped, or the server relaying it
-			// stopped): told when it comes back.
-			h.missLocked(id, end, now)
+		} else if h.seated[id] == nil && away != nil {
+			away(id)
 		}
 	}
+	return clients
+}
+
+// roomEnded forgets an ended room and its seats, and tells its players.
+func (h *Host[Sim, Input, Player]) roomEnded(r *Room[Sim, Input, Player], seats map[string]*seat[Player], why string) {
+	end := roomOutPacket{Type: "room_end", Room: r.info.ID, Reason: why}
+	now := time.Now()
+	h.mu.Lock()
+	clients := h.forgetRoomLocked(r, seats, func(id string) {
+		// Away (its connection dropped, or the server relaying it
+		// stopped): told when it comes back.
+		h.missLocked(id, end, now)
+	})
 	h.mu.Unlock()
 	h.kickReleases()
 	players := slices.Collect(maps.Keys(seats))
