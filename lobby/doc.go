@@ -33,6 +33,13 @@
 // creation still waits here at the drain's end), and a code typed there
 // while its lobby is on its way elsewhere waits for the lobby to land.
 //
+// A lobby stays one lobby when its members reach different servers (a
+// late member is sent after a target that began draining meanwhile, or
+// a draining target forwards each newcomer on): a member that arrives
+// where the lobby did not land joins it where the fleet locates it; and
+// of two servers that re-created it at once, the one whose claim on the
+// code was replaced sends its members to the other.
+//
 // # Lifecycle
 //
 // New checks the configuration and starts nothing. Run does the

@@ -24,6 +24,10 @@ type lobby struct {
 	room    string    // the running match, "" when open
 	target  string    // while draining: the server it moves to
 	told    bool      // told that the server drains with nowhere to go
+	// held is set once this server claimed the code (the claim may be
+	// written later, re-asserted): a lobby held no longer was taken
+	// over by another server.
+	held bool
 }
 
 // member is a player in a lobby, connected here or not.
@@ -67,7 +71,7 @@ func (m *Module) create(ctx context.Context, id string, arrived time.Time) {
 		m.fail(id, ErrInLobby)
 		return
 	}
-	l := &lobby{code: code, host: id, members: []*member{{id: id, present: true, arrived: arrived}}}
+	l := &lobby{code: code, host: id, members: []*member{{id: id, present: true, arrived: arrived}}, held: true}
 	m.lobbies[code], m.players[id] = l, l
 	m.mu.Unlock()
 	m.broadcast(l)

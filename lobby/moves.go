@@ -63,8 +63,14 @@ func (m *Module) join(ctx context.Context, id, raw string, arrived time.Time) (w
 // lobby on a draining server is on its way elsewhere: the join waits and
 // locates it again. It reports whether the fleet holds no such lobby.
 func (m *Module) locateAndMove(ctx context.Context, w *wait) (wrong bool) {
+	n, err := m.kit.Env.Fleet().Locate(ctx, fleet.KindLobby, w.code)
+	return m.moveToHolder(ctx, w, n, err)
+}
+
+// moveToHolder sends player w.id to n, the server that holds lobby w.code
+// as Locate answered (n, err), as locateAndMove says.
+func (m *Module) moveToHolder(ctx context.Context, w *wait, n fleet.Node, err error) (wrong bool) {
 	f := m.kit.Env.Fleet()
-	n, err := f.Locate(ctx, fleet.KindLobby, w.code)
 	switch {
 	case err == nil && n.ID == f.ID() && m.kit.Draining():
 		// Not here (join looked) but still claimed here: handed to
@@ -158,6 +164,14 @@ func (m *Module) arrive(ctx context.Context, id string, ho room.Handoff, arrived
 		m.broadcast(l)
 		return
 	}
+	if l == nil {
+		m.mu.Unlock()
+		if m.landedElsewhere(ctx, id, d, arrived) {
+			return
+		}
+		m.mu.Lock()
+		l = m.lobbies[d.Code] // another member may have landed it meanwhile
+	}
 	l, recreated := m.landLocked(l, id, d, arrived, now)
 	m.mu.Unlock()
 	if recreated {
@@ -166,8 +180,33 @@ func (m *Module) arrive(ctx context.Context, id string, ho room.Handoff, arrived
 				m.kit.Logger.Warn("claim a lobby moved here; re-asserted when the backplane returns", "code", d.Code, "err", err)
 			}
 		}
+		m.mu.Lock()
+		l.held = true
+		m.mu.Unlock()
 	}
 	m.broadcast(l)
+}
+
+// landedElsewhere reports whether lobby d.Code, which member id brought
+// along to this server where the lobby is not, is already somewhere
+// else: another member landed it on another server first (a draining
+// server forwards each newcomer by its own id, and the lobby's old server
+// may send a late member to another server than the first), or this
+// draining server handed it on. The member then joins it there, as a
+// join of the code does, rather than opening a second lobby under the
+// code. A lobby the fleet locates on the server it left (d.From), on
+// none, or not at all for an error, is re-created here.
+func (m *Module) landedElsewhere(ctx context.Context, id string, d handoff, arrived time.Time) bool {
+	f := m.kit.Env.Fleet()
+	if f == nil {
+		return false
+	}
+	n, err := f.Locate(ctx, fleet.KindLobby, d.Code)
+	if err != nil || n.ID == d.From || (n.ID == f.ID() && !m.kit.Draining()) {
+		return false
+	}
+	m.moveToHolder(ctx, &wait{id: id, arrived: arrived, code: d.Code}, n, nil)
+	return true
 }
 
 // landLocked takes member id of lobby d.Code, moved here whole: the first

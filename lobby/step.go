@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/muster-gg/muster/fleet"
 	"github.com/muster-gg/muster/internal/modkit"
 )
 
@@ -57,7 +58,7 @@ func (m *Module) plan(now time.Time) *round {
 	slices.Sort(codes)
 	for _, code := range codes {
 		l := m.lobbies[code]
-		if m.dropUnarrivedLocked(r, l) {
+		if m.dropUnarrivedLocked(r, l) || m.takenOverLocked(l) {
 			continue
 		}
 		if !m.kit.Draining() || l.room != "" {
@@ -86,6 +87,30 @@ func (m *Module) takeCooledLocked(r *round) {
 		}
 		return cmp.Compare(a.id, b.id)
 	})
+}
+
+// takenOverLocked gives up open lobby l if another server's claim on its
+// code replaced this one's (both re-created it from one move at once, and
+// the other's claim was written last; the fleet's re-assertion found it),
+// and reports whether it did. Its members here join the lobby there, each
+// as a join of the code once its move cooldown is over. The code is not
+// released: it is the other server's. m.mu must be held.
+func (m *Module) takenOverLocked(l *lobby) bool {
+	f := m.kit.Env.Fleet()
+	if f == nil || !l.held || l.room != "" || f.Holds(fleet.KindLobby, l.code) {
+		return false
+	}
+	delete(m.lobbies, l.code)
+	for _, mem := range l.members {
+		if m.players[mem.id] == l {
+			delete(m.players, mem.id)
+		}
+		if mem.present && !mem.moving {
+			m.waits[mem.id] = &wait{id: mem.id, arrived: mem.arrived, code: l.code}
+		}
+	}
+	m.kit.Logger.Info("lobby code taken over by another server; its members join there", "code", l.code)
+	return true
 }
 
 // dropUnarrivedLocked removes from l the members moved with it who did
