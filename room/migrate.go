@@ -292,7 +292,6 @@ func (h *Host[Sim, Input, Player]) movedAway(ctx context.Context, r *Room[Sim, I
 	h.roomChanged(r, true, slices.Collect(maps.Keys(seats)))
 	h.uncount(ctx, clients...) // one write of the players stat for the room
 	for _, c := range clients {
-		c.leftRoom(r.info.ID)
 		if p := h.redirectPacket(c.id, to, ReasonMigrate); p != nil {
 			h.tellToGo(c, p, ReasonMigrate)
 		}

@@ -189,7 +189,9 @@ func (h *Host[Sim, Input, Player]) unseat(id, roomID string) {
 }
 
 // forgetRoomLocked forgets room r and its seats, releasing the claims of
-// the players it leaves seated nowhere, and returns the connected ones;
+// the players it leaves seated nowhere, and returns the connected ones,
+// whose connections are in no room from here on (all at once with the
+// room, so that nobody sees the room gone and a player still in it);
 // away (may be nil) is called with each player seated nowhere now that is
 // not connected. h.mu must be held.
 func (h *Host[Sim, Input, Player]) forgetRoomLocked(r *Room[Sim, Input, Player], seats map[string]*seat[Player], away func(id string)) (clients []*Client) {
@@ -203,6 +205,7 @@ func (h *Host[Sim, Input, Player]) forgetRoomLocked(r *Room[Sim, Input, Player],
 			h.releaseLocked(id)
 		}
 		if c := h.clients[id]; c != nil {
+			c.leftRoom(r.info.ID)
 			clients = append(clients, c)
 		} else if h.seated[id] == nil && away != nil {
 			away(id)
@@ -226,7 +229,6 @@ func (h *Host[Sim, Input, Player]) roomEnded(r *Room[Sim, Input, Player], seats 
 	players := slices.Collect(maps.Keys(seats))
 	h.roomChanged(r, true, players)
 	for _, c := range clients {
-		c.setRoom("")
 		c.Send(end)
 	}
 	for _, m := range h.modules {
