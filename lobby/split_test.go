@@ -111,3 +111,45 @@ func assertTogether(t *testing.T, c *cluster, n *node, code string, ids ...strin
 		}
 	}
 }
+
+// A late member of a lobby whose other members already left with it goes
+// straight to where the lobby landed, even when the draining server would
+// now pick another target for it (the first is full): one redirect, not
+// one to the new target and another on from there. (The draining server
+// finds the code claimed by the server it landed on, and gives the lobby
+// up as of two that re-created it: its members join there.)
+func TestLateMemberFollowsItsLobbyStraight(t *testing.T) {
+	withCluster(t, clusterOpts{servers: 3}, func(t *testing.T, c *cluster) {
+		a := c.nodes[0]
+		ctx := t.Context()
+		code := c.create(a, "host")
+		time.Sleep(cooldown)
+		c.connect(a, "m")
+		a.lm.join(ctx, "m", code, time.Now())
+		a.lm.kit.SetDraining(true)
+
+		a.lm.step(ctx, time.Now()) // the host's cooldown is over, m's is not
+		landed := c.node(c.Where("host"))
+		if landed == a || a.lm.LobbyOf("m") != code {
+			t.Fatalf("host is on %s, m in lobby %q on a; want the host moved, m still there", c.Where("host"), a.lm.LobbyOf("m"))
+		}
+		// The server the lobby landed on fills up: a would send m elsewhere.
+		_, maxLoad := landed.Srv.Load()
+		landed.Srv.SetLoad(maxLoad)
+		time.Sleep(2 * a.Srv.Config().Heartbeat)
+		synctest.Wait()
+		if n, _ := a.Srv.Node(landed.Srv.ID()); n.HasRoom() {
+			t.Fatalf("a sees %s with room: %+v", landed.Srv.ID(), n)
+		}
+
+		time.Sleep(cooldown)
+		for range 2 { // the housekeeping runs every tick
+			a.lm.step(ctx, time.Now())
+		}
+		moves := c.MovesOf("m")
+		if len(moves) != 1 || moves[0].To != landed.Srv.ID() {
+			t.Fatalf("m was moved %+v, want once, to %s where its lobby is", moves, landed.Srv.ID())
+		}
+		assertTogether(t, c, landed, code, "host", "m")
+	})
+}
