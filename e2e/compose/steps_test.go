@@ -4,18 +4,42 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/muster-gg/muster/dashboard"
 	"github.com/muster-gg/muster/examples/duel/bot"
 	"github.com/muster-gg/muster/internal/testkit/dockertest"
 )
 
-// The game service's stop_grace_period in docker-compose.yml.
-const stopGrace = 75 * time.Second
+// stopGrace returns the game service's stop_grace_period in
+// docker-compose.yml: how long a removed server may take to drain.
+func stopGrace(t *testing.T) time.Duration {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(moduleRoot(t), "docker-compose.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Services map[string]struct {
+			StopGracePeriod string `yaml:"stop_grace_period"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(data, &c); err != nil {
+		t.Fatalf("docker-compose.yml: %v", err)
+	}
+	d, err := time.ParseDuration(c.Services["game"].StopGracePeriod)
+	if err != nil {
+		t.Fatalf("docker-compose.yml: the game's stop_grace_period: %v", err)
+	}
+	return d
+}
 
 // run is the state the steps share: the project, its servers, the bots.
 type run struct {
@@ -111,12 +135,13 @@ func (r *run) scaleDown(ctx context.Context) {
 	for _, s := range removed {
 		logs[s.Container] = r.p.Follow(t, s.Container)
 	}
+	grace := stopGrace(t)
 	start := time.Now()
 	r.p.Must(ctx, r.key, cmdScaleDown)
 	took := time.Since(start)
 	var exits []string
 	for _, s := range removed {
-		ectx, cancel := context.WithTimeout(ctx, stopGrace+30*time.Second)
+		ectx, cancel := context.WithTimeout(ctx, grace+30*time.Second)
 		x, err := r.events.Exit(ectx, s.Container)
 		cancel()
 		if err != nil {
@@ -125,8 +150,8 @@ func (r *run) scaleDown(ctx context.Context) {
 		if x.Code != 0 {
 			t.Errorf("%s exited %d, want 0 (drained); its log:\n%s", s.Name, x.Code, logs[s.Container]())
 		}
-		if d := x.At.Sub(start); d > stopGrace {
-			t.Errorf("%s exited %v after the command, beyond stop_grace_period %v: killed, not drained", s.Name, d, stopGrace)
+		if d := x.At.Sub(start); d > grace {
+			t.Errorf("%s exited %v after the command, beyond stop_grace_period %v: killed, not drained", s.Name, d, grace)
 		}
 		exits = append(exits, fmt.Sprintf("%s exit %d after %v", s.Name, x.Code, x.At.Sub(start).Round(100*time.Millisecond)))
 	}
@@ -182,7 +207,7 @@ func (r *run) scaleDown(ctx context.Context) {
 		}
 	}
 	r.waitLanded("scale down", r.servers, 30*time.Second)
-	r.record("3 up --scale game=3", "the 2 removed servers' exits (stop_grace_period 75s)", strings.Join(exits, ", ")+fmt.Sprintf("; the command took %v", took.Round(100*time.Millisecond)))
+	r.record("3 up --scale game=3", fmt.Sprintf("the 2 removed servers' exits (stop_grace_period %v)", grace), strings.Join(exits, ", ")+fmt.Sprintf("; the command took %v", took.Round(100*time.Millisecond)))
 	r.record("3 up --scale game=3", "players on them: seated, lobbies moved, queue moved",
 		fmt.Sprintf("%d seated (%v); %d of 5 waiting lobbies moved; the duel queue %s (waited %v on arrival)",
 			len(onGone), ended, movedLobbies, map[bool]string{true: "moved", false: "was on a kept server"}[queueGone], waited.Round(100*time.Millisecond)))
