@@ -15,11 +15,14 @@ import (
 //
 // When the fleet cannot answer (the backplane is slow or away), the client
 // is placed as a newcomer, and arrive reports whether to ask again once
-// the fleet answers (see arriveLater): a rejoining player may have a seat
-// on another server or a handoff here.
-func (h *Host[Sim, Input, Player]) arrive(ctx context.Context, c *Client) (again bool) {
+// the fleet answers (again; see arriveLater): a rejoining player may have
+// a seat on another server or a handoff here. With checkpoints on, a
+// rejoining player whose seat is held by no live server, or by the server
+// it could not reach, is placed as a newcomer too, and arrive reports
+// whether to wait for a server to resume its room (seat).
+func (h *Host[Sim, Input, Player]) arrive(ctx context.Context, c *Client) (again, seat bool) {
 	if c.Room() != "" {
-		return false
+		return false, false
 	}
 	var (
 		holder fleet.Node
@@ -34,7 +37,9 @@ func (h *Host[Sim, Input, Player]) arrive(ctx context.Context, c *Client) (again
 		}
 	}
 	h.place(ctx, c, holder, data)
-	return again
+	seat = !again && c.rejoin && h.cfg.Checkpoint.Interval > 0 && c.Room() == "" &&
+		(holder.ID == "" || holder.ID == c.asked && holder.ID != h.fleet.ID())
+	return again, seat
 }
 
 // arriveLater asks the fleet again, every heartbeat, where a rejoining
@@ -45,7 +50,11 @@ func (h *Host[Sim, Input, Player]) arrive(ctx context.Context, c *Client) (again
 // handoff to a backplane that was slow for a moment. It gives up when stop
 // or the client is closed, after a handoff's lifetime, or when the player
 // has been seated here meanwhile.
-func (h *Host[Sim, Input, Player]) arriveLater(ctx context.Context, c *Client, stop <-chan struct{}) {
+//
+// With seat, the fleet answered already, and it waits for the player's
+// seat to be held by a live server it can reach (its room resumed from a
+// checkpoint after its server died, resume.go), or for a handoff.
+func (h *Host[Sim, Input, Player]) arriveLater(ctx context.Context, c *Client, stop <-chan struct{}, seat bool) {
 	every := h.fleet.Config().Heartbeat
 	if every <= 0 { // a Fleet of the caller's own, without one
 		every = 2 * time.Second
@@ -73,6 +82,9 @@ func (h *Host[Sim, Input, Player]) arriveLater(ctx context.Context, c *Client, s
 		}
 		if c.Room() != "" {
 			return // seated here while the fleet was asked; a handoff taken now is stale
+		}
+		if seat && data == nil && (holder.ID == "" || holder.ID == c.asked || holder.ID == h.fleet.ID()) {
+			continue // no live server holds its seat yet
 		}
 		if data != nil || holder.ID != "" && holder.ID != h.fleet.ID() {
 			h.place(ctx, c, holder, data)

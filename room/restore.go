@@ -51,6 +51,14 @@ func (h *Host[Sim, Input, Player]) buildRoom(sealed []byte, self string, now tim
 	if err != nil {
 		return nil, nil, err
 	}
+	return h.restoreRoom(s)
+}
+
+// restoreRoom has the modules and the game restore their parts of
+// snapshot s, checked already, and returns the room, not yet open, with
+// the ids of its seats.
+func (h *Host[Sim, Input, Player]) restoreRoom(s *snapshot) (*Room[Sim, Input, Player], []string, error) {
+	var err error
 	info := Info{ID: s.ID, Kind: s.Kind, Players: s.Players}
 	if len(s.Data) > 0 {
 		info.Data = s.Data
