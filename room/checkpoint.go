@@ -27,9 +27,17 @@ import (
 // When a server leaves this one's view without having removed its index
 // (it was killed), resume.go resumes its rooms.
 
-// checkpointLives is how many intervals a checkpoint lives: it outlives
-// the next one written, and a server whose writes fall a little behind.
+// checkpointLives is how many intervals a checkpoint lives beside the
+// time the fleet takes to see its server gone (checkpointTTL).
 const checkpointLives = 3
+
+// checkpointTTL is how long a checkpoint lives: it outlives the next one
+// written, a server whose writes fall a little behind, and the time the
+// others take to see its server gone (its record's life, then a
+// heartbeat of theirs).
+func (h *Host[Sim, Input, Player]) checkpointTTL() time.Duration {
+	return checkpointLives*h.cfg.Checkpoint.Interval + (fleet.MissedHeartbeats+2)*h.fleet.Config().Heartbeat
+}
 
 // checkpointSlot is the shortest time between two batches of a round.
 const checkpointSlot = 50 * time.Millisecond
@@ -286,7 +294,7 @@ func (h *Host[Sim, Input, Player]) writeCheckpoint(ctx context.Context, cs Check
 	}
 	s := a.snap
 	s.From = h.fleet.ID()
-	s.Expires = time.Now().Add(checkpointLives * every).UnixMilli()
+	s.Expires = time.Now().Add(h.checkpointTTL()).UnixMilli()
 	var err error
 	if s.Data, s.Modules, err = h.roomMoveData(r); err != nil {
 		if !errors.Is(err, errModuleKeeps) {
@@ -310,7 +318,7 @@ func (h *Host[Sim, Input, Player]) writeCheckpoint(ctx context.Context, cs Check
 	if off {
 		return false
 	}
-	if err := cs.PutCheckpoint(ctx, r.info.ID, sealed, checkpointLives*every); err != nil {
+	if err := cs.PutCheckpoint(ctx, r.info.ID, sealed, h.checkpointTTL()); err != nil {
 		if ctx.Err() == nil {
 			h.logger.Warn("write a room's checkpoint", "room_id", r.info.ID, "err", err)
 			h.ckStats.failed.Add(1)

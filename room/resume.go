@@ -103,7 +103,7 @@ func (h *Host[Sim, Input, Player]) resumeDead(ctx context.Context, cs Checkpoint
 	}
 	h.logger.Info("dead server's rooms resumed", "node_id", node, "rooms", len(ix.IDs), "resumed_here", mine)
 	if ranked := fleet.Ranked(node, nodes, keep); len(ranked) > 0 && ranked[0].ID == self {
-		return time.Now().Add(checkpointLives * h.cfg.Checkpoint.Interval), true
+		return time.Now().Add(h.checkpointTTL()), true
 	}
 	return time.Time{}, false
 }
