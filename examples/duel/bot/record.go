@@ -111,7 +111,7 @@ func (b *Bot) countInRoom(counter func(*Room) *int) {
 
 // stateInRoom counts a state packet of the current room, if the bot is
 // seated, and the time since the room's last one.
-func (b *Bot) stateInRoom() {
+func (b *Bot) stateInRoom(step uint64) {
 	now := time.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -123,7 +123,10 @@ func (b *Bot) stateInRoom() {
 			b.rep.Redirects[b.pausing-1].Pause = now.Sub(rm.LastState)
 			b.pausing = 0
 		}
-		rm.LastState = now
+		if step < rm.Step {
+			rm.Rewind = max(rm.Rewind, rm.Step-step)
+		}
+		rm.LastState, rm.Step = now, step
 		rm.Snapshots++
 		b.countedLocked(rm.Snapshots)
 	}
