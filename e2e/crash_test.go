@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -54,15 +55,18 @@ func TestCrashResumesFromCheckpoint(t *testing.T) {
 	killed := time.Now()
 	k.Kill(syscall.SIGKILL)
 	gone := c.watchGone(k.ID, killed)
+	var mu sync.Mutex                  // cond runs on a goroutine per bot
 	back := map[string]time.Duration{} // bot → kill to its first state in the resumed room
 	waitAll(t, 10*time.Second, "back in its match, resumed on another server", bots, func(r bot.Report) bool {
 		rm, ok := r.Room()
 		if !ok || rm.ID != rooms[r.Player] || rm.Node == k.ID || !rm.LastState.After(killed) {
 			return false
 		}
+		mu.Lock()
 		if _, seen := back[r.Player]; !seen {
 			back[r.Player] = time.Since(killed)
 		}
+		mu.Unlock()
 		return true
 	})
 	took := time.Since(killed)

@@ -169,16 +169,9 @@ func (b *Bot) welcomed(c *conn, w Welcome, l link) {
 		if rm != nil {
 			b.endRoomLocked(rm.ID, "lost")
 		}
-		if n := len(b.rep.Rooms); n > 0 && b.rep.Rooms[n-1].ID == w.Room && b.rep.Rooms[n-1].Reason == "lost" {
-			// Given up for lost, and back in it: its server died and
-			// another resumed it from a checkpoint.
-			last := &b.rep.Rooms[n-1]
-			last.Ended, last.Reason, last.Node = time.Time{}, "", w.Node
-			last.Regained++
-			b.eventLocked("regained", w.Node, "back in "+w.Room+", given up for lost")
-			break
+		if !b.regainLocked(w.Room, w.Node) {
+			b.seatLocked(w.Room, "", w.Node, now)
 		}
-		b.seatLocked(w.Room, "", w.Node, now)
 	}
 	b.notifyLocked()
 }
