@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -183,24 +184,28 @@ func (h *Host[Sim, Input, Player]) stopCheckpoints(ctx context.Context) {
 
 // writeCheckpoints writes the rooms' checkpoints every interval until ctx
 // ends or the checkpoints are stopped. Run's helper.
+//
+// The rounds keep a fixed cadence, one step period shorter than the
+// interval, and go over the rooms in the order of their ids, each at its
+// own offset: a room's snapshot is taken at the pass after it is asked
+// for (up to a step later), so that its checkpoint is never more than an
+// interval old while the writes keep up.
 func (h *Host[Sim, Input, Player]) writeCheckpoints(ctx context.Context, cs CheckpointStore) {
 	every := h.cfg.Checkpoint.Interval
+	cadence := every - h.sched.period
+	if cadence <= 0 {
+		cadence = every
+	}
 	h.ck.mu.Lock()
 	h.ck.written = make(map[string]bool)
 	h.ck.mu.Unlock()
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+	for start := time.Now(); ; start = start.Add(cadence) {
+		if time.Since(start) > cadence { // fell behind a round: start afresh
+			start = time.Now()
 		}
-		start := time.Now()
-		if !h.checkpointRound(ctx, cs, start, every) {
+		if !sleepUntil(ctx, start) || !h.checkpointRound(ctx, cs, start, cadence) {
 			return
 		}
-		t.Reset(max(0, every-time.Since(start)))
 	}
 }
 
@@ -209,6 +214,7 @@ func (h *Host[Sim, Input, Player]) writeCheckpoints(ctx context.Context, cs Chec
 // checkpoints are stopped or ctx ends.
 func (h *Host[Sim, Input, Player]) checkpointRound(ctx context.Context, cs CheckpointStore, start time.Time, every time.Duration) bool {
 	rooms := h.runningRooms()
+	slices.SortFunc(rooms, func(a, b *Room[Sim, Input, Player]) int { return strings.Compare(a.info.ID, b.info.ID) })
 	slots := max(1, min(len(rooms), int(every/checkpointSlot)))
 	per := (len(rooms) + slots - 1) / slots
 	for i := 0; i < slots; i++ {
