@@ -51,9 +51,11 @@ func (h *Host[Sim, Input, Player]) arrive(ctx context.Context, c *Client) (again
 // or the client is closed, after a handoff's lifetime, or when the player
 // has been seated here meanwhile.
 //
-// With seat, the fleet answered already, and it waits for the player's
-// seat to be held by a live server it can reach (its room resumed from a
-// checkpoint after its server died, resume.go), or for a handoff.
+// With seat, the fleet answered already: it waits instead for the
+// player's seat to be held by a live server other than the one it could
+// not reach (its room resumed from a checkpoint after its server died,
+// resume.go), and sends it there. It only locates the player: a handoff
+// written for it here meanwhile is left to its next arrival.
 func (h *Host[Sim, Input, Player]) arriveLater(ctx context.Context, c *Client, stop <-chan struct{}, seat bool) {
 	every := h.fleet.Config().Heartbeat
 	if every <= 0 { // a Fleet of the caller's own, without one
@@ -76,6 +78,12 @@ func (h *Host[Sim, Input, Player]) arriveLater(ctx context.Context, c *Client, s
 		if c.Room() != "" {
 			return // it plays here now
 		}
+		if seat {
+			if h.seatResumed(ctx, c) {
+				return
+			}
+			continue
+		}
 		holder, data, err := h.fleet.Arrive(ctx, fleet.KindPlayer, c.id)
 		if err != nil {
 			continue
@@ -83,14 +91,26 @@ func (h *Host[Sim, Input, Player]) arriveLater(ctx context.Context, c *Client, s
 		if c.Room() != "" {
 			return // seated here while the fleet was asked; a handoff taken now is stale
 		}
-		if seat && data == nil && (holder.ID == "" || holder.ID == c.asked || holder.ID == h.fleet.ID()) {
-			continue // no live server holds its seat yet
-		}
 		if data != nil || holder.ID != "" && holder.ID != h.fleet.ID() {
 			h.place(ctx, c, holder, data)
 		}
 		return
 	}
+}
+
+// seatResumed sends c to the live server that holds its seat, if one
+// other than this one and the one c could not reach does, and reports
+// whether it did.
+func (h *Host[Sim, Input, Player]) seatResumed(ctx context.Context, c *Client) bool {
+	holder, err := h.fleet.Locate(ctx, fleet.KindPlayer, c.id)
+	if err != nil || holder.ID == h.fleet.ID() || holder.ID == c.asked {
+		return false
+	}
+	if c.Room() != "" {
+		return true // seated here meanwhile
+	}
+	h.forward(ctx, c, holder, nil, ReasonRejoin)
+	return true
 }
 
 // place places client c, not seated here, by where the fleet says it

@@ -271,7 +271,7 @@ func (h *Host[Sim, Input, Player]) checkpointBatch(ctx context.Context, cs Check
 			h.withdraw(r, a)
 			continue
 		}
-		if !h.writeCheckpoint(ctx, cs, r, a, every) {
+		if !h.writeCheckpoint(ctx, cs, r, a) {
 			return false
 		}
 	}
@@ -288,9 +288,19 @@ func (h *Host[Sim, Input, Player]) withdraw(r *Room[Sim, Input, Player], a *chec
 	a.done(nil, errRoomEnded)
 }
 
-// writeCheckpoint seals the snapshot a brought of r and writes it. It
-// reports false once the checkpoints are stopped or ctx ends.
-func (h *Host[Sim, Input, Player]) writeCheckpoint(ctx context.Context, cs CheckpointStore, r *Room[Sim, Input, Player], a *checkpointAsk, every time.Duration) bool {
+// writeCheckpoint seals the snapshot a brought of r and writes it. A room
+// whose checkpoint is not written this round is taken off the index: its
+// last one is older than an interval. It reports false once the
+// checkpoints are stopped or ctx ends.
+func (h *Host[Sim, Input, Player]) writeCheckpoint(ctx context.Context, cs CheckpointStore, r *Room[Sim, Input, Player], a *checkpointAsk) bool {
+	written := false
+	defer func() {
+		if !written {
+			h.ck.mu.Lock()
+			delete(h.ck.written, r.info.ID)
+			h.ck.mu.Unlock()
+		}
+	}()
 	if a.err != nil {
 		if !errors.Is(a.err, errRoomEnded) {
 			h.logger.Warn("the game's Snapshot failed; no checkpoint of the room", "room_id", r.info.ID, "err", a.err)
@@ -336,6 +346,7 @@ func (h *Host[Sim, Input, Player]) writeCheckpoint(ctx context.Context, cs Check
 	h.ck.mu.Lock()
 	h.ck.written[r.info.ID] = true
 	h.ck.mu.Unlock()
+	written = true
 	return true
 }
 
