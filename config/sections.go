@@ -48,6 +48,20 @@ type Room struct {
 	// Migrate bounds the moves of a draining server's rooms to the other
 	// servers, for a game that implements room.Migrator.
 	Migrate RoomMigrate `yaml:"migrate"`
+	// Checkpoint writes the rooms' snapshots to the backplane against a
+	// crash, for a game that implements room.Migrator.
+	Checkpoint RoomCheckpoint `yaml:"checkpoint"`
+}
+
+// RoomCheckpoint is muster.room.checkpoint (room.Checkpoint): every
+// interval each room's signed snapshot is written to the backplane, and
+// when a server dies (it leaves every view without leaving) the others
+// resume its rooms from their last checkpoint.
+type RoomCheckpoint struct {
+	// Interval is the time between two checkpoints of a room, at most
+	// 10m; 0 writes none. Only for a game that implements room.Migrator:
+	// the room host refuses an interval for another. Default 0.
+	Interval Duration `yaml:"interval"`
 }
 
 // RoomMigrate is muster.room.migrate (room.Migrate): a draining server
@@ -224,6 +238,12 @@ func (c Config) validateSections() error {
 			return nil
 		}(),
 		positiveUpTo("room.migrate.timeout", r.Migrate.Timeout, minute),
+		func() error {
+			if v := r.Checkpoint.Interval; v < 0 || v > 10*minute {
+				return bad("room.checkpoint.interval", "want 0 (off) or a duration of at most %s, got %s", shortDuration(10*minute), v)
+			}
+			return nil
+		}(),
 		atLeast("room.limits.connects", l.Connects, 1),
 		positiveUpTo("room.limits.window", l.Window, day),
 		atLeast("room.limits.open", l.Open, 0),

@@ -38,6 +38,8 @@ func TestBadSections(t *testing.T) {
 		// wrapped round: the room ended at once.
 		{name: "away timeout", file: "muster:\n  room:\n    away-timeout: 2562047h47m\n",
 			want: `config: muster.room.away-timeout / MUSTER__ROOM__AWAY_TIMEOUT: want at most 24h, got 2562047h47m0s (line 3)`, err: config.ErrInvalid},
+		{name: "negative checkpoint interval", environ: []string{"MUSTER__ROOM__CHECKPOINT__INTERVAL=-1s"},
+			want: `config: muster.room.checkpoint.interval / MUSTER__ROOM__CHECKPOINT__INTERVAL: want 0 (off) or a duration of at most 10m, got -1s (from the environment)`, err: config.ErrInvalid},
 		{name: "negative rating", environ: []string{"MUSTER__MATCHMAKING__PLAYLISTS__0__NAME=duel", "MUSTER__MATCHMAKING__PLAYLISTS__0__RATING__WINDOW=-5"},
 			want: `config: muster.matchmaking.playlists.0.rating.window / MUSTER__MATCHMAKING__PLAYLISTS__0__RATING__WINDOW: want a finite number, not negative, got -5 (from the environment)`, err: config.ErrInvalid},
 		{name: "not a number", environ: []string{"MUSTER__MATCHMAKING__PLAYLISTS__0__RATING__MAX=inf"},
@@ -67,6 +69,7 @@ func TestUpperBounds(t *testing.T) {
 		{"muster.room.move-cooldown", "1h", "3601", "2562047h47m"},
 		{"muster.room.away-timeout", "24h", "86401", "2562047h47m"},
 		{"muster.room.drain-grace", "5m", "301", "2562047h47m"},
+		{"muster.room.checkpoint.interval", "10m", "601", "2562047h47m"},
 		{"muster.room.limits.window", "24h", "86401", "2562047h47m"},
 		{"muster.room.limits.lockout", "24h", "86401", "2562047h47m"},
 		{"muster.matchmaking.tick", "1m", "61", "2562047h47m"},

@@ -74,6 +74,7 @@ type Collector struct {
 
 	rooms, connected, seated, redirects, handoffs, limited, lateness, passes *prometheus.Desc
 	moved, moveFailed, movePause                                             *prometheus.Desc
+	checkpoints, checkpointBytes, resumed                                    *prometheus.Desc
 
 	relayActive, relayTotal, relayFallbacks, relayRefusals, relayBytes, relaySignatures *prometheus.Desc
 }
@@ -129,6 +130,17 @@ var reasons = []string{room.ReasonRejoin, room.ReasonQueue, room.ReasonLobby, ro
 //   - muster_room_move_pause_seconds: a histogram of the moves' pauses,
 //     from a room's freeze here to the other server's answer that it runs
 //     there.
+//   - muster_room_checkpoints_total{result}: rooms' checkpoints (a game
+//     that implements room.Migrator, muster.room.checkpoint.interval set)
+//     "written" to the backplane, "skipped" as over
+//     muster.room.migrate.max-bytes, or "failed" (the game's Snapshot or
+//     the backplane); muster_room_checkpoint_bytes_total, the bytes of
+//     those written (its rate is this server's checkpoint bytes per
+//     second).
+//   - muster_rooms_resumed_total{result}: rooms of dead servers
+//     "resumed" here from their checkpoints, or "refused" (signed with
+//     another key, of another server, expired, unreadable, or their
+//     players held by a live server).
 //
 // Relay:
 //   - muster_relay_connections_active, muster_relay_connections_total and
@@ -172,6 +184,10 @@ func NewCollector(src Sources) *Collector {
 		moveFailed: d("muster_room_moves_failed_total", "Rooms a drain tried to move to another server that stayed.", nil, nil),
 		movePause:  d("muster_room_move_pause_seconds", "Pauses of the rooms moved: from the freeze here to the other server's answer that the room runs there.", nil, nil),
 
+		checkpoints:     d("muster_room_checkpoints_total", "Rooms' checkpoints written to the backplane, skipped as too large, or failed.", []string{"result"}, nil),
+		checkpointBytes: d("muster_room_checkpoint_bytes_total", "Bytes of the rooms' checkpoints written to the backplane.", nil, nil),
+		resumed:         d("muster_rooms_resumed_total", "Rooms of dead servers resumed here from their checkpoints, or refused.", []string{"result"}, nil),
+
 		relayActive:     d("muster_relay_connections_active", "WebSocket connections being relayed to another server.", nil, nil),
 		relayTotal:      d("muster_relay_connections_total", "WebSocket connections relayed to another server.", nil, nil),
 		relayFallbacks:  d("muster_relay_fallbacks_total", "Relay attempts served locally because the target could not be reached.", nil, nil),
@@ -198,7 +214,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- c.load
 	}
 	if c.src.Rooms != nil {
-		for _, d := range []*prometheus.Desc{c.rooms, c.connected, c.seated, c.redirects, c.handoffs, c.limited, c.lateness, c.passes, c.moved, c.moveFailed, c.movePause} {
+		for _, d := range []*prometheus.Desc{c.rooms, c.connected, c.seated, c.redirects, c.handoffs, c.limited, c.lateness, c.passes, c.moved, c.moveFailed, c.movePause, c.checkpoints, c.checkpointBytes, c.resumed} {
 			ch <- d
 		}
 	}
@@ -271,6 +287,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		counter(c.passes, float64(passes))
 		c.collectMoves(ch, st.Moves)
+		c.collectCheckpoints(ch, st.Checkpoints)
 	}
 
 	if r := c.src.Relay; r != nil {
@@ -291,6 +308,22 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// collectCheckpoints reports the rooms' checkpoints and the rooms resumed
+// from them.
+func (c *Collector) collectCheckpoints(ch chan<- prometheus.Metric, ck room.CheckpointStats) {
+	for _, m := range []struct {
+		d     *prometheus.Desc
+		v     uint64
+		label string
+	}{
+		{c.checkpoints, ck.Written, "written"}, {c.checkpoints, ck.Skipped, "skipped"}, {c.checkpoints, ck.Failed, "failed"},
+		{c.resumed, ck.Resumed, "resumed"}, {c.resumed, ck.Refused, "refused"},
+	} {
+		ch <- prometheus.MustNewConstMetric(m.d, prometheus.CounterValue, float64(m.v), m.label)
+	}
+	ch <- prometheus.MustNewConstMetric(c.checkpointBytes, prometheus.CounterValue, float64(ck.Bytes))
 }
 
 // collectMoves reports the rooms moved and their pauses.

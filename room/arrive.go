@@ -15,11 +15,14 @@ import (
 //
 // When the fleet cannot answer (the backplane is slow or away), the client
 // is placed as a newcomer, and arrive reports whether to ask again once
-// the fleet answers (see arriveLater): a rejoining player may have a seat
-// on another server or a handoff here.
-func (h *Host[Sim, Input, Player]) arrive(ctx context.Context, c *Client) (again bool) {
+// the fleet answers (again; see arriveLater): a rejoining player may have
+// a seat on another server or a handoff here. With checkpoints on, a
+// rejoining player whose seat is held by no live server, or by the server
+// it could not reach, is placed as a newcomer too, and arrive reports
+// whether to wait for a server to resume its room (seat).
+func (h *Host[Sim, Input, Player]) arrive(ctx context.Context, c *Client) (again, seat bool) {
 	if c.Room() != "" {
-		return false
+		return false, false
 	}
 	var (
 		holder fleet.Node
@@ -34,7 +37,9 @@ func (h *Host[Sim, Input, Player]) arrive(ctx context.Context, c *Client) (again
 		}
 	}
 	h.place(ctx, c, holder, data)
-	return again
+	seat = !again && c.rejoin && h.cfg.Checkpoint.Interval > 0 && c.Room() == "" &&
+		(holder.ID == "" || holder.ID == c.asked && holder.ID != h.fleet.ID())
+	return again, seat
 }
 
 // arriveLater asks the fleet again, every heartbeat, where a rejoining
@@ -45,7 +50,13 @@ func (h *Host[Sim, Input, Player]) arrive(ctx context.Context, c *Client) (again
 // handoff to a backplane that was slow for a moment. It gives up when stop
 // or the client is closed, after a handoff's lifetime, or when the player
 // has been seated here meanwhile.
-func (h *Host[Sim, Input, Player]) arriveLater(ctx context.Context, c *Client, stop <-chan struct{}) {
+//
+// With seat, the fleet answered already: it waits instead for the
+// player's seat to be held by a live server other than the one it could
+// not reach (its room resumed from a checkpoint after its server died,
+// resume.go), and sends it there. It only locates the player: a handoff
+// written for it here meanwhile is left to its next arrival.
+func (h *Host[Sim, Input, Player]) arriveLater(ctx context.Context, c *Client, stop <-chan struct{}, seat bool) {
 	every := h.fleet.Config().Heartbeat
 	if every <= 0 { // a Fleet of the caller's own, without one
 		every = 2 * time.Second
@@ -67,6 +78,12 @@ func (h *Host[Sim, Input, Player]) arriveLater(ctx context.Context, c *Client, s
 		if c.Room() != "" {
 			return // it plays here now
 		}
+		if seat {
+			if h.seatResumed(ctx, c) {
+				return
+			}
+			continue
+		}
 		holder, data, err := h.fleet.Arrive(ctx, fleet.KindPlayer, c.id)
 		if err != nil {
 			continue
@@ -79,6 +96,21 @@ func (h *Host[Sim, Input, Player]) arriveLater(ctx context.Context, c *Client, s
 		}
 		return
 	}
+}
+
+// seatResumed sends c to the live server that holds its seat, if one
+// other than this one and the one c could not reach does, and reports
+// whether it did.
+func (h *Host[Sim, Input, Player]) seatResumed(ctx context.Context, c *Client) bool {
+	holder, err := h.fleet.Locate(ctx, fleet.KindPlayer, c.id)
+	if err != nil || holder.ID == h.fleet.ID() || holder.ID == c.asked {
+		return false
+	}
+	if c.Room() != "" {
+		return true // seated here meanwhile
+	}
+	h.forward(ctx, c, holder, nil, ReasonRejoin)
+	return true
 }
 
 // place places client c, not seated here, by where the fleet says it

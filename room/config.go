@@ -83,7 +83,28 @@ type Config struct {
 	// Migrate bounds the moves of rooms to other servers, for a game that
 	// implements Migrator.
 	Migrate Migrate `yaml:"migrate"`
+
+	// Checkpoint writes the rooms' snapshots to the backplane, so that
+	// another server resumes them if this one dies, for a game that
+	// implements Migrator.
+	Checkpoint Checkpoint `yaml:"checkpoint"`
 }
+
+// Checkpoint configures the checkpoints of a server's rooms against its
+// crash (see checkpoint.go): every Interval each room of a game that
+// implements Migrator is snapshotted at a step boundary and the signed
+// snapshot written to the backplane; when the server leaves every view
+// without leaving (it was killed), the other servers resume its rooms from
+// them. A snapshot over Migrate.MaxBytes is not written.
+type Checkpoint struct {
+	// Interval is the time between two checkpoints of a room, at most
+	// MaxCheckpointInterval. Default 0: no checkpoints. New refuses an
+	// interval for a game without Migrator (ErrConfig).
+	Interval time.Duration `yaml:"interval"`
+}
+
+// MaxCheckpointInterval is the largest Checkpoint.Interval.
+const MaxCheckpointInterval = 10 * time.Minute
 
 // Migrate configures the moves of a draining server's rooms to the other
 // servers of its fleet (see Migrator).
@@ -155,6 +176,7 @@ func (c Config) withDefaults() (Config, error) {
 		{"ticket-ttl", c.TicketTTL, hour}, {"move-cooldown", c.MoveCooldown, hour},
 		{"drain-grace", c.DrainGrace, 5 * minute}, {"away-timeout", c.AwayTimeout, day},
 		{"migrate.timeout", c.Migrate.Timeout, minute},
+		{"checkpoint.interval", c.Checkpoint.Interval, MaxCheckpointInterval},
 	} {
 		if d.v < 0 || d.v > d.max {
 			return c, configError(d.key, "%s is outside 0-%s", d.v, d.max)

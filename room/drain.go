@@ -21,7 +21,8 @@ func (d hostDrainer[Sim, Input, Player]) DrainLast(ctx context.Context) { d.h.se
 // move to other servers (migrate.go), then wait for the rest to end;
 // at the timeout tell their players, wait the grace, and close them.
 func (h *Host[Sim, Input, Player]) drain(ctx context.Context) error {
-	h.moveRooms(ctx) // a game's that implements Migrator
+	h.stopCheckpoints(ctx) // nobody resumes the rooms that move or end now
+	h.moveRooms(ctx)       // a game's that implements Migrator
 	if h.waitRooms(ctx) {
 		return nil
 	}

@@ -56,6 +56,10 @@ type Host[Sim, Input, Player any] struct {
 	moveConns *http.Transport // sendRoom's, closed when Run returns
 	moves     moveStats
 
+	// Checkpoints against a crash (checkpoint.go, resume.go).
+	ck      checkpointer
+	ckStats checkpointStats
+
 	mu      sync.Mutex
 	running bool
 	stopped bool
@@ -106,6 +110,10 @@ func New[Sim, Input, Player any](game Game[Sim, Input, Player], cfg Config, logg
 	hooks, err := findHooks(game)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Checkpoint.Interval > 0 && hooks.migrator == nil {
+		return nil, configError("checkpoint.interval", "%s, but the game does not implement room.Migrator: its rooms cannot be snapshotted; set 0",
+			cfg.Checkpoint.Interval)
 	}
 	if logger == nil {
 		logger = slog.Default()
@@ -176,6 +184,7 @@ func (h *Host[Sim, Input, Player]) Run(ctx context.Context) error {
 
 	h.beginStop()
 	stopHelpers()
+	h.stopCheckpoints(context.WithoutCancel(ctx))
 	h.endRooms()
 	h.closeClients()
 	h.conns.Wait()
@@ -212,6 +221,12 @@ func (h *Host[Sim, Input, Player]) startHelpers(ctx context.Context) (stop func(
 	wg.Go(func() { h.reportLoad(ctx) })
 	if h.fleet != nil {
 		wg.Go(func() { h.handReleases(ctx) })
+	}
+	if cs := h.checkpointStore(); cs != nil {
+		wg.Go(func() { h.writeCheckpoints(ctx, cs) })
+		wg.Go(func() { h.watchDead(ctx, cs) })
+	} else if h.cfg.Checkpoint.Interval > 0 {
+		h.logger.Warn("muster.room.checkpoint.interval is set but no fleet that keeps checkpoints is bound: no checkpoint is written")
 	}
 	for _, m := range h.modules {
 		if r, ok := m.(Runner); ok {

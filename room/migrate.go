@@ -133,18 +133,14 @@ func (h *Host[Sim, Input, Player]) moveRooms(ctx context.Context) {
 func (h *Host[Sim, Input, Player]) moveRoom(ctx context.Context, r *Room[Sim, Input, Player], pick *picker) (time.Duration, bool) {
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.Migrate.Timeout)
 	defer cancel()
-	mods, ok := h.moveOut(r.info)
-	if !ok {
+	data, mods, err := h.roomMoveData(r)
+	if errors.Is(err, errModuleKeeps) {
 		return 0, false
 	}
-	var data json.RawMessage
-	if r.info.Data != nil {
-		var err error
-		if data, err = json.Marshal(r.info.Data); err != nil {
-			h.logger.Warn("the room's Info.Data does not encode; it stays", "room_id", r.info.ID, "err", err)
-			h.moves.failed.Add(1)
-			return 0, false
-		}
+	if err != nil {
+		h.logger.Warn("the room stays", "room_id", r.info.ID, "err", err)
+		h.moves.failed.Add(1)
+		return 0, false
 	}
 	mv, ok := r.askMove()
 	if !ok {
@@ -218,6 +214,26 @@ func (h *Host[Sim, Input, Player]) offerRoom(ctx context.Context, r *Room[Sim, I
 	return err
 }
 
+// errModuleKeeps is roomMoveData's error for a room a module keeps here.
+var errModuleKeeps = errors.New("a module keeps the room here")
+
+// roomMoveData returns what travels with room r beside its snapshot: its
+// Info.Data as JSON, and what the modules keep of it (moveOut).
+func (h *Host[Sim, Input, Player]) roomMoveData(r *Room[Sim, Input, Player]) (json.RawMessage, map[string][]byte, error) {
+	mods, ok := h.moveOut(r.info)
+	if !ok {
+		return nil, nil, errModuleKeeps
+	}
+	if r.info.Data == nil {
+		return nil, mods, nil
+	}
+	data, err := json.Marshal(r.info.Data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the room's Info.Data does not encode: %w", err)
+	}
+	return data, mods, nil
+}
+
 // moveOut asks the modules that keep state of rooms (RoomMover) for what
 // travels with room info, and reports false when one keeps it here.
 func (h *Host[Sim, Input, Player]) moveOut(info Info) (map[string][]byte, bool) {
@@ -288,6 +304,7 @@ func (h *Host[Sim, Input, Player]) movedAway(ctx context.Context, r *Room[Sim, I
 	clients := h.forgetRoomLocked(r, seats, nil)
 	h.mu.Unlock()
 	h.kickReleases()
+	h.roomGone(r.info.ID)
 	h.moves.record(pause)
 	h.roomChanged(r, true, slices.Collect(maps.Keys(seats)))
 	h.uncount(ctx, clients...) // one write of the players stat for the room

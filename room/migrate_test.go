@@ -252,8 +252,9 @@ func TestSnapshotOfAnotherFleetRefused(t *testing.T) {
 
 // FuzzRestoreSnapshot restores snapshots of any content signed with the
 // fleet's key (a server of the fleet that is buggy or of another version)
-// and of any bytes at all (anyone else): each is refused with ErrSnapshot
-// or restored, never a panic.
+// and of any bytes at all (anyone else), as a move's and as a checkpoint
+// of server "a": each is refused with ErrSnapshot or restored, never a
+// panic.
 func FuzzRestoreSnapshot(f *testing.F) {
 	at := time.Unix(1000, 0)
 	good, _ := json.Marshal(&snapshot{V: snapshotVersion, To: "b", Expires: at.Add(time.Second).UnixMilli(), ID: "m",
@@ -261,6 +262,9 @@ func FuzzRestoreSnapshot(f *testing.F) {
 	f.Add(good, true)
 	f.Add([]byte(`{"v":1,"to":"b","expires":2000000,"id":"m","seats":[{"id":"p1","joined":true}],"game":"bnVsbA=="}`), true)
 	f.Add([]byte("0000\n{}"), false)
+	ck, _ := json.Marshal(&snapshot{V: snapshotVersion, From: "a", Expires: at.Add(time.Second).UnixMilli(), ID: "m",
+		Seats: []seatSnapshot{{ID: "p1", Joined: true}}, Game: []byte(`{"total":3,"players":["p1"]}`)})
+	f.Add(ck, true)
 	h, err := New[*csim, int, *cplayer](&migrating{counter: newCounter()}, Config{Secret: "fuzz"}, quietLog)
 	if err != nil {
 		f.Fatal(err)
@@ -269,6 +273,13 @@ func FuzzRestoreSnapshot(f *testing.F) {
 		sealed := body
 		if signed {
 			sealed = sealBody(h.moveKey, body)
+		}
+		if s, err := openCheckpoint(h.moveKey, sealed, "a", at); err == nil {
+			if _, _, err := h.restoreRoom(s); err != nil && !errors.Is(err, ErrSnapshot) {
+				t.Fatalf("checkpoint refusal %v does not wrap ErrSnapshot", err)
+			}
+		} else if !errors.Is(err, ErrSnapshot) {
+			t.Fatalf("checkpoint refusal %v does not wrap ErrSnapshot", err)
 		}
 		r, ids, err := h.buildRoom(sealed, "b", at)
 		if err != nil {

@@ -51,6 +51,14 @@ func (h *Host[Sim, Input, Player]) buildRoom(sealed []byte, self string, now tim
 	if err != nil {
 		return nil, nil, err
 	}
+	return h.restoreRoom(s)
+}
+
+// restoreRoom has the modules and the game restore their parts of
+// snapshot s, checked already, and returns the room, not yet open, with
+// the ids of its seats.
+func (h *Host[Sim, Input, Player]) restoreRoom(s *snapshot) (*Room[Sim, Input, Player], []string, error) {
+	var err error
 	info := Info{ID: s.ID, Kind: s.Kind, Players: s.Players}
 	if len(s.Data) > 0 {
 		info.Data = s.Data
@@ -84,8 +92,17 @@ func (h *Host[Sim, Input, Player]) buildRoom(sealed []byte, self string, now tim
 
 // seatMoved opens room r, moved here with the seats of ids, unless the
 // host stops, its id is open here, or one of ids is seated here. The
-// players connected here already take their seats.
+// players connected here already take their seats, and are told so (a
+// "room" packet), as a player seated by a match is: one whose server died
+// came here and was welcomed without its room before the room was resumed
+// here.
 func (h *Host[Sim, Input, Player]) seatMoved(r *Room[Sim, Input, Player], ids []string) error {
+	var present []*Client
+	defer func() {
+		for _, c := range present {
+			c.Send(roomPacket{Type: "room", Room: r.info.ID, Kind: r.info.Kind})
+		}
+	}()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {
@@ -106,6 +123,7 @@ func (h *Host[Sim, Input, Player]) seatMoved(r *Room[Sim, Input, Player], ids []
 		if c := h.clients[id]; c != nil {
 			r.seats[id].client = c
 			c.setRoom(r.info.ID)
+			present = append(present, c)
 		}
 	}
 	r.dirty.Store(len(r.inbox) > 0)

@@ -47,6 +47,9 @@ type Room[Sim, Input, Player any] struct {
 	// mv is the move to another server under way (migrate.go), under mu:
 	// the pass freezes the room at its end, then steps it no more.
 	mv *moving
+	// ck is the checkpoint asked (checkpoint.go), under mu: the pass takes
+	// the room's snapshot at its end and steps on.
+	ck *checkpointAsk
 }
 
 type seat[Player any] struct {
@@ -219,7 +222,7 @@ func (r *Room[Sim, Input, Player]) pass(t uint64, now time.Duration) (alive bool
 			r.mu.Unlock()
 			return true // moving: it steps no more unless the move is undone
 		}
-		if r.endAsked == "" && r.mv == nil {
+		if r.endAsked == "" && r.mv == nil && r.ck == nil {
 			r.dirty.Store(false)
 		}
 		events = r.inbox
@@ -256,7 +259,7 @@ func (r *Room[Sim, Input, Player]) pass(t uint64, now time.Duration) (alive bool
 
 	if r.dirty.Load() {
 		r.mu.Lock()
-		why, mv := r.endAsked, r.mv
+		why, mv, ck := r.endAsked, r.mv, r.ck
 		r.mu.Unlock()
 		if why != "" {
 			r.finish(why)
@@ -265,6 +268,9 @@ func (r *Room[Sim, Input, Player]) pass(t uint64, now time.Duration) (alive bool
 		if mv != nil {
 			r.freeze(mv)
 			return true
+		}
+		if ck != nil {
+			r.checkpoint(ck)
 		}
 	}
 	if r.abandoned(now) {
@@ -402,10 +408,14 @@ func (r *Room[Sim, Input, Player]) finish(why string) {
 		return
 	}
 	r.ended = true
-	mv := r.mv
+	mv, ck := r.mv, r.ck
+	r.ck = nil
 	r.mu.Unlock()
 	if mv != nil {
 		mv.done(nil, errRoomEnded)
+	}
+	if ck != nil {
+		ck.done(nil, errRoomEnded)
 	}
 	r.tellEnded(why)
 	r.mu.Lock()

@@ -226,6 +226,7 @@ func (h *Host[Sim, Input, Player]) roomEnded(r *Room[Sim, Input, Player], seats 
 	})
 	h.mu.Unlock()
 	h.kickReleases()
+	h.roomGone(r.info.ID)
 	players := slices.Collect(maps.Keys(seats))
 	h.roomChanged(r, true, players)
 	for _, c := range clients {

@@ -26,8 +26,8 @@ func (h *Host[Sim, Input, Player]) session(ctx context.Context, c *Client, ip st
 	if c.unclaimed {
 		later.Go(func() { h.connectLater(ctx, c, stop) })
 	}
-	if h.arrive(ctx, c) {
-		later.Go(func() { h.arriveLater(ctx, c, stop) })
+	if again, seat := h.arrive(ctx, c); again || seat {
+		later.Go(func() { h.arriveLater(ctx, c, stop, seat) })
 	}
 	h.readLoop(ctx, c)
 	close(stop)

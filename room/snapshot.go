@@ -120,10 +120,44 @@ func sealSnapshot(key []byte, s *snapshot) ([]byte, error) {
 	return append(out, body...), nil
 }
 
-// openSnapshot checks sealed's signature under key and decodes it. It
-// checks the snapshot is of the known version and for server self at now;
-// never panics on any input.
+// openSnapshot checks sealed's signature under key and decodes it: a
+// room moved to server self, at now. It checks the snapshot is of the
+// known version, for server self, and not expired; never panics on any
+// input.
 func openSnapshot(key, sealed []byte, self string, now time.Time) (*snapshot, error) {
+	s, err := unsealSnapshot(key, sealed, now)
+	if err != nil {
+		return nil, err
+	}
+	if s.To != self || self == "" {
+		return nil, fmt.Errorf("%w: for server %q, not this one", ErrSnapshot, s.To)
+	}
+	return s, nil
+}
+
+// openCheckpoint checks sealed's signature under key and decodes it: a
+// checkpoint (a snapshot for no server) that server from wrote of one of
+// its rooms, resumed at now. It checks the snapshot is of the known
+// version, a checkpoint, of server from, and not expired; never panics on
+// any input.
+func openCheckpoint(key, sealed []byte, from string, now time.Time) (*snapshot, error) {
+	s, err := unsealSnapshot(key, sealed, now)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case s.To != "":
+		return nil, fmt.Errorf("%w: a move to server %q, not a checkpoint", ErrSnapshot, s.To)
+	case s.From != from || from == "":
+		return nil, fmt.Errorf("%w: a checkpoint of server %q, not of %q", ErrSnapshot, s.From, from)
+	}
+	return s, nil
+}
+
+// unsealSnapshot checks sealed's signature under key, decodes it, and
+// checks it is of the known version, names a room and distinct seats, and
+// has not expired at now.
+func unsealSnapshot(key, sealed []byte, now time.Time) (*snapshot, error) {
 	const sigLen = 2 * sha256.Size
 	if len(sealed) < sigLen+1 || sealed[sigLen] != '\n' {
 		return nil, fmt.Errorf("%w: not a signed snapshot", ErrSnapshot)
@@ -147,8 +181,6 @@ func openSnapshot(key, sealed []byte, self string, now time.Time) (*snapshot, er
 	switch {
 	case s.V != snapshotVersion:
 		return nil, fmt.Errorf("%w: version %d, want %d", ErrSnapshot, s.V, snapshotVersion)
-	case s.To != self:
-		return nil, fmt.Errorf("%w: for server %q, not this one", ErrSnapshot, s.To)
 	case now.UnixMilli() > s.Expires:
 		return nil, fmt.Errorf("%w: expired", ErrSnapshot)
 	case s.ID == "":
@@ -219,6 +251,15 @@ func (r *Room[Sim, Input, Player]) freeze(mv *moving) {
 		mv.done(nil, err)
 		return
 	}
+	s := r.captureLocked(data)
+	mv.frozen = true
+	r.mu.Unlock()
+	mv.done(s, nil)
+}
+
+// captureLocked returns r's snapshot with the game's part data: its step,
+// seats, id and Info, and properties. On r's worker, r.mu held.
+func (r *Room[Sim, Input, Player]) captureLocked(data []byte) *snapshot {
 	s := &snapshot{
 		V: snapshotVersion, ID: r.info.ID, Kind: r.info.Kind, Players: r.info.Players,
 		Step: r.steps, Props: maps.Clone(r.props), Game: data,
@@ -227,7 +268,5 @@ func (r *Room[Sim, Input, Player]) freeze(mv *moving) {
 	for id, st := range r.seats {
 		s.Seats = append(s.Seats, seatSnapshot{ID: id, Joined: st.joined, Away: st.awayTold})
 	}
-	mv.frozen = true
-	r.mu.Unlock()
-	mv.done(s, nil)
+	return s
 }

@@ -62,11 +62,14 @@ type Stats struct {
 	// Moves counts the rooms moved to and from other servers, and the
 	// moves' pauses.
 	Moves MoveStats
+	// Checkpoints counts the rooms' checkpoints written and skipped, and
+	// the rooms resumed here from a dead server's checkpoints.
+	Checkpoints CheckpointStats
 }
 
 // Stats returns the host's counters.
 func (h *Host[Sim, Input, Player]) Stats() Stats {
-	st := Stats{Load: h.Load(), Redirects: map[string]uint64{}, Handoffs: h.handoffs.Load(), Limited: h.limited.Load(), Moves: h.moves.stats()}
+	st := Stats{Load: h.Load(), Redirects: map[string]uint64{}, Handoffs: h.handoffs.Load(), Limited: h.limited.Load(), Moves: h.moves.stats(), Checkpoints: h.ckStats.stats()}
 	h.mu.Lock()
 	st.Rooms, st.Seated = len(h.rooms), len(h.seated)
 	st.Connected = h.connectedLocked()

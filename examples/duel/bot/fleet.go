@@ -169,7 +169,9 @@ func (b *Bot) welcomed(c *conn, w Welcome, l link) {
 		if rm != nil {
 			b.endRoomLocked(rm.ID, "lost")
 		}
-		b.seatLocked(w.Room, "", w.Node, now)
+		if !b.regainLocked(w.Room, w.Node) {
+			b.seatLocked(w.Room, "", w.Node, now)
+		}
 	}
 	b.notifyLocked()
 }

@@ -24,7 +24,9 @@ func (b *Bot) packet(c *conn, p packet) (done bool) {
 		} else if rm != nil {
 			b.endRoomLocked(rm.ID, "lost")
 		}
-		b.seatLocked(p.Room, p.Kind, c.node, now)
+		if !b.regainLocked(p.Room, c.node) {
+			b.seatLocked(p.Room, p.Kind, c.node, now)
+		}
 		b.eventLocked("room", c.node, p.Room+" ("+p.Kind+")")
 	case "room_end":
 		b.endRoomLocked(p.Room, p.Reason)
@@ -80,6 +82,22 @@ func (b *Bot) seatLocked(id, kind, node string, now time.Time) {
 	b.rep.Rooms = append(b.rep.Rooms, rm)
 }
 
+// regainLocked takes back room id as the bot's current room if it is the
+// last one and the bot gave it up for lost: its server died and another
+// resumed it from a checkpoint. It reports whether it did. b.mu must be
+// held.
+func (b *Bot) regainLocked(id, node string) bool {
+	n := len(b.rep.Rooms)
+	if n == 0 || b.rep.Rooms[n-1].ID != id || b.rep.Rooms[n-1].Reason != "lost" {
+		return false
+	}
+	last := &b.rep.Rooms[n-1]
+	last.Ended, last.Reason, last.Node = time.Time{}, "", node
+	last.Regained++
+	b.eventLocked("regained", node, "back in "+id+", given up for lost")
+	return true
+}
+
 // currentLocked returns the room the bot is seated in, or nil. b.mu must
 // be held.
 func (b *Bot) currentLocked() *Room {
@@ -111,7 +129,7 @@ func (b *Bot) countInRoom(counter func(*Room) *int) {
 
 // stateInRoom counts a state packet of the current room, if the bot is
 // seated, and the time since the room's last one.
-func (b *Bot) stateInRoom() {
+func (b *Bot) stateInRoom(step uint64) {
 	now := time.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -123,7 +141,10 @@ func (b *Bot) stateInRoom() {
 			b.rep.Redirects[b.pausing-1].Pause = now.Sub(rm.LastState)
 			b.pausing = 0
 		}
-		rm.LastState = now
+		if step < rm.Step {
+			rm.Rewind = max(rm.Rewind, rm.Step-step)
+		}
+		rm.LastState, rm.Step = now, step
 		rm.Snapshots++
 		b.countedLocked(rm.Snapshots)
 	}

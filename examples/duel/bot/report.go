@@ -99,6 +99,16 @@ type Room struct {
 	// pause the bot saw when its room moved to another server (a
 	// redirect, reason migrate) or its connection dropped.
 	Gap time.Duration
+	// Step is the room's step in its last state packet.
+	Step uint64
+	// Rewind is the most steps the room went back between two state
+	// packets: the steps lost when it resumed from a checkpoint on
+	// another server after its own died.
+	Rewind uint64
+	// Regained counts the times the bot, welcomed without the room after
+	// a drop, gave it up for lost and was later welcomed back into it (its
+	// server died and another resumed it).
+	Regained int
 }
 
 // Wait is a queue.waiting packet: the bot waits in a playlist's queue on a

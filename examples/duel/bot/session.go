@@ -156,7 +156,7 @@ func (s *session) read(data []byte) (done bool) {
 		var snap snapshot
 		if json.Unmarshal(data, &snap) == nil {
 			s.snap = &snap
-			b.stateInRoom()
+			b.stateInRoom(snap.Step)
 		}
 	case "redirect":
 		s.redirect = &redirectPacket{Node: p.Node, Param: p.Param, Reason: p.Reason, Ticket: p.Ticket, Query: p.Query}

@@ -1,0 +1,107 @@
+package e2e
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/muster-gg/muster/examples/duel/bot"
+	"github.com/muster-gg/muster/internal/testkit/fleetproc"
+)
+
+// crashBots is how many bots play in TestCrashResumesFromCheckpoint: 10
+// matches.
+const crashBots = 20
+
+// crashInterval is the checkpoint interval of TestCrashResumesFromCheckpoint.
+const crashInterval = time.Second
+
+// crashRate is the duel's steps per second (muster.room.rate's default).
+const crashRate = 60
+
+// TestCrashResumesFromCheckpoint kills (SIGKILL) the server where 20 bots
+// play their matches, with checkpoints every second: within 10 s every
+// match runs again on one of the two others, from its last checkpoint,
+// with its players back in their seats, having lost at most one interval
+// of steps. The time to the first state of the resumed room and the steps
+// lost are logged.
+func TestCrashResumesFromCheckpoint(t *testing.T) {
+	cfg := fleetConfig(buildDuel(t))
+	cfg.Env = append(slices.Clone(cfg.Env), fmt.Sprintf("MUSTER__ROOM__CHECKPOINT__INTERVAL=%s", crashInterval))
+	c := &cluster{Fleet: fleetproc.Start(t, cfg)}
+	var bots []*bot.Bot
+	for i := range crashBots {
+		b := c.player(t, fmt.Sprintf("crash-%d", i), bot.Config{Style: bot.StyleIdle})
+		b.Queue("duel")
+		bots = append(bots, b)
+	}
+	waitAll(t, 30*time.Second, "matched", bots, func(r bot.Report) bool { rm, ok := r.Room(); return ok && rm.Snapshots > 0 })
+	k := c.Gather(t, duelPlaylist)
+	rooms := map[string]string{} // bot → its match
+	for _, b := range bots {
+		r := b.Report()
+		rm, _ := r.Room()
+		if rm.Node != k.ID {
+			t.Fatalf("%s plays on %s, not where duel gathers (%s)", r.Player, rm.Node, k.ID)
+		}
+		rooms[r.Player] = rm.ID
+	}
+	time.Sleep(2 * crashInterval) // a checkpoint of every match is written
+
+	killed := time.Now()
+	k.Kill(syscall.SIGKILL)
+	gone := c.watchGone(k.ID, killed)
+	var mu sync.Mutex                  // cond runs on a goroutine per bot
+	back := map[string]time.Duration{} // bot → kill to its first state in the resumed room
+	waitAll(t, 10*time.Second, "back in its match, resumed on another server", bots, func(r bot.Report) bool {
+		rm, ok := r.Room()
+		if !ok || rm.ID != rooms[r.Player] || rm.Node == k.ID || !rm.LastState.After(killed) {
+			return false
+		}
+		mu.Lock()
+		if _, seen := back[r.Player]; !seen {
+			back[r.Player] = time.Since(killed)
+		}
+		mu.Unlock()
+		return true
+	})
+	took := time.Since(killed)
+
+	var lost []time.Duration
+	var regained, maxRewind uint64
+	resumers := map[string]int{}
+	for _, b := range bots {
+		r := b.Report()
+		rm, _ := r.Room()
+		resumers[rm.Node]++
+		if rm.Rewind > uint64(crashRate*crashInterval/time.Second) {
+			t.Errorf("%s: room %s went back %d steps, over one checkpoint interval (%d)", r.Player, rm.ID, rm.Rewind, crashRate*crashInterval/time.Second)
+		}
+		maxRewind = max(maxRewind, rm.Rewind)
+		lost = append(lost, time.Duration(rm.Rewind)*time.Second/crashRate)
+		regained += uint64(rm.Regained)
+		for _, x := range r.Rooms {
+			if x.Reason != "" {
+				t.Errorf("%s: room %s ended %q", r.Player, x.ID, x.Reason)
+			}
+		}
+	}
+	var backs []time.Duration
+	for _, d := range back {
+		backs = append(backs, d)
+	}
+	var where []string
+	for n, count := range resumers {
+		where = append(where, fmt.Sprintf("%s: %d bots", n, count))
+	}
+	slices.Sort(where)
+	t.Logf("SIGKILL of %s with %d matches, checkpoint every %v: gone from every view after %v; every bot back in its match after %v "+
+		"(kill to first state of the resumed room %s); steps lost (as time at %d steps/s) %s, most %d steps; "+
+		"bots that gave their room up for lost before it was resumed: %d; resumed on %s",
+		k.ID, crashBots/2, crashInterval, gone(), took.Round(100*time.Millisecond), bot.Quantiles(backs), crashRate,
+		bot.Quantiles(lost), maxRewind, regained, strings.Join(where, ", "))
+}
