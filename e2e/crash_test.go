@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/muster-gg/muster/examples/duel/bot"
 	"github.com/muster-gg/muster/internal/testkit/fleetproc"
+	"github.com/muster-gg/muster/internal/testkit/testrun"
 )
 
 // crashBots is how many bots play in TestCrashResumesFromCheckpoint: 10
@@ -50,7 +53,12 @@ func TestCrashResumesFromCheckpoint(t *testing.T) {
 		}
 		rooms[r.Player] = rm.ID
 	}
-	time.Sleep(2 * crashInterval) // a checkpoint of every match is written
+	// Every match is checkpointed after it began: one round of the
+	// server's checkpoints written beyond those written so far.
+	before := checkpointsWritten(t, c, k)
+	testrun.WaitFor(t, "a round of checkpoints of every match", func() bool {
+		return checkpointsWritten(t, c, k) >= before+crashBots/2
+	})
 
 	killed := time.Now()
 	k.Kill(syscall.SIGKILL)
@@ -104,4 +112,28 @@ func TestCrashResumesFromCheckpoint(t *testing.T) {
 		"bots that gave their room up for lost before it was resumed: %d; resumed on %s",
 		k.ID, crashBots/2, crashInterval, gone(), took.Round(100*time.Millisecond), bot.Quantiles(backs), crashRate,
 		bot.Quantiles(lost), maxRewind, regained, strings.Join(where, ", "))
+}
+
+// checkpointsWritten returns server s's count of checkpoints written
+// (muster_room_checkpoints_total{result="written"} on its /metrics), 0
+// while it reports none.
+func checkpointsWritten(t *testing.T, c *cluster, s *fleetproc.Server) float64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	code, body, err := c.Get(ctx, s, "/metrics")
+	if err != nil || code != 200 {
+		t.Fatalf("%s /metrics: %d, %v", s.ID, code, err)
+	}
+	const series = `muster_room_checkpoints_total{result="written"} `
+	for line := range strings.Lines(string(body)) {
+		if v, ok := strings.CutPrefix(line, series); ok {
+			n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				t.Fatalf("%s /metrics: %q: %v", s.ID, line, err)
+			}
+			return n
+		}
+	}
+	return 0
 }
