@@ -288,7 +288,8 @@ func (r *run) checkClaims(ctx context.Context, when string, timeout time.Duratio
 
 // kill is step 5: docker kill -s KILL on the server where two bots play a
 // match: it exits 137, its node is out of every other server's view within
-// 3 heartbeats, and its players are back in a match on another server.
+// 3 heartbeats of its exit, and its players are back in a match on another
+// server.
 func (r *run) kill(ctx context.Context) {
 	t := r.t
 	t.Helper()
@@ -334,14 +335,20 @@ func (r *run) kill(ctx context.Context) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if lastSeen > 3*heartbeat {
-		t.Errorf("%s was still in a view %v after the kill (out of all after %v), want out within 3 heartbeats (%v)", k.Node, lastSeen, out, 3*heartbeat)
-	}
 	ectx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	x, err := r.events.Exit(ectx, k.Container)
 	cancel()
 	if err != nil || x.Code != 137 {
-		t.Errorf("%s: exit %+v (%v), want 137 (SIGKILL)", k.Name, x, err)
+		t.Fatalf("%s: exit %+v (%v), want 137 (SIGKILL)", k.Name, x, err)
+	}
+	// The server died when the engine saw it exit, not when the docker
+	// command began: on a loaded machine the command takes a second or
+	// two to get there, and the server heartbeats meanwhile. (The engine
+	// sees the exit a little after it, so this errs towards too little.)
+	died := x.At.Sub(start)
+	if lastSeen-died > 3*heartbeat {
+		t.Errorf("%s was still in a view %v after it died (%v after the kill command; out of all after %v), want out within 3 heartbeats (%v)",
+			k.Node, lastSeen-died, lastSeen, out, 3*heartbeat)
 	}
 
 	// The victims come back and queue again, as people would once their
@@ -365,7 +372,8 @@ func (r *run) kill(ctx context.Context) {
 		t.Errorf("after the kill the servers are %v, want %v", nodes(f.servers), nodes(others))
 	}
 	r.servers = f.servers
-	r.record("5 kill -s KILL", "killed server out of every view (3 heartbeats = 6s); exit code", fmt.Sprintf("%v; %d", out.Round(10*time.Millisecond), x.Code))
+	r.record("5 kill -s KILL", "killed server out of every view after its exit (3 heartbeats = 6s), after the kill command; exit code",
+		fmt.Sprintf("%v, %v; %d", (out-died).Round(10*time.Millisecond), out.Round(10*time.Millisecond), x.Code))
 	r.record("5 kill -s KILL", "its players connected elsewhere / the 2 others see only each other",
 		fmt.Sprintf("%v / %v", back.Round(100*time.Millisecond), f.readyAt.Sub(start).Round(100*time.Millisecond)))
 }
