@@ -63,17 +63,12 @@ func defaultLobby() config.Lobby {
 // environment variables, over DefaultConfig, and checks the result with
 // CheckConfig: what a server started from its directory uses. An error of
 // a setting names its key, its variable and where its value came from.
-func LoadConfig() (config.Config, error) { return LoadConfigOver(DefaultConfig()) }
-
-// LoadConfigOver is LoadConfig over the defaults d rather than
-// DefaultConfig: a game's own defaults (DefaultConfig with some keys
-// changed), which config.yml and the environment still override.
-func LoadConfigOver(d config.Config) (config.Config, error) {
+func LoadConfig() (config.Config, error) {
 	path := "config.yml"
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		path = ""
 	}
-	return config.Load(path, os.Environ(), d, checkPackages)
+	return LoadConfigFile(path, os.Environ())
 }
 
 // LoadConfigFile reads the file at path ("" for none), then the MUSTER__

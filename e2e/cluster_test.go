@@ -59,10 +59,10 @@ func fleetConfig(bin string) fleetproc.Config {
 		Hosts:        hosts,
 		Heartbeat:    heartbeat,
 		DrainTimeout: drainTimeout,
-		// nginx; and no checkpoints (the duel's default is one a second):
-		// a killed server's matches are lost, as testKill expects, unless
-		// a test turns them on (TestCrashResumesFromCheckpoint).
-		Env: []string{"MUSTER__SERVER__HTTP__TRUSTED_PROXIES=127.0.0.1", "MUSTER__ROOM__CHECKPOINT__INTERVAL=0"},
+		// nginx. No checkpoints (the default): a killed server's matches
+		// are lost, as testKill expects, unless a test turns them on
+		// (TestCrashResumesFromCheckpoint).
+		Env: []string{"MUSTER__SERVER__HTTP__TRUSTED_PROXIES=127.0.0.1"},
 		Client: &http.Client{Transport: &http.Transport{
 			MaxIdleConns: 200, MaxIdleConnsPerHost: 100, IdleConnTimeout: 10 * time.Second,
 		}},

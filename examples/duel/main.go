@@ -10,13 +10,11 @@ import (
 	"io/fs"
 	"log"
 	"net/http"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/muster-gg/muster"
 	"github.com/muster-gg/muster/clients/js"
-	"github.com/muster-gg/muster/config"
 	"github.com/muster-gg/muster/matchmaking"
 )
 
@@ -24,25 +22,13 @@ import (
 var static embed.FS
 
 func main() {
-	cfg, err := muster.LoadConfigOver(defaults())
+	cfg, err := muster.LoadConfig()
 	if err == nil {
 		err = muster.Serve(context.Background(), Duel{}, cfg, options()...)
 	}
 	if err != nil {
 		log.Fatal(err)
 	}
-}
-
-// defaults are Muster's defaults but for the duel's checkpoints: every
-// second each match's state is written to the backplane, so that a
-// server's crash costs its matches a second, not the matches (another
-// server resumes them). muster.room.checkpoint.interval, in config.yml or
-// MUSTER__ROOM__CHECKPOINT__INTERVAL, sets another interval; 0 turns them
-// off.
-func defaults() config.Config {
-	d := muster.DefaultConfig()
-	d.Room.Checkpoint.Interval = config.Duration(time.Second)
-	return d
 }
 
 // options are the duel's playlists, lobbies, tickets and page.
