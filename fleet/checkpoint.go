@@ -49,22 +49,11 @@ func (f *Fleet) PutCheckpoint(ctx context.Context, id string, data []byte, ttl t
 // node wrote: of servers racing for it, exactly one gets it, the others
 // get ErrNotFound, as after it expired or was dropped.
 func (f *Fleet) TakeCheckpoint(ctx context.Context, node, id string) ([]byte, error) {
-	tctx, cancel := context.WithTimeout(ctx, f.cfg.CallTimeout)
-	defer cancel()
-	target := checkpointTarget(node)
-	taken, err := f.bp.TakeHandoff(tctx, target, id, f.handoffHold())
-	if errors.Is(err, backplane.ErrNotFound) {
-		return nil, ErrNotFound
+	data, err := f.takeHandoff(ctx, checkpointTarget(node), id)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, fmt.Errorf("checkpoint of %s: %w", node, err)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("take checkpoint %s of %s: %w", id, node, err)
-	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.cfg.CallTimeout)
-	defer cancel()
-	if err := f.bp.ConfirmHandoff(cctx, target, id, taken.Token); err != nil {
-		f.logger.Warn("confirm a checkpoint taken; it may be taken again", "id", id, "of", node, "err", err)
-	}
-	return taken.Data, nil
+	return data, err
 }
 
 // DropCheckpoint removes this server's checkpoint of unit id, if any (a

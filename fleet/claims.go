@@ -165,7 +165,7 @@ func (f *Fleet) Arrive(ctx context.Context, kind, id string) (holder Node, hando
 	if err != nil {
 		return Node{}, nil, fmt.Errorf("arrive %s: %w", key, err)
 	}
-	f.confirmHandoff(ctx, id, taken.Token)
+	f.confirmHandoff(ctx, f.cfg.NodeID, id, taken.Token)
 	handoff = taken.Data
 	if owner != "" {
 		holder, _ = f.Node(owner) // a holder out of view is gone

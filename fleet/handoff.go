@@ -33,16 +33,33 @@ func (f *Fleet) PutHandoff(ctx context.Context, target, id string, data []byte) 
 // server takes them too: the player it sends away carries its handoff on
 // (room.Host does).
 func (f *Fleet) TakeHandoff(ctx context.Context, id string) ([]byte, error) {
+	return f.takeHandoff(ctx, f.cfg.NodeID, id)
+}
+
+// TakeHandoffFor takes, as TakeHandoff does, the handoff written for
+// server target under id: a player a redirect sent to target and that was
+// served here instead (target was draining, had left, or could not be
+// reached) brings along what was written for it there. target comes from
+// the client's URL: one that is not a valid node id is refused.
+func (f *Fleet) TakeHandoffFor(ctx context.Context, target, id string) ([]byte, error) {
+	if err := ValidateNodeID(target); err != nil {
+		return nil, fmt.Errorf("take handoff %s: %w", id, err)
+	}
+	return f.takeHandoff(ctx, target, id)
+}
+
+// takeHandoff takes the handoff for target under id and confirms it.
+func (f *Fleet) takeHandoff(ctx context.Context, target, id string) ([]byte, error) {
 	tctx, cancel := context.WithTimeout(ctx, f.cfg.CallTimeout)
 	defer cancel()
-	taken, err := f.bp.TakeHandoff(tctx, f.cfg.NodeID, id, f.handoffHold())
+	taken, err := f.bp.TakeHandoff(tctx, target, id, f.handoffHold())
 	if errors.Is(err, backplane.ErrNotFound) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("take handoff %s: %w", id, err)
 	}
-	f.confirmHandoff(ctx, id, taken.Token)
+	f.confirmHandoff(ctx, target, id, taken.Token)
 	return taken.Data, nil
 }
 
@@ -54,19 +71,19 @@ func (f *Fleet) TakeHandoff(ctx context.Context, id string) ([]byte, error) {
 // handoff to the next asker within a heartbeat or so.
 func (f *Fleet) handoffHold() time.Duration { return 3 * f.cfg.CallTimeout }
 
-// confirmHandoff removes for good the handoff this server took under id
-// with token, as soon as the take's answer is in: the caller uses the
+// confirmHandoff removes for good the handoff for target this server
+// took under id with token, as soon as the take's answer is in: the caller uses the
 // data in memory, which cannot fail in a way that should give the handoff
 // back. It is bounded by a call deadline of its own, and runs even if ctx
 // ended meanwhile, as the data is already taken. A confirm that fails is
 // logged: the handoff can then be taken again once the take's hold ends.
-func (f *Fleet) confirmHandoff(ctx context.Context, id, token string) {
+func (f *Fleet) confirmHandoff(ctx context.Context, target, id, token string) {
 	if token == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.cfg.CallTimeout)
 	defer cancel()
-	if err := f.bp.ConfirmHandoff(ctx, f.cfg.NodeID, id, token); err != nil {
+	if err := f.bp.ConfirmHandoff(ctx, target, id, token); err != nil {
 		f.logger.Warn("confirm a handoff taken; it may be taken again", "player_id", id, "hold", f.handoffHold(), "err", err)
 	}
 }

@@ -3,6 +3,7 @@ package room
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/muster-gg/muster/fleet"
@@ -34,12 +35,32 @@ func (h *Host[Sim, Input, Player]) arrive(ctx context.Context, c *Client) (again
 		if err != nil {
 			h.logger.Warn("locate player and take its handoff", "player_id", c.id, "err", err)
 			again = c.rejoin
+		} else if data == nil {
+			data = h.handoffForAsked(ctx, c)
 		}
 	}
 	h.place(ctx, c, holder, data)
 	seat = !again && c.rejoin && h.cfg.Checkpoint.Interval > 0 && c.Room() == "" &&
 		(holder.ID == "" || holder.ID == c.asked && holder.ID != h.fleet.ID())
 	return again, seat
+}
+
+// handoffForAsked takes the handoff written for the server client c asked
+// for (?node=) when that is not this one: a redirect sent the player
+// there with a handoff (its lobby, its queue place), and it was served
+// here instead, because that server was draining (it refuses new
+// connections, and a load balancer tried another), had left, or could not
+// be reached. Without it the player arrived without what it was moved
+// with. nil when there is none.
+func (h *Host[Sim, Input, Player]) handoffForAsked(ctx context.Context, c *Client) []byte {
+	if c.asked == "" || c.asked == h.fleet.ID() {
+		return nil
+	}
+	data, err := h.fleet.TakeHandoffFor(ctx, c.asked, c.id)
+	if err != nil && !errors.Is(err, fleet.ErrNotFound) {
+		h.logger.Warn("take the handoff written for the server the player asked for", "player_id", c.id, "asked", c.asked, "err", err)
+	}
+	return data
 }
 
 // arriveLater asks the fleet again, every heartbeat, where a rejoining

@@ -42,6 +42,9 @@ type Fleet interface {
 	Locate(ctx context.Context, kind, id string) (fleet.Node, error)
 	Arrive(ctx context.Context, kind, id string) (holder fleet.Node, handoff []byte, err error)
 	PutHandoff(ctx context.Context, target, id string, data []byte) error
+	// TakeHandoffFor takes the handoff written for server target under
+	// id (a client that asked for target and was served here).
+	TakeHandoffFor(ctx context.Context, target, id string) ([]byte, error)
 	Increment(ctx context.Context, key string, ttl time.Duration, by int64) (int64, error)
 	// Connect claims a player's connection, over whoever held it.
 	Connect(ctx context.Context, id string) error
