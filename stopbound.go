@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/muster-gg/muster/config"
+	"github.com/muster-gg/muster/fleet"
 )
 
 // StopBound is the longest a server of cfg takes from SIGTERM to its exit
@@ -18,6 +19,6 @@ import (
 // drain that runs to its timeout is cut short: the rooms left are not
 // ended cleanly and the server's claims wait for their expiry.
 func StopBound(cfg config.Config) time.Duration {
-	callTimeout := time.Duration(cfg.Server.Fleet.Heartbeat) / 4
-	return time.Duration(cfg.Server.Drain.Timeout) + 2*time.Duration(cfg.Room.DrainGrace) + 2*callTimeout + shutdownTimeout
+	call := fleet.Config{Heartbeat: time.Duration(cfg.Server.Fleet.Heartbeat)}.CallBound()
+	return time.Duration(cfg.Server.Drain.Timeout) + 2*time.Duration(cfg.Room.DrainGrace) + 2*call + shutdownTimeout
 }

@@ -161,3 +161,16 @@ func (c *cluster) leave(t *testing.T) {
 // waitAll waits until cond holds for every bot, or fails the test after
 // timeout, naming the bots it was still waiting for.
 var waitAll = botrun.WaitAll
+
+// matchedIdle starts n idle bots named prefix-0 to prefix-(n-1), queues
+// them for duel and returns them once each has a state of its match.
+func (c *cluster) matchedIdle(t *testing.T, prefix string, n int) []*bot.Bot {
+	t.Helper()
+	bots := make([]*bot.Bot, n)
+	for i := range bots {
+		bots[i] = c.player(t, fmt.Sprintf("%s-%d", prefix, i), bot.Config{Style: bot.StyleIdle})
+		bots[i].Queue("duel")
+	}
+	waitAll(t, 30*time.Second, "matched", bots, func(r bot.Report) bool { rm, ok := r.Room(); return ok && rm.Snapshots > 0 })
+	return bots
+}

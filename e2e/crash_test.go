@@ -36,13 +36,7 @@ func TestCrashResumesFromCheckpoint(t *testing.T) {
 	cfg := fleetConfig(buildDuel(t))
 	cfg.Env = append(slices.Clone(cfg.Env), fmt.Sprintf("MUSTER__ROOM__CHECKPOINT__INTERVAL=%s", crashInterval))
 	c := &cluster{Fleet: fleetproc.Start(t, cfg)}
-	var bots []*bot.Bot
-	for i := range crashBots {
-		b := c.player(t, fmt.Sprintf("crash-%d", i), bot.Config{Style: bot.StyleIdle})
-		b.Queue("duel")
-		bots = append(bots, b)
-	}
-	waitAll(t, 30*time.Second, "matched", bots, func(r bot.Report) bool { rm, ok := r.Room(); return ok && rm.Snapshots > 0 })
+	bots := c.matchedIdle(t, "crash", crashBots)
 	k := c.Gather(t, duelPlaylist)
 	rooms := map[string]string{} // bot → its match
 	for _, b := range bots {

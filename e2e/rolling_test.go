@@ -52,13 +52,7 @@ func rollingRestart(t *testing.T, migrate bool) string {
 		cfg.Env = append(cfg.Env, "MUSTER__ROOM__MIGRATE__DISABLED=true")
 	}
 	c := &cluster{Fleet: fleetproc.Start(t, cfg)}
-	var bots []*bot.Bot
-	for i := range rollingBots {
-		b := c.player(t, fmt.Sprintf("rolling-%d", i), bot.Config{Style: bot.StyleIdle})
-		b.Queue("duel")
-		bots = append(bots, b)
-	}
-	waitAll(t, 30*time.Second, "matched", bots, func(r bot.Report) bool { rm, ok := r.Room(); return ok && rm.Snapshots > 0 })
+	bots := c.matchedIdle(t, "rolling", rollingBots)
 	rooms := map[string]string{} // bot → its match
 	for _, b := range bots {
 		r := b.Report()

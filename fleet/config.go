@@ -96,11 +96,22 @@ func DefaultConfig() Config {
 	}
 }
 
+// CallBound is the bound of every backplane call: CallTimeout, or else a
+// quarter of the heartbeat (DefaultConfig's, when Heartbeat is unset).
+func (c Config) CallBound() time.Duration {
+	if c.CallTimeout > 0 {
+		return c.CallTimeout
+	}
+	hb := c.Heartbeat
+	if hb <= 0 {
+		hb = DefaultConfig().Heartbeat
+	}
+	return hb / 4
+}
+
 func (c Config) withDefaults() (Config, error) {
 	defaults.Fill(&c, DefaultConfig())
-	if c.CallTimeout == 0 {
-		c.CallTimeout = c.Heartbeat / 4
-	}
+	c.CallTimeout = c.CallBound()
 	if c.LoadStep == 0 {
 		c.LoadStep = max(1, c.MaxLoad/20)
 	}
