@@ -99,6 +99,9 @@ func checkRoom(cfg config.Config) error {
 			return err
 		}
 	}
+	if s := r.Sockets; s != "" && s != room.SocketsLoop && s != room.SocketsPortable {
+		return invalid("room.sockets", "want %s or %s, got %s", room.SocketsLoop, room.SocketsPortable, quote(s))
+	}
 	if s := r.Limits.Store; s != room.StoreMemory && s != room.StoreBackplane {
 		return invalid("room.limits.store", "want memory or backplane, got %s", quote(s))
 	}

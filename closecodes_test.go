@@ -30,6 +30,7 @@ func TestCloseCodesDocumented(t *testing.T) {
 		"StatusReplaced": int(room.StatusReplaced), "StatusLimited": int(room.StatusLimited),
 		"StatusTooSlow":       int(room.StatusTooSlow),
 		"StatusMessageTooBig": int(websocket.StatusMessageTooBig), "StatusTryAgainLater": int(websocket.StatusTryAgainLater),
+		"StatusProtocolError": int(websocket.StatusProtocolError),
 	}
 	rows := closeCodeRows(t, "docs/protocol.md")
 	for name, code := range codes {

@@ -227,8 +227,8 @@ func TestEveryKeyFromEnv(t *testing.T) {
 		}
 	}
 	walk(reflect.TypeFor[config.Config](), func(c *config.Config) reflect.Value { return reflect.ValueOf(c).Elem() }, "MUSTER")
-	if n != 94 {
-		t.Errorf("walked %d settings, want 94", n)
+	if n != 95 {
+		t.Errorf("walked %d settings, want 95", n)
 	}
 }
 

@@ -43,6 +43,10 @@ type Room struct {
 	// DrainGrace is the time between telling the players of the rooms left
 	// at the drain timeout and closing those rooms, at most 5m. Default 2s.
 	DrainGrace Duration `yaml:"drain-grace"`
+	// Sockets is how a player's connection is served after its hello:
+	// "loop" (one event loop for every player, on Linux) or "portable"
+	// (two goroutines a player). Default "": loop.
+	Sockets string `yaml:"sockets"`
 	// Limits are the connection rate limits and lockouts.
 	Limits RoomLimits `yaml:"limits"`
 	// Migrate bounds the moves of a draining server's rooms to the other

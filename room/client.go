@@ -3,6 +3,7 @@ package room
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -45,6 +46,13 @@ type Client struct {
 	wtimer *time.Timer
 
 	unclaimed bool // its hello could not claim its connection: its session does (connectLater)
+
+	// The event loop (loop_linux.go): lc once the loop serves the
+	// connection; handover asks the writer to stop for it, and writerDone
+	// is closed when the writer has returned.
+	lc         atomic.Pointer[loopConn]
+	handover   chan chan bool
+	writerDone chan struct{}
 
 	mu          sync.Mutex
 	room        string
@@ -112,6 +120,10 @@ func (c *Client) Send(p Packet) error {
 }
 
 func (c *Client) sendFrame(frame []byte) {
+	if lc := c.lc.Load(); lc != nil {
+		lc.write(c.opcode(), frame)
+		return
+	}
 	select {
 	case <-c.done:
 	case c.send <- frame:
@@ -132,7 +144,12 @@ func (c *Client) Close(code websocket.StatusCode, reason string) {
 	}
 	c.closeCode, c.closeReason = code, closeReason(reason)
 	close(c.done)
+	lc := c.lc.Load()
 	c.mu.Unlock()
+	if lc != nil {
+		lc.close(code, c.closeReason)
+		return
+	}
 	if code == StatusTooSlow {
 		// It does not read: cut the connection now, which also ends a
 		// write the writer may be blocked in.
@@ -175,6 +192,19 @@ func (c *Client) write(ping time.Duration) {
 			}
 			pinging = make(chan struct{})
 			go c.ping(ping, pinging)
+		case reply := <-c.handover:
+			if pinging != nil {
+				select {
+				case <-pinging:
+					pinging = nil
+				default:
+					reply <- false // its pong would come to the loop
+					continue
+				}
+			}
+			c.flush()
+			reply <- true
+			return
 		case frame := <-c.send:
 			if c.writeFrame(frame) != nil {
 				// The client does not take what is written: a close
@@ -240,4 +270,42 @@ func (c *Client) writeFrame(frame []byte) error {
 	err := c.conn.Write(context.Background(), c.msgType, frame)
 	c.wtimer.Stop()
 	return err
+}
+
+// opcode is the WebSocket opcode of the client's messages.
+func (c *Client) opcode() byte {
+	if c.msgType == websocket.MessageBinary {
+		return opBinary
+	}
+	return opText
+}
+
+// handOver stops the client's writer, after the frames queued, for the
+// event loop to take the connection; false if the writer has ended or
+// would not (a ping in flight).
+func (c *Client) handOver() bool {
+	if c.handover == nil {
+		return false
+	}
+	reply := make(chan bool, 1)
+	select {
+	case c.handover <- reply:
+		return <-reply
+	case <-c.writerDone:
+		return false
+	}
+}
+
+// attach makes lc the client's connection: from now on its frames go to
+// the loop. A Close that came since the writer stopped is applied.
+func (c *Client) attach(lc *loopConn) {
+	c.mu.Lock()
+	c.lc.Store(lc)
+	code, reason := c.closeCode, c.closeReason
+	c.mu.Unlock()
+	if code != 0 {
+		lc.close(code, reason)
+		return
+	}
+	lc.flushQueued()
 }

@@ -77,6 +77,15 @@ type Config struct {
 	// at the drain timeout and closing those rooms. At most 5m. Default 2s.
 	DrainGrace time.Duration `yaml:"drain-grace"`
 
+	// Sockets is how a player's connection is served after its hello:
+	// SocketsLoop, one event loop for all of them, where the platform has
+	// one (Linux), or SocketsPortable, two goroutines each. Clients see no
+	// difference; the loop spends less CPU per player. Default "":
+	// SocketsLoop (SocketsPortable in a build with the muster_portable
+	// tag). On other platforms SocketsLoop serves them as SocketsPortable
+	// does.
+	Sockets string `yaml:"sockets"`
+
 	// Limits are the connection rate limits and lockouts.
 	Limits Limits `yaml:"limits"`
 
@@ -145,6 +154,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Secret == "" {
 		c.Secret = rand.Text()
 	}
+	if c.Sockets == "" {
+		c.Sockets = defaultSockets
+	}
 	var err error
 	if c.Limits, err = c.Limits.withDefaults(); err != nil {
 		return c, err
@@ -160,6 +172,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, configError("read-limit", "%d is outside 0-%d", c.ReadLimit, MaxReadLimit)
 	case c.SendQueue < 0 || c.SendQueue > MaxSendQueue:
 		return c, configError("send-queue", "%d is outside 0-%d", c.SendQueue, MaxSendQueue)
+	case c.Sockets != SocketsLoop && c.Sockets != SocketsPortable:
+		return c, configError("sockets", "%q is neither %s nor %s", c.Sockets, SocketsLoop, SocketsPortable)
 	case c.Migrate.MaxBytes < 0 || c.Migrate.MaxBytes > MaxMoveBytes:
 		return c, configError("migrate.max-bytes", "%d is outside 0-%d", c.Migrate.MaxBytes, MaxMoveBytes)
 	}

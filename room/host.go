@@ -68,8 +68,10 @@ type Host[Sim, Input, Player any] struct {
 	clients map[string]*Client                   // player id → connection
 	hellos  map[*Client]struct{}                 // connections still in hello
 	conns   sync.WaitGroup                       // connection handlers
-	roomEnd chan struct{}                        // signalled when a room ends
-	started chan struct{}                        // closed when Run begins
+	sockets *sockets                             // the event loop; nil on the portable path
+	recv    func(lc *loopConn, c *Client, frame []byte) bool
+	roomEnd chan struct{} // signalled when a room ends
+	started chan struct{} // closed when Run begins
 	nextID  uint64
 	idTag   string // this host's mark in the room ids it makes (uid.Tag)
 
@@ -131,6 +133,7 @@ func New[Sim, Input, Player any](game Game[Sim, Input, Player], cfg Config, logg
 		clients:   make(map[string]*Client),
 		hellos:    make(map[*Client]struct{}),
 		roomEnd:   make(chan struct{}, 1),
+		sockets:   newSockets(cfg),
 		started:   make(chan struct{}),
 		relKick:   make(chan struct{}, 1),
 		idTag:     uid.Tag(),
@@ -141,6 +144,7 @@ func New[Sim, Input, Player any](game Game[Sim, Input, Player], cfg Config, logg
 	h.sendRoom = httpSendRoom(&http.Client{Transport: h.moveConns, Timeout: cfg.Migrate.Timeout})
 	h.tickets = newTickets(cfg.Secret, cfg.TicketTTL, local)
 	h.limits = &limiter{cfg: cfg.Limits, counter: local}
+	h.recv = h.loopReceiver()
 	return h, nil
 }
 
@@ -188,6 +192,7 @@ func (h *Host[Sim, Input, Player]) Run(ctx context.Context) error {
 	h.endRooms()
 	h.closeClients()
 	h.conns.Wait()
+	h.sockets.stop()
 	h.moveConns.CloseIdleConnections()
 	return nil
 }

@@ -40,7 +40,8 @@ func (h *Host[Sim, Input, Player]) serve(w http.ResponseWriter, r *http.Request)
 			h.limits.release(ip)
 		}
 	}()
-	c, end, ok := h.accept(w, r, ip)
+	hj := &hijacked{ResponseWriter: w}
+	c, end, ok := h.accept(hj, r, ip)
 	if !ok {
 		return // Accept wrote the response
 	}
@@ -67,7 +68,8 @@ func (h *Host[Sim, Input, Player]) serve(w http.ResponseWriter, r *http.Request)
 	// lets go of the request, its headers and its contexts: several
 	// kilobytes a player, for as long as the player stays connected.
 	detached = true
-	go h.session(ctx, c, ip, end)
+	lc := h.sockets.take(c, hj.conn, hj.reader(), h.recv)
+	go h.session(ctx, c, ip, end, lc)
 }
 
 // track counts a new connection in h.conns, which Run waits for, and
@@ -124,15 +126,22 @@ func (h *Host[Sim, Input, Player]) accept(w http.ResponseWriter, r *http.Request
 		done:    make(chan struct{}),
 	}
 	writer := make(chan struct{})
+	c.writerDone = writer
+	if h.sockets != nil {
+		c.handover = make(chan chan bool)
+	}
 	go func() {
 		defer close(writer)
 		c.write(h.cfg.PingInterval)
 	}()
 	end = func() {
 		// Closing the client from this side (c.Close) makes the writer
-		// close the connection, which ends the reads.
+		// close the connection, or the loop, which ends the reads.
 		c.Close(StatusGoingAway, "")
 		<-writer
+		if lc := c.lc.Load(); lc != nil {
+			<-lc.ended
+		}
 	}
 	return c, end, true
 }

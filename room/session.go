@@ -16,7 +16,7 @@ import (
 // messages are read until the connection ends; then the client is
 // forgotten, its connection closed, and its address's open connection
 // given back.
-func (h *Host[Sim, Input, Player]) session(ctx context.Context, c *Client, ip string, end func()) {
+func (h *Host[Sim, Input, Player]) session(ctx context.Context, c *Client, ip string, end func(), lc *loopConn) {
 	defer h.conns.Done()
 	defer h.limits.release(ip)
 	defer end()
@@ -29,7 +29,11 @@ func (h *Host[Sim, Input, Player]) session(ctx context.Context, c *Client, ip st
 	if again, seat := h.arrive(ctx, c); again || seat {
 		later.Go(func() { h.arriveLater(ctx, c, stop, seat) })
 	}
-	h.readLoop(ctx, c)
+	if lc != nil {
+		lc.work(func(typ string, body []byte) bool { return h.message(ctx, c, typ, body, true) })
+	} else {
+		h.readLoop(ctx, c)
+	}
 	close(stop)
 	later.Wait() // before disconnected releases what they claimed
 }
@@ -59,38 +63,59 @@ func (h *Host[Sim, Input, Player]) readLoop(ctx context.Context, c *Client) {
 			c.Close(StatusBadPacket, "bad packet")
 			return
 		}
-		switch typ {
-		case msgInput:
-			var in Input
-			if err := h.codec.Unmarshal(body, &in); err != nil {
-				c.Close(StatusBadPacket, "bad input")
-				return
-			}
-			h.mu.Lock()
-			rm := h.seated[c.id]
-			h.mu.Unlock()
-			if rm != nil {
-				rm.push(event[Input]{kind: evInput, id: c.id, input: in})
-			} // an input that arrives after its room ended is dropped
-		case msgLeave:
-			h.Unseat(c.id)
-		case msgHello:
-			c.Close(StatusBadPacket, "hello twice")
+		if !h.message(ctx, c, typ, body, false) {
 			return
-		default:
-			mh := h.routes[typ]
-			if mh == nil {
-				c.Close(StatusUnknownType, "unknown packet type "+typ)
-				return
-			}
-			// The frame's buffer is the next frame's: a module may keep
-			// what it is given.
-			if err := h.handle(ctx, mh, c, typ, bytes.Clone(body)); err != nil {
-				c.Close(StatusBadPacket, err.Error())
-				return
-			}
 		}
 	}
+}
+
+// message handles one message of c's: an input goes to the player's room,
+// "leave" unseats it, the rest go to the modules. It returns false when
+// it closed the client (a bad input, a second hello, an unknown type, a
+// module's error). owned says body is the caller's to give away; a module
+// is given a copy of one that is not, as it may keep what it is given.
+func (h *Host[Sim, Input, Player]) message(ctx context.Context, c *Client, typ string, body []byte, owned bool) bool {
+	switch typ {
+	case msgInput:
+		return h.input(c, body)
+	case msgLeave:
+		h.Unseat(c.id)
+	case msgHello:
+		c.Close(StatusBadPacket, "hello twice")
+		return false
+	default:
+		mh := h.routes[typ]
+		if mh == nil {
+			c.Close(StatusUnknownType, "unknown packet type "+typ)
+			return false
+		}
+		if !owned {
+			body = bytes.Clone(body)
+		}
+		if err := h.handle(ctx, mh, c, typ, body); err != nil {
+			c.Close(StatusBadPacket, err.Error())
+			return false
+		}
+	}
+	return true
+}
+
+// input queues an input for the player's room; false when it closed the
+// client for a bad one. An input that arrives after its room ended is
+// dropped.
+func (h *Host[Sim, Input, Player]) input(c *Client, body []byte) bool {
+	var in Input
+	if err := h.codec.Unmarshal(body, &in); err != nil {
+		c.Close(StatusBadPacket, "bad input")
+		return false
+	}
+	h.mu.Lock()
+	rm := h.seated[c.id]
+	h.mu.Unlock()
+	if rm != nil {
+		rm.push(event[Input]{kind: evInput, id: c.id, input: in})
+	}
+	return true
 }
 
 // handle gives a client's message to the module that handles its type,

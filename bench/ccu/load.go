@@ -40,6 +40,7 @@ type result struct {
 	Joined     int     `json:"joined"`  // connected and in a room (a state came)
 	Seconds    float64 `json:"seconds"` // the measuring window
 	ServerCPU  float64 `json:"server_cpu_s"`
+	ServerUser float64 `json:"server_user_s"` // of ServerCPU, in user space
 	ServerRSS  int64   `json:"server_rss_bytes"`
 	LoadCPU    float64 `json:"load_cpu_s"`
 	States     int64   `json:"states"`
@@ -150,7 +151,8 @@ func runLoad(target, label, addr string, n int, warm, measure, joinTimeout time.
 	}()
 	time.Sleep(warm)
 
-	cpu0, scpu0 := selfCPU(), procCPU(serverPID)
+	cpu0 := selfCPU()
+	su0, ss0 := procTimes(serverPID)
 	if profile {
 		syscall.Kill(serverPID, syscall.SIGUSR1)
 	}
@@ -165,7 +167,8 @@ func runLoad(target, label, addr string, n int, warm, measure, joinTimeout time.
 	time.Sleep(measure)
 	winEnd.Store(since())
 	res.Seconds = time.Since(t0).Seconds()
-	res.LoadCPU, res.ServerCPU = selfCPU()-cpu0, procCPU(serverPID)-scpu0
+	su1, ss1 := procTimes(serverPID)
+	res.LoadCPU, res.ServerCPU, res.ServerUser = selfCPU()-cpu0, su1+ss1-su0-ss0, su1-su0
 	if profile {
 		syscall.Kill(serverPID, syscall.SIGUSR1)
 	}

@@ -14,7 +14,8 @@
 // used more than -load-max of its core: then the figure would be its
 // own, not the server's.
 //
-// It prints, per N and framework: the server's CPU per player-second,
+// It prints, per N and framework: the server's CPU per player-second (and
+// its user-space part, the framework's own work beside the kernel's TCP),
 // p50 and p99 input-to-state latency, states a second per player, the
 // server's resident memory, its CPU per state delivered, and the ratios
 // Muster/Colyseus; then the
@@ -27,6 +28,7 @@
 //	go run ./bench/ccu                                   # 500 and 1,000 players
 //	go run ./bench/ccu -n 1000,4000 -order colyseus,muster
 //	go run ./bench/ccu -n 1000 -order muster,muster-bin     # the binary codec beside JSON
+//	go run ./bench/ccu -n 1000 -order muster,muster-portable # the event loop beside the portable path
 package main
 
 import (
@@ -43,6 +45,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/muster-gg/muster/room"
 )
 
 // The bound a framework keeps at N: p99 within one step (50 ms at 20 Hz)
@@ -54,7 +58,7 @@ const (
 
 func main() {
 	ns := flag.String("n", "500,1000", "player counts to run, comma-separated")
-	order := flag.String("order", "muster,colyseus", "frameworks in the order each N runs them (alternate between runs): muster, colyseus, muster-bin (Muster with a binary codec of the game's inputs and states), before (see -before)")
+	order := flag.String("order", "muster,colyseus", "frameworks in the order each N runs them (alternate between runs): muster, colyseus, muster-bin (Muster with a binary codec of the game's inputs and states), muster-portable (Muster with muster.room.sockets portable: a reader and a writer goroutine per player instead of the event loop), before (see -before)")
 	warm := flag.Duration("warm", 3*time.Second, "warm-up once every player has a state")
 	measure := flag.Duration("measure", 10*time.Second, "measuring window per run")
 	joinTimeout := flag.Duration("join-timeout", 90*time.Second, "most time for all players to join")
@@ -122,7 +126,7 @@ func main() {
 
 	fmt.Printf("rooms of two, inputs and states at 20 Hz; server on CPU %s (GOMAXPROCS=1 for Muster), load generator on CPU %s; %v measured per run after %v warm-up\n\n",
 		*serverCore, *loadCore, *measure, *warm)
-	fmt.Printf("%7s  %-9s  %14s  %8s  %8s  %9s  %9s  %11s  %6s  %s\n", "players", "server", "CPU µs/pl·s", "p50 ms", "p99 ms", "states/s", "RSS MB", "µs/state", "load", "within bound")
+	fmt.Printf("%7s  %-15s  %14s  %10s  %8s  %8s  %9s  %9s  %11s  %6s  %s\n", "players", "server", "CPU µs/pl·s", "user µs", "p50 ms", "p99 ms", "states/s", "RSS MB", "µs/state", "load", "within bound")
 	best := map[string]int{}
 	for i, k := range counts {
 		got := map[string]result{}
@@ -145,6 +149,7 @@ func main() {
 		printRatio("ratio M/C", got["muster"], got["colyseus"])
 		printRatio("M/before", got["muster"], got["before"])
 		printRatio("bin/JSON", got["muster-bin"], got["muster"])
+		printRatio("loop/portable", got["muster"], got["muster-portable"])
 	}
 	fmt.Printf("\nlargest N within p99 ≤ %.0f ms and ≥ %.1f states/s:", boundP99, boundStates)
 	for _, t := range targets {
@@ -157,6 +162,11 @@ func main() {
 }
 
 func cpuPer(r result) float64 { return r.ServerCPU / (float64(r.N) * r.Seconds) * 1e6 }
+
+// userPer is the server's CPU per player-second in user space: the
+// framework's own work, without the kernel's TCP that every framework pays
+// alike.
+func userPer(r result) float64 { return r.ServerUser / (float64(r.N) * r.Seconds) * 1e6 }
 
 // cpuPerState is the server's CPU per state delivered: on a machine
 // whose other work starves the server, it delivers fewer states than the
@@ -171,20 +181,20 @@ func printRatio(label string, a, b result) {
 	if a.Err != "" || b.Err != "" || a.N == 0 || b.N == 0 {
 		return
 	}
-	fmt.Printf("%7s  %-9s  %13.2fx  %7.2fx  %7.2fx  %8.2fx  %8.2fx  %10.2fx\n", "", label,
-		cpuPer(a)/cpuPer(b), a.P50/b.P50, a.P99/b.P99, statesPer(a)/statesPer(b), float64(a.ServerRSS)/float64(b.ServerRSS), cpuPerState(a)/cpuPerState(b))
+	fmt.Printf("%7s  %-15s  %13.2fx  %9.2fx  %7.2fx  %7.2fx  %8.2fx  %8.2fx  %10.2fx\n", "", label,
+		cpuPer(a)/cpuPer(b), userPer(a)/userPer(b), a.P50/b.P50, a.P99/b.P99, statesPer(a)/statesPer(b), float64(a.ServerRSS)/float64(b.ServerRSS), cpuPerState(a)/cpuPerState(b))
 }
 
 func printRow(r result, best map[string]int) {
 	if r.Err != "" {
-		fmt.Printf("%7d  %-9s  %s\n", r.N, r.Target, r.Err)
+		fmt.Printf("%7d  %-15s  %s\n", r.N, r.Target, r.Err)
 		return
 	}
 	ok := r.P99 <= boundP99 && statesPer(r) >= boundStates
 	if ok && r.N > best[r.Target] {
 		best[r.Target] = r.N
 	}
-	fmt.Printf("%7d  %-9s  %14.1f  %8.1f  %8.1f  %9.2f  %9.1f  %11.1f  %5.0f%%  %v\n", r.N, r.Target, cpuPer(r), r.P50, r.P99,
+	fmt.Printf("%7d  %-15s  %14.1f  %10.1f  %8.1f  %8.1f  %9.2f  %9.1f  %11.1f  %5.0f%%  %v\n", r.N, r.Target, cpuPer(r), userPer(r), r.P50, r.P99,
 		statesPer(r), float64(r.ServerRSS)/(1<<20), cpuPerState(r), 100*r.LoadCPU/r.Seconds, ok)
 }
 
@@ -245,7 +255,7 @@ func (r runner) run(target string, n int, profile string) result {
 	}
 	var srv *exec.Cmd
 	switch target {
-	case "muster", "before", "muster-bin":
+	case "muster", "before", "muster-bin", "muster-portable":
 		bin := r.self
 		if target == "before" {
 			bin = r.before
@@ -259,6 +269,9 @@ func (r runner) run(target string, n int, profile string) result {
 		}
 		srv = exec.Command("taskset", args...)
 		srv.Env = append(os.Environ(), "GOMAXPROCS=1")
+		if target == "muster-portable" {
+			srv.Env = append(srv.Env, "MUSTER__ROOM__SOCKETS="+room.SocketsPortable)
+		}
 	case "colyseus":
 		srv = exec.Command("taskset", "-c", r.serverCore, "node", "server.js", strconv.Itoa(port))
 		srv.Dir = r.colyDir
@@ -275,7 +288,7 @@ func (r runner) run(target string, n int, profile string) result {
 		return result{Target: target, N: n, Err: err.Error()}
 	}
 	proto := target
-	if target == "before" {
+	if target == "before" || target == "muster-portable" {
 		proto = "muster"
 	}
 	args := []string{"-c", r.loadCore, r.self, "-role", "load", "-target", proto, "-port", strconv.Itoa(port),

@@ -85,6 +85,9 @@ func BuildExample(tb testing.TB, dir, pkg string, race bool) (string, error) {
 	if race {
 		args = append(args, "-race")
 	}
+	if buildTags != "" {
+		args = append(args, "-tags", buildTags)
+	}
 	cmd := exec.Command(goBin, append(args, pkg)...)
 	cmd.Dir = Root(tb)
 	if out, err := cmd.CombinedOutput(); err != nil {

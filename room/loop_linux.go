@@ -1,0 +1,351 @@
+//go:build linux
+
+package room
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// The event loop (Config.Sockets "loop", the default on Linux).
+//
+// After its hello, a player's connection leaves coder/websocket and its
+// two goroutines (a reader and a writer, each woken by every frame) for
+// one goroutine per host, the loop, which waits for every such socket on
+// an epoll instance of its own and reads each that became readable since
+// its last wake-up, as Node's and nginx's event loops do:
+//   - an input is decoded and queued for its room on the loop itself;
+//   - any other message goes to the player's session goroutine, in order
+//     (a module may wait for the backplane, which the loop must not);
+//   - frames out are written by whoever sends them, at once, with a write
+//     that does not wait (loopConn.write); what the socket has no room for
+//     waits in the connection's buffer for the loop's next EPOLLOUT.
+//
+// The loop waits in Go's poller (a duplicate of its epoll descriptor is an
+// *os.File there), so it holds no thread while it waits. Every sweepEvery
+// it pings the players due a ping and cuts those that did not answer the
+// last, that did not take a frame within writeTimeout, or did not answer a
+// close within defaultCloseWait. The sockets are taken off Go's poller while on
+// the loop: it serves a duplicate of each descriptor, and the net.Conn is
+// closed.
+//
+// The portable path (Config.Sockets "portable", and every connection the
+// loop cannot take: TLS, a ping in flight at the hand-over) behaves the
+// same to the client; the tests run on both (the muster_portable build
+// tag makes it the default).
+
+// defaultCloseWait bounds the wait for a client's answer to a close
+// frame.
+const defaultCloseWait = 5 * time.Second
+
+// sockets is the host's event loop, started for its first connection and
+// stopped when the host's connections are gone.
+type sockets struct {
+	cfg       Config
+	closeWait time.Duration // defaultCloseWait; tests change it before the first connection
+	mu        sync.Mutex
+	loop      *sockLoop
+	off       bool // stopped: takes no more connections
+}
+
+// newSockets returns the host's loop, or nil when cfg asks for the
+// portable path.
+func newSockets(cfg Config) *sockets {
+	if cfg.Sockets != SocketsLoop {
+		return nil
+	}
+	return &sockets{cfg: cfg, closeWait: defaultCloseWait}
+}
+
+// sockLoop is one event loop.
+type sockLoop struct {
+	epfd      int
+	f         *os.File // a duplicate of epfd, on Go's poller
+	rc        syscall.RawConn
+	every     time.Duration // between two sweeps
+	ping      time.Duration
+	closeWait time.Duration // for the answer to a close frame
+	done      chan struct{} // closed when run returns
+
+	mu      sync.Mutex
+	conns   map[int32]*loopConn
+	stopped bool
+
+	// The loop goroutine's only.
+	next   time.Time // the next sweep
+	buf    []byte
+	events [128]syscall.EpollEvent
+	list   []*loopConn // sweep's
+}
+
+// take hands c's connection to the loop and returns it; nil when the
+// connection stays on the portable path (s is nil, the connection is not
+// plain TCP, the writer would not hand it over, or a system call failed).
+// conn and br are what the upgrade hijacked: br holds what the client sent
+// past its hello.
+func (s *sockets) take(c *Client, conn net.Conn, br *bufio.Reader, recv func(lc *loopConn, c *Client, frame []byte) bool) *loopConn {
+	if s == nil || conn == nil || br == nil {
+		return nil
+	}
+	tc, ok := conn.(*net.TCPConn)
+	if !ok {
+		return nil
+	}
+	l, err := s.get()
+	if err != nil {
+		return nil
+	}
+	fd, ok := dupConn(tc)
+	if !ok {
+		return nil
+	}
+	if !c.handOver() {
+		_ = syscall.Close(fd)
+		return nil
+	}
+	// The writer has stopped: nothing is written or read but here.
+	var initial []byte
+	if n := br.Buffered(); n > 0 {
+		b, _ := br.Peek(n)
+		initial = append([]byte(nil), b...)
+	}
+	_ = tc.Close() // off Go's poller; the duplicate keeps the socket
+	lc := &loopConn{
+		l: l, c: c, fd: fd, recv: recv,
+		r:        wsReader{limit: s.cfg.ReadLimit},
+		initial:  initial,
+		maxQueue: s.cfg.SendQueue,
+		pingAt:   time.Now(),
+		ended:    make(chan struct{}),
+		kick:     make(chan struct{}, 1),
+		working:  true, // until the session has placed the player
+	}
+	c.attach(lc)
+	if !l.add(lc) {
+		// The loop stopped (so has the host): the connection ends here.
+		c.Close(StatusGoingAway, "server stopping")
+		lc.finish()
+	}
+	return lc
+}
+
+// get returns the running loop, starting one if none runs.
+func (s *sockets) get() (*sockLoop, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.off {
+		return nil, syscall.ESHUTDOWN
+	}
+	if s.loop == nil {
+		l, err := startLoop(s.cfg.PingInterval, s.closeWait)
+		if err != nil {
+			return nil, err
+		}
+		s.loop = l
+	}
+	return s.loop, nil
+}
+
+// stop stops the loop, once the host's connections are gone, and returns
+// when it has ended.
+func (s *sockets) stop() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.off = true
+	l := s.loop
+	s.mu.Unlock()
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	l.stopped = true
+	_ = l.f.SetReadDeadline(time.Unix(1, 0))
+	l.mu.Unlock()
+	<-l.done
+}
+
+// dupConn returns a duplicate of c's descriptor.
+func dupConn(c *net.TCPConn) (int, bool) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return 0, false
+	}
+	fd, errno := -1, syscall.Errno(0)
+	if err := rc.Control(func(s uintptr) {
+		r, _, e := syscall.Syscall(syscall.SYS_FCNTL, s, syscall.F_DUPFD_CLOEXEC, 0)
+		fd, errno = int(r), e
+	}); err != nil || errno != 0 {
+		return 0, false
+	}
+	return fd, true
+}
+
+// startLoop starts a loop that pings every ping and waits up to wait for
+// the answer to a close frame.
+func startLoop(ping, wait time.Duration) (*sockLoop, error) {
+	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	r, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(epfd), syscall.F_DUPFD_CLOEXEC, 0)
+	if errno != 0 {
+		_ = syscall.Close(epfd)
+		return nil, errno
+	}
+	if err := syscall.SetNonblock(int(r), true); err != nil {
+		_ = syscall.Close(int(r))
+		_ = syscall.Close(epfd)
+		return nil, err
+	}
+	f := os.NewFile(r, "room-epoll")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		_ = f.Close()
+		_ = syscall.Close(epfd)
+		return nil, err
+	}
+	l := &sockLoop{
+		epfd: epfd, f: f, rc: rc, ping: ping, closeWait: wait,
+		every: min(max(ping/4, 10*time.Millisecond), time.Second),
+		done:  make(chan struct{}),
+		conns: make(map[int32]*loopConn),
+		buf:   make([]byte, 64<<10),
+	}
+	l.next = time.Now().Add(l.every)
+	_ = f.SetReadDeadline(l.next)
+	go l.run()
+	return l, nil
+}
+
+// add registers lc's socket; false if the loop stopped or epoll refused.
+func (l *sockLoop) add(lc *loopConn) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped {
+		return false
+	}
+	l.conns[int32(lc.fd)] = lc
+	ev := syscall.EpollEvent{
+		Events: syscall.EPOLLIN | syscall.EPOLLOUT | syscall.EPOLLRDHUP | epollET,
+		Fd:     int32(lc.fd),
+	}
+	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, lc.fd, &ev); err != nil {
+		delete(l.conns, int32(lc.fd))
+		return false
+	}
+	return true
+}
+
+// epollET is EPOLLET as the uint32 that EpollEvent.Events holds.
+const epollET = 1 << 31
+
+// run waits for events and serves them until stop; then it closes what
+// is left.
+func (l *sockLoop) run() {
+	defer close(l.done)
+	for {
+		err := l.rc.Read(func(uintptr) bool {
+			for {
+				n := l.wait()
+				if n > 0 {
+					l.dispatch(n)
+				}
+				if !time.Now().Before(l.next) {
+					return true // a sweep is due
+				}
+				if n < len(l.events) {
+					// Wait in Go's poller: an event that came while the
+					// loop served the others makes the wait return at once.
+					return false
+				}
+			}
+		})
+		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			time.Sleep(time.Millisecond) // cannot happen: not a busy loop if it does
+		}
+		l.mu.Lock()
+		if l.stopped {
+			l.mu.Unlock()
+			break
+		}
+		now := time.Now()
+		due := !now.Before(l.next)
+		if due {
+			l.next = now.Add(l.every)
+			_ = l.f.SetReadDeadline(l.next)
+			for _, lc := range l.conns {
+				l.list = append(l.list, lc)
+			}
+		}
+		l.mu.Unlock()
+		for _, lc := range l.list {
+			lc.sweep(now, l.ping, l.closeWait)
+		}
+		clear(l.list)
+		l.list = l.list[:0]
+	}
+	l.mu.Lock()
+	for _, lc := range l.conns {
+		l.list = append(l.list, lc)
+	}
+	l.mu.Unlock()
+	for _, lc := range l.list {
+		l.end(lc)
+	}
+	_ = l.f.Close()
+	_ = syscall.Close(l.epfd)
+}
+
+// wait returns how many events are ready, at once, without blocking.
+func (l *sockLoop) wait() int {
+	for {
+		n, _, errno := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(l.epfd),
+			uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), 0, 0, 0)
+		switch errno {
+		case 0:
+			return int(n)
+		case syscall.EINTR:
+		default:
+			return 0
+		}
+	}
+}
+
+// dispatch serves the n events waiting.
+func (l *sockLoop) dispatch(n int) {
+	for i := range n {
+		ev := l.events[i]
+		l.mu.Lock()
+		lc := l.conns[ev.Fd]
+		l.mu.Unlock()
+		if lc == nil {
+			continue
+		}
+		if ev.Events&syscall.EPOLLOUT != 0 {
+			lc.writable()
+		}
+		if ev.Events&(syscall.EPOLLIN|syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 || lc.initial != nil {
+			if !lc.read(l.buf, ev.Events&(syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0) {
+				l.end(lc)
+			}
+		}
+	}
+}
+
+// end forgets lc and closes its socket.
+func (l *sockLoop) end(lc *loopConn) {
+	l.mu.Lock()
+	if l.conns[int32(lc.fd)] == lc {
+		delete(l.conns, int32(lc.fd))
+	}
+	l.mu.Unlock()
+	lc.finish()
+}

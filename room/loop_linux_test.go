@@ -1,0 +1,80 @@
+//go:build linux
+
+package room
+
+import (
+	"github.com/coder/websocket"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/muster-gg/muster/internal/testkit/playtest"
+	"github.com/muster-gg/muster/internal/testkit/testrun"
+)
+
+// onLoop reports how many connections h's event loop serves.
+func onLoop[S, I, P any](h *Host[S, I, P]) int {
+	if h.sockets == nil {
+		return 0
+	}
+	h.sockets.mu.Lock()
+	l := h.sockets.loop
+	h.sockets.mu.Unlock()
+	if l == nil {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.conns)
+}
+
+// TestPlayersAreServedByTheLoop: after its hello a player's connection is
+// served by the event loop, which plays as the portable path does: the
+// welcome, a room, inputs in and states out; and it is let go when the
+// player leaves.
+func TestPlayersAreServedByTheLoop(t *testing.T) {
+	if defaultSockets != SocketsLoop {
+		t.Skip("built with muster_portable: the portable path is the default")
+	}
+	h, srv := startHost(t, Config{})
+	a := playtest.DialPlayer(t, srv.URL, h.Tickets(), "a", "")
+	a.Hello("new")
+	testrun.WaitFor(t, "a is on the loop", func() bool { return onLoop(h) == 1 })
+	if c, _ := h.Client("a"); c == nil || c.lc.Load() == nil {
+		t.Fatal("a's connection is not on the loop")
+	}
+	a.Close(websocket.StatusNormalClosure, "bye")
+	testrun.WaitFor(t, "a is let go", func() bool { _, ok := h.Client("a"); return !ok && onLoop(h) == 0 })
+}
+
+// TestClientGoneWithItsLastFrameIsLetGo: a client whose last frames and
+// end of stream come in one read (an oversized frame, then its close, then
+// FIN) is let go when its end is read, not when the wait for its answer to
+// the server's close frame runs out. The loop once read such a socket
+// only until a short read, and so never saw the end that came with it.
+func TestClientGoneWithItsLastFrameIsLetGo(t *testing.T) {
+	if defaultSockets != SocketsLoop {
+		t.Skip("built with muster_portable: the portable path is the default")
+	}
+	h := newHost(t, newCounter(), Config{ReadLimit: 64})
+	h.sockets.closeWait = time.Hour // the wait must not be what ends it
+	runHost(t, h)
+	srv := newServer(t, h)
+	tk, err := h.Tickets().Issue("p1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := dialRaw(t, srv.URL, "ticket="+tk)
+	rc.write(t, opText, []byte(`{"type":"hello","data":{"mode":"new"}}`))
+	testrun.WaitFor(t, "p1 is on the loop", func() bool { return onLoop(h) == 1 })
+	var last []byte
+	last = append(last, clientFrame(true, opText, [4]byte{}, make([]byte, 100))...) // over the read limit
+	last = append(last, clientFrame(true, opClose, [4]byte{}, []byte{3, 232})...)
+	if _, err := rc.conn.Write(last); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.conn.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	testrun.WaitFor(t, "p1 is let go", func() bool { _, ok := h.Client("p1"); return !ok && onLoop(h) == 0 })
+}

@@ -1,0 +1,387 @@
+//go:build linux
+
+package room
+
+import (
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/coder/websocket"
+)
+
+// loopConn is a player's connection on the event loop (loop_linux.go).
+type loopConn struct {
+	l    *sockLoop
+	c    *Client
+	fd   int
+	recv func(lc *loopConn, c *Client, frame []byte) bool // a whole message; false when it closed the client
+
+	// The loop goroutine's only.
+	r       wsReader
+	initial []byte // what the client sent past its hello, read first
+	halted  bool   // reads stopped: what comes is dropped until the end
+	limit   bucket // the client's messages (Limits.Messages)
+
+	mu       sync.Mutex
+	out      []byte    // written to the socket, not yet taken by it
+	outSince time.Time // when the socket last had no room for out
+	waiting  bool      // the socket had no room: the next EPOLLOUT writes out
+	queued   int       // frames queued behind a full socket
+	maxQueue int       // the most frames that may wait (Config.SendQueue)
+	closing  bool      // our close frame is queued: no more frames
+	closeAt  time.Time
+	closed   bool // the loop closed fd
+	pingAt   time.Time
+	pingOut  bool // a ping not yet answered
+
+	// Messages for the session goroutine (loopConn.work), in order.
+	wmu     sync.Mutex
+	inbox   []queuedMessage
+	working bool          // the session goroutine has messages: the next ones queue behind them
+	kick    chan struct{} // wakes the session goroutine
+	ended   chan struct{} // closed when the loop closed fd
+}
+
+// queuedMessage is a message the session goroutine handles.
+type queuedMessage struct {
+	typ  string
+	body []byte
+}
+
+// read serves lc's socket after an event: it reads until the socket is
+// empty and feeds the frame reader. hup says the client's end of stream
+// came with the event: then it reads until it finds it. It returns false
+// when the connection ended (end of stream, a read error, a close
+// handshake done).
+func (lc *loopConn) read(buf []byte, hup bool) bool {
+	if b := lc.initial; b != nil {
+		lc.initial = nil
+		if !lc.feed(b) {
+			return false
+		}
+	}
+	for {
+		n, errno := readFD(lc.fd, buf)
+		switch {
+		case n > 0:
+			if !lc.feed(buf[:n]) {
+				return false
+			}
+			if n < len(buf) && !hup {
+				// The socket had no more: what comes next is a new
+				// event (edge-triggered epoll signals every arrival),
+				// so the read that would find it empty is saved.
+				return true
+			}
+		case errno == syscall.EAGAIN:
+			return true
+		case errno == syscall.EINTR:
+		default:
+			return false // end of stream, or an error
+		}
+	}
+}
+
+// readFD reads from fd without the scheduler's system call state: the
+// socket never blocks.
+func readFD(fd int, b []byte) (int, syscall.Errno) {
+	r, _, errno := syscall.RawSyscall(syscall.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	return int(r), errno
+}
+
+// feed parses what the client sent; false when the connection is over.
+func (lc *loopConn) feed(b []byte) bool {
+	if lc.halted {
+		return true // dropped: the end comes from the client or the sweep
+	}
+	over := false
+	err := lc.r.feed(b, func(op byte, pl []byte) bool {
+		switch op {
+		case opPing:
+			lc.write(opPong, pl)
+		case opPong:
+			lc.mu.Lock()
+			lc.pingOut = false
+			lc.mu.Unlock()
+		case opClose:
+			over = true
+			lc.closeReceived(pl)
+			return false
+		default:
+			lc.mu.Lock()
+			closing := lc.closing
+			lc.mu.Unlock()
+			if closing {
+				return true // the close handshake is under way: data is dropped
+			}
+			// A message that closed the client (recv returned false) is
+			// the last: the close frame went out, and what follows is
+			// dropped above until the client's answer.
+			lc.recv(lc, lc.c, pl)
+		}
+		return true
+	})
+	switch err {
+	case errWSTooBig:
+		lc.halted = true
+		lc.c.Close(websocket.StatusMessageTooBig, "frame too big")
+	case errWSProtocol:
+		lc.halted = true
+		lc.c.Close(websocket.StatusProtocolError, "protocol error")
+	}
+	return !over
+}
+
+// closeReceived answers the client's close frame with its code, as the
+// portable path does, unless the close was ours.
+func (lc *loopConn) closeReceived(pl []byte) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if lc.closing || lc.closed {
+		return
+	}
+	lc.closing = true
+	code := pl
+	if len(code) >= 2 {
+		code = code[:2]
+	}
+	lc.appendLocked(opClose, code)
+	lc.flushLocked()
+}
+
+// write sends one frame of op with payload: at once if the socket takes
+// it, else after what already waits. A client with more than its send
+// queue waiting is cut (StatusTooSlow).
+func (lc *loopConn) write(op byte, payload []byte) {
+	lc.mu.Lock()
+	if lc.closing || lc.closed {
+		lc.mu.Unlock()
+		return
+	}
+	lc.drainLocked()
+	slow := lc.appendLocked(op, payload)
+	if !slow {
+		lc.flushLocked()
+	}
+	lc.mu.Unlock()
+	if slow {
+		lc.c.Close(StatusTooSlow, "client too slow")
+	}
+}
+
+// drainLocked writes, first, the frames sent to the client's portable
+// queue by a Send that ran while the connection came to the loop.
+func (lc *loopConn) drainLocked() {
+	for len(lc.c.send) > 0 {
+		select {
+		case frame := <-lc.c.send:
+			lc.appendLocked(lc.c.opcode(), frame)
+		default:
+			return
+		}
+	}
+}
+
+// appendLocked appends a frame to out; true when the client is over its
+// send queue.
+func (lc *loopConn) appendLocked(op byte, payload []byte) bool {
+	if len(lc.out) > 0 {
+		lc.queued++
+		if lc.queued > lc.maxQueue && op < opClose {
+			return true
+		}
+	} else if lc.out == nil {
+		lc.out = make([]byte, 0, min(len(payload)+10, 512))
+	}
+	lc.out = appendFrame(lc.out, op, payload)
+	return false
+}
+
+// flushLocked writes out unless the socket is full; what it does not take
+// waits for EPOLLOUT.
+func (lc *loopConn) flushLocked() {
+	if lc.waiting || lc.closed || len(lc.out) == 0 {
+		return
+	}
+	for len(lc.out) > 0 {
+		r, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(lc.fd), uintptr(unsafe.Pointer(&lc.out[0])), uintptr(len(lc.out)))
+		switch errno {
+		case 0:
+			n := copy(lc.out, lc.out[r:])
+			lc.out = lc.out[:n]
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			// The write timeout counts from here: a client that takes
+			// nothing for writeTimeout is cut by the sweep.
+			lc.waiting, lc.outSince = true, time.Now()
+			return
+		default:
+			// The client is gone: the loop reads its end.
+			lc.out = lc.out[:0]
+			_ = syscall.Shutdown(lc.fd, syscall.SHUT_RDWR)
+			return
+		}
+	}
+	lc.queued = 0
+	if cap(lc.out) > keptReadBuffer {
+		lc.out = nil
+	}
+}
+
+// flushQueued writes what a Send queued for the portable path while the
+// connection came to the loop.
+func (lc *loopConn) flushQueued() {
+	lc.mu.Lock()
+	lc.drainLocked()
+	lc.flushLocked()
+	lc.mu.Unlock()
+}
+
+// writable writes what waited for room in the socket.
+func (lc *loopConn) writable() {
+	lc.mu.Lock()
+	lc.waiting = false
+	lc.flushLocked()
+	lc.mu.Unlock()
+}
+
+// close sends the close frame with code and reason after the frames
+// already sent; the loop closes the socket when the client answers, the
+// sweep after the loop's wait if it does not. StatusTooSlow cuts it at once.
+func (lc *loopConn) close(code websocket.StatusCode, reason string) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if lc.closed {
+		return
+	}
+	if code == StatusTooSlow {
+		lc.closing = true
+		_ = syscall.Shutdown(lc.fd, syscall.SHUT_RDWR)
+		return
+	}
+	if lc.closing {
+		return
+	}
+	lc.drainLocked()
+	lc.closing, lc.closeAt = true, time.Now()
+	lc.queued = 0 // the close frame is never refused
+	lc.appendLocked(opClose, closePayload(uint16(code), reason))
+	lc.flushLocked()
+}
+
+// cut ends the connection without a close frame.
+func (lc *loopConn) cut() {
+	lc.mu.Lock()
+	if !lc.closed {
+		_ = syscall.Shutdown(lc.fd, syscall.SHUT_RDWR)
+	}
+	lc.mu.Unlock()
+}
+
+// sweep pings the client when one is due, and cuts it when it did not
+// answer the last ping, take a frame within writeTimeout, or answer the
+// close frame within closeWait.
+func (lc *loopConn) sweep(now time.Time, ping, closeWait time.Duration) {
+	lc.mu.Lock()
+	if lc.closed {
+		lc.mu.Unlock()
+		return
+	}
+	if !lc.closing {
+		lc.drainLocked()
+		lc.flushLocked()
+	}
+	var why string
+	switch {
+	case lc.closing:
+		if now.Sub(lc.closeAt) >= closeWait {
+			_ = syscall.Shutdown(lc.fd, syscall.SHUT_RDWR)
+		}
+	case len(lc.out) > 0 && now.Sub(lc.outSince) >= writeTimeout:
+		_ = syscall.Shutdown(lc.fd, syscall.SHUT_RDWR)
+		why = "write failed"
+	case now.Sub(lc.pingAt) < ping:
+	case lc.pingOut:
+		why = "no answer to ping"
+	default:
+		lc.pingOut, lc.pingAt = true, now
+		lc.appendLocked(opPing, nil)
+		lc.flushLocked()
+	}
+	lc.mu.Unlock()
+	if why != "" {
+		lc.c.Close(StatusGoingAway, why)
+	}
+}
+
+// finish closes the socket: the loop has forgotten it.
+func (lc *loopConn) finish() {
+	lc.mu.Lock()
+	if !lc.closed {
+		lc.closed = true
+		_ = syscall.Close(lc.fd)
+		lc.out = nil
+	}
+	lc.mu.Unlock()
+	lc.wmu.Lock()
+	lc.inbox = nil
+	lc.wmu.Unlock()
+	close(lc.ended)
+}
+
+// queue gives a message to the session goroutine, behind the ones it has.
+func (lc *loopConn) queue(typ string, body []byte) {
+	lc.wmu.Lock()
+	lc.inbox = append(lc.inbox, queuedMessage{typ, body})
+	if !lc.working {
+		lc.working = true
+		select {
+		case lc.kick <- struct{}{}:
+		default:
+		}
+	}
+	lc.wmu.Unlock()
+}
+
+// inline reports whether a message may be handled on the loop: the
+// session goroutine has none queued before it.
+func (lc *loopConn) inline() bool {
+	lc.wmu.Lock()
+	defer lc.wmu.Unlock()
+	return !lc.working
+}
+
+// work runs on the session goroutine: it handles the messages queued,
+// with handle, until the connection ends; handle returns false when it
+// closed the client.
+func (lc *loopConn) work(handle func(typ string, body []byte) bool) {
+	for {
+		lc.wmu.Lock()
+		batch := lc.inbox
+		lc.inbox = nil
+		if len(batch) == 0 {
+			lc.working = false
+		}
+		lc.wmu.Unlock()
+		for _, m := range batch {
+			if !handle(m.typ, m.body) {
+				lc.wmu.Lock()
+				lc.inbox = nil
+				lc.working = true // nothing more is handled
+				lc.wmu.Unlock()
+				<-lc.ended
+				return
+			}
+		}
+		if len(batch) > 0 {
+			continue
+		}
+		select {
+		case <-lc.kick:
+		case <-lc.ended:
+			return
+		}
+	}
+}

@@ -1,0 +1,69 @@
+package room
+
+import (
+	"bufio"
+	"bytes"
+	"net"
+	"net/http"
+	"time"
+)
+
+// The two ways a player's connection is served after its hello:
+// SocketsLoop, the event loop (loop_linux.go), where it runs, and
+// SocketsPortable, a reader and a writer goroutine per connection through
+// coder/websocket, everywhere. Clients see no difference.
+const (
+	SocketsLoop     = "loop"
+	SocketsPortable = "portable"
+)
+
+// hijacked is the ResponseWriter the upgrade is given: it keeps the
+// connection and the buffers the upgrade hijacked, for the event loop.
+type hijacked struct {
+	http.ResponseWriter
+	conn net.Conn
+	brw  *bufio.ReadWriter
+}
+
+// Hijack hijacks the connection and keeps what it returns.
+func (w *hijacked) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err == nil {
+		w.conn, w.brw = conn, brw
+	}
+	return conn, brw, err
+}
+
+// reader returns the buffered reader the upgrade read with, or nil.
+func (w *hijacked) reader() *bufio.Reader {
+	if w.brw == nil {
+		return nil
+	}
+	return w.brw.Reader
+}
+
+// loopReceiver returns what the event loop calls with each message of a
+// client: the message limit and the envelope are checked on the loop, and
+// an input is queued for its room there; anything else goes to the
+// client's session goroutine, in order. It returns false when it closed
+// the client.
+func (h *Host[Sim, Input, Player]) loopReceiver() func(lc *loopConn, c *Client, frame []byte) bool {
+	lim := h.cfg.Limits
+	return func(lc *loopConn, c *Client, frame []byte) bool {
+		if !lc.limit.take(time.Now(), lim.Messages, lim.Burst) {
+			h.limited.Add(1)
+			c.Close(StatusLimited, "too many messages")
+			return false
+		}
+		typ, body, err := h.codec.Decode(frame)
+		if err != nil {
+			c.Close(StatusBadPacket, "bad packet")
+			return false
+		}
+		if typ == msgInput && lc.inline() {
+			return h.input(c, body)
+		}
+		lc.queue(typ, bytes.Clone(body))
+		return true
+	}
+}
