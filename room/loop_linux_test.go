@@ -78,3 +78,38 @@ func TestClientGoneWithItsLastFrameIsLetGo(t *testing.T) {
 	}
 	testrun.WaitFor(t, "p1 is let go", func() bool { _, ok := h.Client("p1"); return !ok && onLoop(h) == 0 })
 }
+
+// TestMessageBeforeTheCloseIsHandled: a message the session goroutine
+// handles ("leave" here) that comes in one read with the client's close
+// is handled before the session ends, as the portable path's reader
+// handles every message before the close after it. The loop once ended
+// the session with the message still queued: the player stayed seated
+// until the away timeout.
+func TestMessageBeforeTheCloseIsHandled(t *testing.T) {
+	if defaultSockets != SocketsLoop {
+		t.Skip("built with muster_portable: the portable path is the default")
+	}
+	h := newHost(t, newCounter(), Config{})
+	runHost(t, h)
+	srv := newServer(t, h)
+	if _, err := h.OpenRoom(t.Context(), Info{ID: "r", Players: []string{"p1", "p2"}}); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := h.Tickets().Issue("p1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := dialRaw(t, srv.URL, "ticket="+tk)
+	rc.write(t, opText, []byte(`{"type":"hello","data":{"mode":"rejoin"}}`))
+	testrun.WaitFor(t, "p1 is on the loop", func() bool { return onLoop(h) == 1 })
+	var last []byte
+	last = append(last, clientFrame(true, opText, [4]byte{}, []byte(`{"type":"leave"}`))...)
+	last = append(last, clientFrame(true, opClose, [4]byte{}, []byte{3, 232})...)
+	if _, err := rc.conn.Write(last); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.conn.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	testrun.WaitFor(t, "p1's leave is applied", func() bool { return h.RoomOf("p1") == "" })
+}

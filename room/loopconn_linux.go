@@ -325,9 +325,6 @@ func (lc *loopConn) finish() {
 		lc.out = nil
 	}
 	lc.mu.Unlock()
-	lc.wmu.Lock()
-	lc.inbox = nil
-	lc.wmu.Unlock()
 	close(lc.ended)
 }
 
@@ -354,8 +351,10 @@ func (lc *loopConn) inline() bool {
 }
 
 // work runs on the session goroutine: it handles the messages queued,
-// with handle, until the connection ends; handle returns false when it
-// closed the client.
+// with handle, until the connection ends and every message read before
+// its end is handled, as the portable path's reader does (a "leave" then
+// the close). handle returns false when it closed the client: what
+// follows is dropped.
 func (lc *loopConn) work(handle func(typ string, body []byte) bool) {
 	for {
 		lc.wmu.Lock()
@@ -365,8 +364,9 @@ func (lc *loopConn) work(handle func(typ string, body []byte) bool) {
 			lc.working = false
 		}
 		lc.wmu.Unlock()
-		for _, m := range batch {
+		for i, m := range batch {
 			if !handle(m.typ, m.body) {
+				clear(batch[i:])
 				lc.wmu.Lock()
 				lc.inbox = nil
 				lc.working = true // nothing more is handled
@@ -381,6 +381,17 @@ func (lc *loopConn) work(handle func(typ string, body []byte) bool) {
 		select {
 		case <-lc.kick:
 		case <-lc.ended:
+			// The loop queues nothing after the end: one more look
+			// handles what came before it.
+			lc.wmu.Lock()
+			last := lc.inbox
+			lc.inbox, lc.working = nil, true
+			lc.wmu.Unlock()
+			for _, m := range last {
+				if !handle(m.typ, m.body) {
+					break
+				}
+			}
 			return
 		}
 	}

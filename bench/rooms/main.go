@@ -117,12 +117,12 @@ func main() {
 
 	fmt.Printf("\nmemory: %.0f bytes per idle room\n", idleRoomBytes(100000))
 	if *players > 0 {
-		b, err := playerBytes(*players)
+		b, withStacks, err := playerBytes(*players)
 		if err != nil {
 			fmt.Println("memory per player:", err)
 			return
 		}
-		fmt.Printf("memory: %.0f bytes per connected player (%d players)\n", b, *players)
+		fmt.Printf("memory: %.0f bytes per connected player (%d players); %.0f with its goroutines' stacks\n", b, *players, withStacks)
 	}
 }
 
