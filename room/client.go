@@ -34,7 +34,7 @@ type Client struct {
 	asked   string // the node the client's URL named (?node=), if any
 	rejoin  bool   // its hello said "rejoin": it may have a seat or a handoff
 	arrived time.Time
-	conn    *websocket.Conn
+	conn    *websocket.Conn // nil once the event loop serves the connection (attach)
 	msgType websocket.MessageType
 	encode  func(Packet) ([]byte, error)
 	send    chan []byte
@@ -144,7 +144,7 @@ func (c *Client) Close(code websocket.StatusCode, reason string) {
 	}
 	c.closeCode, c.closeReason = code, closeReason(reason)
 	close(c.done)
-	lc := c.lc.Load()
+	lc, conn := c.lc.Load(), c.conn
 	c.mu.Unlock()
 	if lc != nil {
 		lc.close(code, c.closeReason)
@@ -153,7 +153,7 @@ func (c *Client) Close(code websocket.StatusCode, reason string) {
 	if code == StatusTooSlow {
 		// It does not read: cut the connection now, which also ends a
 		// write the writer may be blocked in.
-		c.conn.CloseNow()
+		conn.CloseNow()
 	}
 }
 
@@ -301,6 +301,9 @@ func (c *Client) handOver() bool {
 func (c *Client) attach(lc *loopConn) {
 	c.mu.Lock()
 	c.lc.Store(lc)
+	// The upgrade's connection and its buffers (8 KB) are the loop's
+	// socket now: let them go.
+	c.conn = nil
 	code, reason := c.closeCode, c.closeReason
 	c.mu.Unlock()
 	if code != 0 {

@@ -115,7 +115,10 @@ func (s *sockets) take(c *Client, conn net.Conn, br *bufio.Reader, recv func(lc 
 		b, _ := br.Peek(n)
 		initial = append([]byte(nil), b...)
 	}
-	_ = tc.Close() // off Go's poller; the duplicate keeps the socket
+	// Closing the upgrade's connection takes the socket off Go's poller
+	// (the duplicate keeps it open) and, through coder/websocket, drops
+	// the finalizer that would keep its buffers a GC cycle or more.
+	_ = c.conn.CloseNow()
 	lc := &loopConn{
 		l: l, c: c, fd: fd, recv: recv,
 		r:        wsReader{limit: s.cfg.ReadLimit},
