@@ -184,12 +184,14 @@ func (lc *loopConn) drainLocked() {
 	}
 }
 
-// appendLocked appends a frame to out; true when the client is over its
-// send queue.
+// appendLocked appends a frame to out; true, and the frame left out,
+// when the client is over its send queue. Pings and pongs count as the
+// other frames do (a client that floods pings and reads nothing would
+// otherwise grow out without end); the close frame is never left out.
 func (lc *loopConn) appendLocked(op byte, payload []byte) bool {
 	if len(lc.out) > 0 {
 		lc.queued++
-		if lc.queued > lc.maxQueue && op < opClose {
+		if lc.queued > lc.maxQueue && op != opClose {
 			return true
 		}
 	} else if lc.out == nil {
@@ -294,6 +296,7 @@ func (lc *loopConn) sweep(now time.Time, ping, closeWait time.Duration) {
 		lc.flushLocked()
 	}
 	var why string
+	slow := false
 	switch {
 	case lc.closing:
 		if now.Sub(lc.closeAt) >= closeWait {
@@ -307,11 +310,17 @@ func (lc *loopConn) sweep(now time.Time, ping, closeWait time.Duration) {
 		why = "no answer to ping"
 	default:
 		lc.pingOut, lc.pingAt = true, now
-		lc.appendLocked(opPing, nil)
-		lc.flushLocked()
+		if lc.appendLocked(opPing, nil) {
+			slow = true
+		} else {
+			lc.flushLocked()
+		}
 	}
 	lc.mu.Unlock()
-	if why != "" {
+	switch {
+	case slow:
+		lc.c.Close(StatusTooSlow, "client too slow")
+	case why != "":
 		lc.c.Close(StatusGoingAway, why)
 	}
 }
