@@ -109,6 +109,9 @@ func (lc *loopConn) feed(b []byte) bool {
 			over = true
 			lc.closeReceived(pl)
 			return false
+		case opTooBig:
+			// Read on: the client's answer to the close ends it.
+			lc.c.Close(websocket.StatusMessageTooBig, "frame too big")
 		default:
 			lc.mu.Lock()
 			closing := lc.closing
@@ -123,11 +126,7 @@ func (lc *loopConn) feed(b []byte) bool {
 		}
 		return true
 	})
-	switch err {
-	case errWSTooBig:
-		lc.halted = true
-		lc.c.Close(websocket.StatusMessageTooBig, "frame too big")
-	case errWSProtocol:
+	if err == errWSProtocol {
 		lc.halted = true
 		lc.c.Close(websocket.StatusProtocolError, "protocol error")
 	}
