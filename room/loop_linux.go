@@ -121,6 +121,7 @@ func (s *sockets) take(c *Client, conn net.Conn, br *bufio.Reader, recv func(lc 
 		r:        wsReader{limit: s.cfg.ReadLimit},
 		initial:  initial,
 		maxQueue: s.cfg.SendQueue,
+		maxInbox: int(max(s.cfg.ReadLimit, 64<<10)),
 		pingAt:   time.Now(),
 		ended:    make(chan struct{}),
 		kick:     make(chan struct{}, 1),
@@ -233,10 +234,7 @@ func (l *sockLoop) add(lc *loopConn) bool {
 		return false
 	}
 	l.conns[int32(lc.fd)] = lc
-	ev := syscall.EpollEvent{
-		Events: syscall.EPOLLIN | syscall.EPOLLOUT | syscall.EPOLLRDHUP | epollET,
-		Fd:     int32(lc.fd),
-	}
+	ev := syscall.EpollEvent{Events: loopEvents, Fd: int32(lc.fd)}
 	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, lc.fd, &ev); err != nil {
 		delete(l.conns, int32(lc.fd))
 		return false
@@ -246,6 +244,9 @@ func (l *sockLoop) add(lc *loopConn) bool {
 
 // epollET is EPOLLET as the uint32 that EpollEvent.Events holds.
 const epollET = 1 << 31
+
+// loopEvents are the events the loop waits for on a socket.
+const loopEvents = syscall.EPOLLIN | syscall.EPOLLOUT | syscall.EPOLLRDHUP | epollET
 
 // run waits for events and serves them until stop; then it closes what
 // is left.

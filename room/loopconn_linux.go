@@ -36,18 +36,15 @@ type loopConn struct {
 	pingAt   time.Time
 	pingOut  bool // a ping not yet answered
 
-	// Messages for the session goroutine (loopConn.work), in order.
-	wmu     sync.Mutex
-	inbox   []queuedMessage
-	working bool          // the session goroutine has messages: the next ones queue behind them
-	kick    chan struct{} // wakes the session goroutine
-	ended   chan struct{} // closed when the loop closed fd
-}
-
-// queuedMessage is a message the session goroutine handles.
-type queuedMessage struct {
-	typ  string
-	body []byte
+	// Messages for the session goroutine (loopinbox_linux.go), in order.
+	wmu        sync.Mutex
+	inbox      []queuedMessage
+	inboxBytes int           // the bodies' bytes in inbox
+	maxInbox   int           // past as many bytes in inbox, reads pause
+	paused     bool          // reads wait for the session goroutine to take inbox
+	working    bool          // the session goroutine has messages: the next ones queue behind them
+	kick       chan struct{} // wakes the session goroutine
+	ended      chan struct{} // closed when the loop closed fd
 }
 
 // read serves lc's socket after an event: it reads until the socket is
@@ -55,6 +52,12 @@ type queuedMessage struct {
 // came with the event: then it reads until it finds it. It returns false
 // when the connection ended (end of stream, a read error, a close
 // handshake done).
+//
+// While the session goroutine has more than maxInbox bytes of messages to
+// handle, it reads nothing: what the client sends waits in the socket,
+// and its writes wait, as on the portable path, whose reader waits for
+// the module. The session goroutine re-arms the socket when it takes them
+// (loopConn.resume).
 func (lc *loopConn) read(buf []byte, hup bool) bool {
 	if b := lc.initial; b != nil {
 		lc.initial = nil
@@ -63,6 +66,9 @@ func (lc *loopConn) read(buf []byte, hup bool) bool {
 		}
 	}
 	for {
+		if lc.isPaused() {
+			return true
+		}
 		n, errno := readFD(lc.fd, buf)
 		switch {
 		case n > 0:
@@ -334,73 +340,4 @@ func (lc *loopConn) finish() {
 	}
 	lc.mu.Unlock()
 	close(lc.ended)
-}
-
-// queue gives a message to the session goroutine, behind the ones it has.
-func (lc *loopConn) queue(typ string, body []byte) {
-	lc.wmu.Lock()
-	lc.inbox = append(lc.inbox, queuedMessage{typ, body})
-	if !lc.working {
-		lc.working = true
-		select {
-		case lc.kick <- struct{}{}:
-		default:
-		}
-	}
-	lc.wmu.Unlock()
-}
-
-// inline reports whether a message may be handled on the loop: the
-// session goroutine has none queued before it.
-func (lc *loopConn) inline() bool {
-	lc.wmu.Lock()
-	defer lc.wmu.Unlock()
-	return !lc.working
-}
-
-// work runs on the session goroutine: it handles the messages queued,
-// with handle, until the connection ends and every message read before
-// its end is handled, as the portable path's reader does (a "leave" then
-// the close). handle returns false when it closed the client: what
-// follows is dropped.
-func (lc *loopConn) work(handle func(typ string, body []byte) bool) {
-	for {
-		lc.wmu.Lock()
-		batch := lc.inbox
-		lc.inbox = nil
-		if len(batch) == 0 {
-			lc.working = false
-		}
-		lc.wmu.Unlock()
-		for i, m := range batch {
-			if !handle(m.typ, m.body) {
-				clear(batch[i:])
-				lc.wmu.Lock()
-				lc.inbox = nil
-				lc.working = true // nothing more is handled
-				lc.wmu.Unlock()
-				<-lc.ended
-				return
-			}
-		}
-		if len(batch) > 0 {
-			continue
-		}
-		select {
-		case <-lc.kick:
-		case <-lc.ended:
-			// The loop queues nothing after the end: one more look
-			// handles what came before it.
-			lc.wmu.Lock()
-			last := lc.inbox
-			lc.inbox, lc.working = nil, true
-			lc.wmu.Unlock()
-			for _, m := range last {
-				if !handle(m.typ, m.body) {
-					break
-				}
-			}
-			return
-		}
-	}
 }
