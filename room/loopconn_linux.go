@@ -3,6 +3,7 @@
 package room
 
 import (
+	"encoding/binary"
 	"sync"
 	"syscall"
 	"time"
@@ -140,7 +141,9 @@ func (lc *loopConn) feed(b []byte) bool {
 }
 
 // closeReceived answers the client's close frame with its code, as the
-// portable path does, unless the close was ours.
+// portable path does, unless the close was ours; a close frame that
+// breaks RFC 6455 (a payload of one byte, a code not for the wire) is
+// answered with 1002.
 func (lc *loopConn) closeReceived(pl []byte) {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
@@ -149,8 +152,12 @@ func (lc *loopConn) closeReceived(pl []byte) {
 	}
 	lc.closing = true
 	code := pl
-	if len(code) >= 2 {
-		code = code[:2]
+	switch {
+	case len(pl) == 0:
+	case len(pl) == 1 || !wireCloseCode(binary.BigEndian.Uint16(pl)):
+		code = closePayload(uint16(websocket.StatusProtocolError), "protocol error")
+	default:
+		code = pl[:2]
 	}
 	lc.appendLocked(opClose, code)
 	lc.flushLocked()

@@ -233,3 +233,15 @@ func appendFrame(b []byte, op byte, payload []byte) []byte {
 func closePayload(code uint16, reason string) []byte {
 	return append(binary.BigEndian.AppendUint16(nil, code), reason...)
 }
+
+// wireCloseCode reports whether a close frame may carry code (RFC 6455
+// section 7.4): 1000-1014 but for 1004-1006, and 3000-4999.
+func wireCloseCode(code uint16) bool {
+	switch {
+	case code == 1004 || code == 1005 || code == 1006:
+		return false
+	case code >= 1000 && code <= 1014, code >= 3000 && code <= 4999:
+		return true
+	}
+	return false
+}
