@@ -35,7 +35,8 @@ type loopConn struct {
 	closeAt  time.Time
 	closed   bool // the loop closed fd
 	pingAt   time.Time
-	pingOut  bool // a ping not yet answered
+	pingOut  bool   // a ping not yet answered
+	pingSeq  uint64 // the last ping's payload: its pong echoes it
 
 	// Messages for the session goroutine (loopinbox_linux.go), in order.
 	wmu        sync.Mutex
@@ -109,8 +110,12 @@ func (lc *loopConn) feed(b []byte) bool {
 		case opPing:
 			lc.write(opPong, pl)
 		case opPong:
+			// Only the pong of the last ping answers it, as on the
+			// portable path: a client cannot answer pings it never read.
 			lc.mu.Lock()
-			lc.pingOut = false
+			if len(pl) == 8 && binary.BigEndian.Uint64(pl) == lc.pingSeq {
+				lc.pingOut = false
+			}
 			lc.mu.Unlock()
 		case opClose:
 			over = true
@@ -322,7 +327,8 @@ func (lc *loopConn) sweep(now time.Time, ping, closeWait time.Duration) {
 		why = "no answer to ping"
 	default:
 		lc.pingOut, lc.pingAt = true, now
-		if lc.appendLocked(opPing, nil) {
+		lc.pingSeq++
+		if lc.appendLocked(opPing, binary.BigEndian.AppendUint64(make([]byte, 0, 8), lc.pingSeq)) {
 			slow = true
 		} else {
 			lc.flushLocked()
