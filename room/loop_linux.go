@@ -82,6 +82,8 @@ type sockLoop struct {
 	buf    []byte
 	events [128]syscall.EpollEvent
 	list   []*loopConn // sweep's
+	again  []*loopConn // sockets that may hold more than their last read took
+	spare  []*loopConn // again's other backing array
 }
 
 // take hands c's connection to the loop and returns it; nil when the
@@ -259,10 +261,11 @@ func (l *sockLoop) run() {
 				if n > 0 {
 					l.dispatch(n)
 				}
+				l.readAgain()
 				if !time.Now().Before(l.next) {
 					return true // a sweep is due
 				}
-				if n < len(l.events) {
+				if n < len(l.events) && len(l.again) == 0 {
 					// Wait in Go's poller: an event that came while the
 					// loop served the others makes the wait return at once.
 					return false
@@ -333,16 +336,46 @@ func (l *sockLoop) dispatch(n int) {
 		if ev.Events&syscall.EPOLLOUT != 0 {
 			lc.writable()
 		}
+		if ev.Events&(syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 {
+			lc.hup = true
+		}
 		if ev.Events&(syscall.EPOLLIN|syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 || lc.initial != nil {
-			if !lc.read(l.buf, ev.Events&(syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0) {
-				l.end(lc)
-			}
+			l.serve(lc)
 		}
 	}
 }
 
+// serve reads lc once: it ends it when its connection ended, and puts it
+// on the again list when its socket may hold more.
+func (l *sockLoop) serve(lc *loopConn) {
+	alive, more := lc.read(l.buf)
+	switch {
+	case !alive:
+		l.end(lc)
+	case more && !lc.again:
+		lc.again = true
+		l.again = append(l.again, lc)
+	}
+}
+
+// readAgain reads once more each socket that may hold more than its last
+// read took, in turn, after the events ready: each gets one read a turn.
+func (l *sockLoop) readAgain() {
+	list := l.again
+	l.again = l.spare[:0]
+	for _, lc := range list {
+		lc.again = false
+		if !lc.gone {
+			l.serve(lc)
+		}
+	}
+	clear(list)
+	l.spare = list[:0]
+}
+
 // end forgets lc and closes its socket.
 func (l *sockLoop) end(lc *loopConn) {
+	lc.gone = true
 	l.mu.Lock()
 	if l.conns[int32(lc.fd)] == lc {
 		delete(l.conns, int32(lc.fd))

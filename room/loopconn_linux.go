@@ -22,6 +22,9 @@ type loopConn struct {
 	// The loop goroutine's only.
 	r       wsReader
 	initial []byte // what the client sent past its hello, read first
+	hup     bool   // the client's end of stream came with an event: read until it is found
+	again   bool   // in the loop's again list
+	gone    bool   // the loop forgot it
 	halted  bool   // reads stopped: what comes is dropped until the end
 	limit   bucket // the client's messages (Limits.Messages)
 
@@ -49,45 +52,46 @@ type loopConn struct {
 	ended      chan struct{} // closed when the loop closed fd
 }
 
-// read serves lc's socket after an event: it reads until the socket is
-// empty and feeds the frame reader. hup says the client's end of stream
-// came with the event: then it reads until it finds it. It returns false
-// when the connection ended (end of stream, a read error, a close
-// handshake done).
+// read serves lc's socket after an event, or again (sockLoop.again): it
+// feeds the frame reader what the client sent past its hello, if it has
+// not yet, then what one read of the socket gives. more says the socket
+// may hold more (the read filled buf, or the client's end of stream came
+// and is not yet read): the loop reads it again once it has served the
+// other sockets ready, so that a client that keeps its socket full does
+// not keep the loop to itself. alive is false when the connection ended
+// (end of stream, a read error, a close handshake done).
 //
 // While the session goroutine has more than maxInbox bytes of messages to
 // handle, it reads nothing: what the client sends waits in the socket,
 // and its writes wait, as on the portable path, whose reader waits for
 // the module. The session goroutine re-arms the socket when it takes them
 // (loopConn.resume).
-func (lc *loopConn) read(buf []byte, hup bool) bool {
+func (lc *loopConn) read(buf []byte) (alive, more bool) {
 	if b := lc.initial; b != nil {
 		lc.initial = nil
 		if !lc.feed(b) {
-			return false
+			return false, false
 		}
 	}
+	if lc.isPaused() {
+		return true, false
+	}
 	for {
-		if lc.isPaused() {
-			return true
-		}
 		n, errno := readFD(lc.fd, buf)
 		switch {
 		case n > 0:
 			if !lc.feed(buf[:n]) {
-				return false
+				return false, false
 			}
-			if n < len(buf) && !hup {
-				// The socket had no more: what comes next is a new
-				// event (edge-triggered epoll signals every arrival),
-				// so the read that would find it empty is saved.
-				return true
-			}
+			// A short read found the socket empty: what comes next is a
+			// new event (edge-triggered epoll signals every arrival), so
+			// the read that would find it so is saved.
+			return true, n == len(buf) || lc.hup
 		case errno == syscall.EAGAIN:
-			return true
+			return true, false
 		case errno == syscall.EINTR:
 		default:
-			return false // end of stream, or an error
+			return false, false // end of stream, or an error
 		}
 	}
 }
