@@ -32,7 +32,7 @@ type loopConn struct {
 	out      []byte    // written to the socket, not yet taken by it
 	outSince time.Time // when the socket last had no room for out
 	waiting  bool      // the socket had no room: the next EPOLLOUT writes out
-	queued   int       // frames queued behind a full socket
+	ends     []int     // where each frame in out ends: the frames waiting
 	maxQueue int       // the most frames that may wait (Config.SendQueue)
 	closing  bool      // our close frame is queued: no more frames
 	closeAt  time.Time
@@ -206,20 +206,35 @@ func (lc *loopConn) drainLocked() {
 }
 
 // appendLocked appends a frame to out; true, and the frame left out,
-// when the client is over its send queue. Pings and pongs count as the
-// other frames do (a client that floods pings and reads nothing would
-// otherwise grow out without end); the close frame is never left out.
+// when the client is over its send queue: more than maxQueue frames wait
+// behind the one being written, as the portable path's channel holds
+// maxQueue behind the writer's. Pings and pongs count as the other frames
+// do (a client that floods pings and reads nothing would otherwise grow
+// out without end); the close frame is never left out.
 func (lc *loopConn) appendLocked(op byte, payload []byte) bool {
-	if len(lc.out) > 0 {
-		lc.queued++
-		if lc.queued > lc.maxQueue && op != opClose {
-			return true
-		}
-	} else if lc.out == nil {
+	if len(lc.ends) > lc.maxQueue && op != opClose {
+		return true
+	}
+	if lc.out == nil {
 		lc.out = make([]byte, 0, min(len(payload)+10, 512))
 	}
 	lc.out = appendFrame(lc.out, op, payload)
+	lc.ends = append(lc.ends, len(lc.out))
 	return false
+}
+
+// wroteLocked forgets the first n bytes of out, written, and the frames
+// they ended.
+func (lc *loopConn) wroteLocked(n int) {
+	lc.out = lc.out[:copy(lc.out, lc.out[n:])]
+	i := 0
+	for i < len(lc.ends) && lc.ends[i] <= n {
+		i++
+	}
+	lc.ends = lc.ends[:copy(lc.ends, lc.ends[i:])]
+	for j := range lc.ends {
+		lc.ends[j] -= n
+	}
 }
 
 // flushLocked writes out unless the socket is full; what it does not take
@@ -232,8 +247,7 @@ func (lc *loopConn) flushLocked() {
 		r, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(lc.fd), uintptr(unsafe.Pointer(&lc.out[0])), uintptr(len(lc.out)))
 		switch errno {
 		case 0:
-			n := copy(lc.out, lc.out[r:])
-			lc.out = lc.out[:n]
+			lc.wroteLocked(int(r))
 		case syscall.EINTR:
 		case syscall.EAGAIN:
 			// The write timeout counts from here: a client that takes
@@ -242,12 +256,11 @@ func (lc *loopConn) flushLocked() {
 			return
 		default:
 			// The client is gone: the loop reads its end.
-			lc.out = lc.out[:0]
+			lc.out, lc.ends = lc.out[:0], lc.ends[:0]
 			_ = syscall.Shutdown(lc.fd, syscall.SHUT_RDWR)
 			return
 		}
 	}
-	lc.queued = 0
 	if cap(lc.out) > keptReadBuffer {
 		lc.out = nil
 	}
@@ -289,7 +302,6 @@ func (lc *loopConn) close(code websocket.StatusCode, reason string) {
 	}
 	lc.drainLocked()
 	lc.closing, lc.closeAt = true, time.Now()
-	lc.queued = 0 // the close frame is never refused
 	lc.appendLocked(opClose, closePayload(uint16(code), reason))
 	lc.flushLocked()
 }
@@ -353,7 +365,7 @@ func (lc *loopConn) finish() {
 	if !lc.closed {
 		lc.closed = true
 		_ = syscall.Close(lc.fd)
-		lc.out = nil
+		lc.out, lc.ends = nil, nil
 	}
 	lc.mu.Unlock()
 	close(lc.ended)
