@@ -30,7 +30,7 @@ type loopConn struct {
 
 	mu       sync.Mutex
 	out      []byte    // written to the socket, not yet taken by it
-	outSince time.Time // when the socket last had no room for out
+	outSince time.Time // when out's first frame began to wait for room in the socket; zero while none waits
 	waiting  bool      // the socket had no room: the next EPOLLOUT writes out
 	ends     []int     // where each frame in out ends: the frames waiting
 	maxQueue int       // the most frames that may wait (Config.SendQueue)
@@ -224,12 +224,15 @@ func (lc *loopConn) appendLocked(op byte, payload []byte) bool {
 }
 
 // wroteLocked forgets the first n bytes of out, written, and the frames
-// they ended.
+// they ended; the write timeout starts again for the next frame.
 func (lc *loopConn) wroteLocked(n int) {
 	lc.out = lc.out[:copy(lc.out, lc.out[n:])]
 	i := 0
 	for i < len(lc.ends) && lc.ends[i] <= n {
 		i++
+	}
+	if i > 0 {
+		lc.outSince = time.Time{}
 	}
 	lc.ends = lc.ends[:copy(lc.ends, lc.ends[i:])]
 	for j := range lc.ends {
@@ -250,9 +253,14 @@ func (lc *loopConn) flushLocked() {
 			lc.wroteLocked(int(r))
 		case syscall.EINTR:
 		case syscall.EAGAIN:
-			// The write timeout counts from here: a client that takes
-			// nothing for writeTimeout is cut by the sweep.
-			lc.waiting, lc.outSince = true, time.Now()
+			// The write timeout counts from here, for the frame first in
+			// out, as the portable path's counts for each write: a client
+			// that does not take it whole within writeTimeout, however
+			// little at a time it takes, is cut by the sweep.
+			lc.waiting = true
+			if lc.outSince.IsZero() {
+				lc.outSince = time.Now()
+			}
 			return
 		default:
 			// The client is gone: the loop reads its end.
