@@ -19,19 +19,24 @@ import (
 // two goroutines (a reader and a writer, each woken by every frame) for
 // one goroutine per host, the loop, which waits for every such socket on
 // an epoll instance of its own and reads each that became readable since
-// its last wake-up, as Node's and nginx's event loops do:
+// its last wake-up, as Node's and nginx's event loops do, one read a turn
+// (a socket that had more is read again after the others: one client
+// sending as fast as it can does not keep the loop to itself):
 //   - an input is decoded and queued for its room on the loop itself;
 //   - any other message goes to the player's session goroutine, in order
-//     (a module may wait for the backplane, which the loop must not);
+//     (a module may wait for the backplane, which the loop must not); past
+//     a bound of them waiting, the loop reads no more of that client until
+//     the session goroutine takes them, as the portable path's reader
+//     reads nothing while a module works;
 //   - frames out are written by whoever sends them, at once, with a write
 //     that does not wait (loopConn.write); what the socket has no room for
 //     waits in the connection's buffer for the loop's next EPOLLOUT.
 //
 // The loop waits in Go's poller (a duplicate of its epoll descriptor is an
-// *os.File there), so it holds no thread while it waits. Every sweepEvery
-// it pings the players due a ping and cuts those that did not answer the
-// last, that did not take a frame within writeTimeout, or did not answer a
-// close within defaultCloseWait. The sockets are taken off Go's poller while on
+// *os.File there), so it holds no thread while it waits. Every sweep
+// (sockLoop.every) it pings the players due a ping and cuts those that did
+// not answer the last (with its payload), that did not take a frame whole
+// within writeTimeout, or did not answer a close within defaultCloseWait. The sockets are taken off Go's poller while on
 // the loop: it serves a duplicate of each descriptor, and the net.Conn is
 // closed.
 //
