@@ -19,19 +19,24 @@ import (
 // two goroutines (a reader and a writer, each woken by every frame) for
 // one goroutine per host, the loop, which waits for every such socket on
 // an epoll instance of its own and reads each that became readable since
-// its last wake-up, as Node's and nginx's event loops do:
+// its last wake-up, as Node's and nginx's event loops do, one read a turn
+// (a socket that had more is read again after the others: one client
+// sending as fast as it can does not keep the loop to itself):
 //   - an input is decoded and queued for its room on the loop itself;
 //   - any other message goes to the player's session goroutine, in order
-//     (a module may wait for the backplane, which the loop must not);
+//     (a module may wait for the backplane, which the loop must not); past
+//     a bound of them waiting, the loop reads no more of that client until
+//     the session goroutine takes them, as the portable path's reader
+//     reads nothing while a module works;
 //   - frames out are written by whoever sends them, at once, with a write
 //     that does not wait (loopConn.write); what the socket has no room for
 //     waits in the connection's buffer for the loop's next EPOLLOUT.
 //
 // The loop waits in Go's poller (a duplicate of its epoll descriptor is an
-// *os.File there), so it holds no thread while it waits. Every sweepEvery
-// it pings the players due a ping and cuts those that did not answer the
-// last, that did not take a frame within writeTimeout, or did not answer a
-// close within defaultCloseWait. The sockets are taken off Go's poller while on
+// *os.File there), so it holds no thread while it waits. Every sweep
+// (sockLoop.every) it pings the players due a ping and cuts those that did
+// not answer the last (with its payload), that did not take a frame whole
+// within writeTimeout, or did not answer a close within defaultCloseWait. The sockets are taken off Go's poller while on
 // the loop: it serves a duplicate of each descriptor, and the net.Conn is
 // closed.
 //
@@ -82,6 +87,8 @@ type sockLoop struct {
 	buf    []byte
 	events [128]syscall.EpollEvent
 	list   []*loopConn // sweep's
+	again  []*loopConn // sockets that may hold more than their last read took
+	spare  []*loopConn // again's other backing array
 }
 
 // take hands c's connection to the loop and returns it; nil when the
@@ -124,6 +131,7 @@ func (s *sockets) take(c *Client, conn net.Conn, br *bufio.Reader, recv func(lc 
 		r:        wsReader{limit: s.cfg.ReadLimit},
 		initial:  initial,
 		maxQueue: s.cfg.SendQueue,
+		maxInbox: int(max(s.cfg.ReadLimit, 64<<10)),
 		pingAt:   time.Now(),
 		ended:    make(chan struct{}),
 		kick:     make(chan struct{}, 1),
@@ -236,10 +244,7 @@ func (l *sockLoop) add(lc *loopConn) bool {
 		return false
 	}
 	l.conns[int32(lc.fd)] = lc
-	ev := syscall.EpollEvent{
-		Events: syscall.EPOLLIN | syscall.EPOLLOUT | syscall.EPOLLRDHUP | epollET,
-		Fd:     int32(lc.fd),
-	}
+	ev := syscall.EpollEvent{Events: loopEvents, Fd: int32(lc.fd)}
 	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, lc.fd, &ev); err != nil {
 		delete(l.conns, int32(lc.fd))
 		return false
@@ -249,6 +254,9 @@ func (l *sockLoop) add(lc *loopConn) bool {
 
 // epollET is EPOLLET as the uint32 that EpollEvent.Events holds.
 const epollET = 1 << 31
+
+// loopEvents are the events the loop waits for on a socket.
+const loopEvents = syscall.EPOLLIN | syscall.EPOLLOUT | syscall.EPOLLRDHUP | epollET
 
 // run waits for events and serves them until stop; then it closes what
 // is left.
@@ -261,10 +269,11 @@ func (l *sockLoop) run() {
 				if n > 0 {
 					l.dispatch(n)
 				}
+				l.readAgain()
 				if !time.Now().Before(l.next) {
 					return true // a sweep is due
 				}
-				if n < len(l.events) {
+				if n < len(l.events) && len(l.again) == 0 {
 					// Wait in Go's poller: an event that came while the
 					// loop served the others makes the wait return at once.
 					return false
@@ -335,16 +344,46 @@ func (l *sockLoop) dispatch(n int) {
 		if ev.Events&syscall.EPOLLOUT != 0 {
 			lc.writable()
 		}
+		if ev.Events&(syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 {
+			lc.hup = true
+		}
 		if ev.Events&(syscall.EPOLLIN|syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 || lc.initial != nil {
-			if !lc.read(l.buf, ev.Events&(syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0) {
-				l.end(lc)
-			}
+			l.serve(lc)
 		}
 	}
 }
 
+// serve reads lc once: it ends it when its connection ended, and puts it
+// on the again list when its socket may hold more.
+func (l *sockLoop) serve(lc *loopConn) {
+	alive, more := lc.read(l.buf)
+	switch {
+	case !alive:
+		l.end(lc)
+	case more && !lc.again:
+		lc.again = true
+		l.again = append(l.again, lc)
+	}
+}
+
+// readAgain reads once more each socket that may hold more than its last
+// read took, in turn, after the events ready: each gets one read a turn.
+func (l *sockLoop) readAgain() {
+	list := l.again
+	l.again = l.spare[:0]
+	for _, lc := range list {
+		lc.again = false
+		if !lc.gone {
+			l.serve(lc)
+		}
+	}
+	clear(list)
+	l.spare = list[:0]
+}
+
 // end forgets lc and closes its socket.
 func (l *sockLoop) end(lc *loopConn) {
+	lc.gone = true
 	l.mu.Lock()
 	if l.conns[int32(lc.fd)] == lc {
 		delete(l.conns, int32(lc.fd))

@@ -113,3 +113,49 @@ func TestMessageBeforeTheCloseIsHandled(t *testing.T) {
 	}
 	testrun.WaitFor(t, "p1's leave is applied", func() bool { return h.RoomOf("p1") == "" })
 }
+
+// TestCloseAnswerAfterTooBigEndsTheConnection: a client closed for a
+// frame over the read limit (1009) that answers the close frame, as
+// browsers do, and waits for the server to end the connection is let go
+// when its answer comes, as on the portable path, whatever it sent
+// between the two. The loop once dropped everything after the frame too
+// big, the answer too, and let such a client go only when its wait for
+// the answer ran out (5 s).
+func TestCloseAnswerAfterTooBigEndsTheConnection(t *testing.T) {
+	if defaultSockets != SocketsLoop {
+		t.Skip("built with muster_portable: the portable path is the default")
+	}
+	h := newHost(t, newCounter(), Config{ReadLimit: 64})
+	h.sockets.closeWait = time.Hour // the wait must not be what ends it
+	runHost(t, h)
+	srv := newServer(t, h)
+	tk, err := h.Tickets().Issue("p1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := dialRaw(t, srv.URL, "ticket="+tk)
+	rc.write(t, opText, []byte(`{"type":"hello","data":{"mode":"new"}}`))
+	testrun.WaitFor(t, "p1 is on the loop", func() bool { return onLoop(h) == 1 })
+	var b []byte
+	b = append(b, clientFrame(false, opText, [4]byte{}, make([]byte, 100))...) // over the read limit
+	b = append(b, clientFrame(true, opContinuation, [4]byte{}, make([]byte, 10))...)
+	b = append(b, clientFrame(true, opText, [4]byte{}, []byte(`{"type":"nobody handles this"}`))...)
+	if _, err := rc.conn.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	_ = rc.conn.SetReadDeadline(time.Now().Add(time.Minute)) // bounds a hung test only
+	for {
+		op, p, err := rc.read()
+		if err != nil {
+			t.Fatalf("waiting for the close frame: %v", err)
+		}
+		if op == opClose {
+			if len(p) < 2 || websocket.StatusCode(int(p[0])<<8|int(p[1])) != websocket.StatusMessageTooBig {
+				t.Fatalf("closed with %q, want 1009", p)
+			}
+			break
+		}
+	}
+	rc.write(t, opClose, []byte{0x03, 0xf1})
+	testrun.WaitFor(t, "p1 is let go", func() bool { _, ok := h.Client("p1"); return !ok && onLoop(h) == 0 })
+}

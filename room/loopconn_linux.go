@@ -3,6 +3,7 @@
 package room
 
 import (
+	"encoding/binary"
 	"sync"
 	"syscall"
 	"time"
@@ -21,65 +22,76 @@ type loopConn struct {
 	// The loop goroutine's only.
 	r       wsReader
 	initial []byte // what the client sent past its hello, read first
+	hup     bool   // the client's end of stream came with an event: read until it is found
+	again   bool   // in the loop's again list
+	gone    bool   // the loop forgot it
 	halted  bool   // reads stopped: what comes is dropped until the end
 	limit   bucket // the client's messages (Limits.Messages)
 
 	mu       sync.Mutex
 	out      []byte    // written to the socket, not yet taken by it
-	outSince time.Time // when the socket last had no room for out
+	outSince time.Time // when out's first frame began to wait for room in the socket; zero while none waits
 	waiting  bool      // the socket had no room: the next EPOLLOUT writes out
-	queued   int       // frames queued behind a full socket
+	ends     []int     // where each frame in out ends: the frames waiting
 	maxQueue int       // the most frames that may wait (Config.SendQueue)
 	closing  bool      // our close frame is queued: no more frames
 	closeAt  time.Time
 	closed   bool // the loop closed fd
 	pingAt   time.Time
-	pingOut  bool // a ping not yet answered
+	pingOut  bool   // a ping not yet answered
+	pingSeq  uint64 // the last ping's payload: its pong echoes it
 
-	// Messages for the session goroutine (loopConn.work), in order.
-	wmu     sync.Mutex
-	inbox   []queuedMessage
-	working bool          // the session goroutine has messages: the next ones queue behind them
-	kick    chan struct{} // wakes the session goroutine
-	ended   chan struct{} // closed when the loop closed fd
+	// Messages for the session goroutine (loopinbox_linux.go), in order.
+	wmu        sync.Mutex
+	inbox      []queuedMessage
+	inboxBytes int           // the bodies' bytes in inbox
+	maxInbox   int           // past as many bytes in inbox, reads pause
+	paused     bool          // reads wait for the session goroutine to take inbox
+	working    bool          // the session goroutine has messages: the next ones queue behind them
+	kick       chan struct{} // wakes the session goroutine
+	ended      chan struct{} // closed when the loop closed fd
 }
 
-// queuedMessage is a message the session goroutine handles.
-type queuedMessage struct {
-	typ  string
-	body []byte
-}
-
-// read serves lc's socket after an event: it reads until the socket is
-// empty and feeds the frame reader. hup says the client's end of stream
-// came with the event: then it reads until it finds it. It returns false
-// when the connection ended (end of stream, a read error, a close
-// handshake done).
-func (lc *loopConn) read(buf []byte, hup bool) bool {
+// read serves lc's socket after an event, or again (sockLoop.again): it
+// feeds the frame reader what the client sent past its hello, if it has
+// not yet, then what one read of the socket gives. more says the socket
+// may hold more (the read filled buf, or the client's end of stream came
+// and is not yet read): the loop reads it again once it has served the
+// other sockets ready, so that a client that keeps its socket full does
+// not keep the loop to itself. alive is false when the connection ended
+// (end of stream, a read error, a close handshake done).
+//
+// While the session goroutine has more than maxInbox bytes of messages to
+// handle, it reads nothing: what the client sends waits in the socket,
+// and its writes wait, as on the portable path, whose reader waits for
+// the module. The session goroutine re-arms the socket when it takes them
+// (loopConn.resume).
+func (lc *loopConn) read(buf []byte) (alive, more bool) {
 	if b := lc.initial; b != nil {
 		lc.initial = nil
 		if !lc.feed(b) {
-			return false
+			return false, false
 		}
+	}
+	if lc.isPaused() {
+		return true, false
 	}
 	for {
 		n, errno := readFD(lc.fd, buf)
 		switch {
 		case n > 0:
 			if !lc.feed(buf[:n]) {
-				return false
+				return false, false
 			}
-			if n < len(buf) && !hup {
-				// The socket had no more: what comes next is a new
-				// event (edge-triggered epoll signals every arrival),
-				// so the read that would find it empty is saved.
-				return true
-			}
+			// A short read found the socket empty: what comes next is a
+			// new event (edge-triggered epoll signals every arrival), so
+			// the read that would find it so is saved.
+			return true, n == len(buf) || lc.hup
 		case errno == syscall.EAGAIN:
-			return true
+			return true, false
 		case errno == syscall.EINTR:
 		default:
-			return false // end of stream, or an error
+			return false, false // end of stream, or an error
 		}
 	}
 }
@@ -102,13 +114,20 @@ func (lc *loopConn) feed(b []byte) bool {
 		case opPing:
 			lc.write(opPong, pl)
 		case opPong:
+			// Only the pong of the last ping answers it, as on the
+			// portable path: a client cannot answer pings it never read.
 			lc.mu.Lock()
-			lc.pingOut = false
+			if len(pl) == 8 && binary.BigEndian.Uint64(pl) == lc.pingSeq {
+				lc.pingOut = false
+			}
 			lc.mu.Unlock()
 		case opClose:
 			over = true
 			lc.closeReceived(pl)
 			return false
+		case opTooBig:
+			// Read on: the client's answer to the close ends it.
+			lc.c.Close(websocket.StatusMessageTooBig, "frame too big")
 		default:
 			lc.mu.Lock()
 			closing := lc.closing
@@ -123,11 +142,7 @@ func (lc *loopConn) feed(b []byte) bool {
 		}
 		return true
 	})
-	switch err {
-	case errWSTooBig:
-		lc.halted = true
-		lc.c.Close(websocket.StatusMessageTooBig, "frame too big")
-	case errWSProtocol:
+	if err == errWSProtocol {
 		lc.halted = true
 		lc.c.Close(websocket.StatusProtocolError, "protocol error")
 	}
@@ -135,7 +150,9 @@ func (lc *loopConn) feed(b []byte) bool {
 }
 
 // closeReceived answers the client's close frame with its code, as the
-// portable path does, unless the close was ours.
+// portable path does, unless the close was ours; a close frame that
+// breaks RFC 6455 (a payload of one byte, a code not for the wire) is
+// answered with 1002.
 func (lc *loopConn) closeReceived(pl []byte) {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
@@ -144,8 +161,12 @@ func (lc *loopConn) closeReceived(pl []byte) {
 	}
 	lc.closing = true
 	code := pl
-	if len(code) >= 2 {
-		code = code[:2]
+	switch {
+	case len(pl) == 0:
+	case len(pl) == 1 || !wireCloseCode(binary.BigEndian.Uint16(pl)):
+		code = closePayload(uint16(websocket.StatusProtocolError), "protocol error")
+	default:
+		code = pl[:2]
 	}
 	lc.appendLocked(opClose, code)
 	lc.flushLocked()
@@ -184,19 +205,39 @@ func (lc *loopConn) drainLocked() {
 	}
 }
 
-// appendLocked appends a frame to out; true when the client is over its
-// send queue.
+// appendLocked appends a frame to out; true, and the frame left out,
+// when the client is over its send queue: more than maxQueue frames wait
+// behind the one being written, as the portable path's channel holds
+// maxQueue behind the writer's. Pings and pongs count as the other frames
+// do (a client that floods pings and reads nothing would otherwise grow
+// out without end); the close frame is never left out.
 func (lc *loopConn) appendLocked(op byte, payload []byte) bool {
-	if len(lc.out) > 0 {
-		lc.queued++
-		if lc.queued > lc.maxQueue && op < opClose {
-			return true
-		}
-	} else if lc.out == nil {
+	if len(lc.ends) > lc.maxQueue && op != opClose {
+		return true
+	}
+	if lc.out == nil {
 		lc.out = make([]byte, 0, min(len(payload)+10, 512))
 	}
 	lc.out = appendFrame(lc.out, op, payload)
+	lc.ends = append(lc.ends, len(lc.out))
 	return false
+}
+
+// wroteLocked forgets the first n bytes of out, written, and the frames
+// they ended; the write timeout starts again for the next frame.
+func (lc *loopConn) wroteLocked(n int) {
+	lc.out = lc.out[:copy(lc.out, lc.out[n:])]
+	i := 0
+	for i < len(lc.ends) && lc.ends[i] <= n {
+		i++
+	}
+	if i > 0 {
+		lc.outSince = time.Time{}
+	}
+	lc.ends = lc.ends[:copy(lc.ends, lc.ends[i:])]
+	for j := range lc.ends {
+		lc.ends[j] -= n
+	}
 }
 
 // flushLocked writes out unless the socket is full; what it does not take
@@ -209,22 +250,25 @@ func (lc *loopConn) flushLocked() {
 		r, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(lc.fd), uintptr(unsafe.Pointer(&lc.out[0])), uintptr(len(lc.out)))
 		switch errno {
 		case 0:
-			n := copy(lc.out, lc.out[r:])
-			lc.out = lc.out[:n]
+			lc.wroteLocked(int(r))
 		case syscall.EINTR:
 		case syscall.EAGAIN:
-			// The write timeout counts from here: a client that takes
-			// nothing for writeTimeout is cut by the sweep.
-			lc.waiting, lc.outSince = true, time.Now()
+			// The write timeout counts from here, for the frame first in
+			// out, as the portable path's counts for each write: a client
+			// that does not take it whole within writeTimeout, however
+			// little at a time it takes, is cut by the sweep.
+			lc.waiting = true
+			if lc.outSince.IsZero() {
+				lc.outSince = time.Now()
+			}
 			return
 		default:
 			// The client is gone: the loop reads its end.
-			lc.out = lc.out[:0]
+			lc.out, lc.ends = lc.out[:0], lc.ends[:0]
 			_ = syscall.Shutdown(lc.fd, syscall.SHUT_RDWR)
 			return
 		}
 	}
-	lc.queued = 0
 	if cap(lc.out) > keptReadBuffer {
 		lc.out = nil
 	}
@@ -266,7 +310,6 @@ func (lc *loopConn) close(code websocket.StatusCode, reason string) {
 	}
 	lc.drainLocked()
 	lc.closing, lc.closeAt = true, time.Now()
-	lc.queued = 0 // the close frame is never refused
 	lc.appendLocked(opClose, closePayload(uint16(code), reason))
 	lc.flushLocked()
 }
@@ -294,6 +337,7 @@ func (lc *loopConn) sweep(now time.Time, ping, closeWait time.Duration) {
 		lc.flushLocked()
 	}
 	var why string
+	slow := false
 	switch {
 	case lc.closing:
 		if now.Sub(lc.closeAt) >= closeWait {
@@ -307,11 +351,18 @@ func (lc *loopConn) sweep(now time.Time, ping, closeWait time.Duration) {
 		why = "no answer to ping"
 	default:
 		lc.pingOut, lc.pingAt = true, now
-		lc.appendLocked(opPing, nil)
-		lc.flushLocked()
+		lc.pingSeq++
+		if lc.appendLocked(opPing, binary.BigEndian.AppendUint64(make([]byte, 0, 8), lc.pingSeq)) {
+			slow = true
+		} else {
+			lc.flushLocked()
+		}
 	}
 	lc.mu.Unlock()
-	if why != "" {
+	switch {
+	case slow:
+		lc.c.Close(StatusTooSlow, "client too slow")
+	case why != "":
 		lc.c.Close(StatusGoingAway, why)
 	}
 }
@@ -322,77 +373,8 @@ func (lc *loopConn) finish() {
 	if !lc.closed {
 		lc.closed = true
 		_ = syscall.Close(lc.fd)
-		lc.out = nil
+		lc.out, lc.ends = nil, nil
 	}
 	lc.mu.Unlock()
 	close(lc.ended)
-}
-
-// queue gives a message to the session goroutine, behind the ones it has.
-func (lc *loopConn) queue(typ string, body []byte) {
-	lc.wmu.Lock()
-	lc.inbox = append(lc.inbox, queuedMessage{typ, body})
-	if !lc.working {
-		lc.working = true
-		select {
-		case lc.kick <- struct{}{}:
-		default:
-		}
-	}
-	lc.wmu.Unlock()
-}
-
-// inline reports whether a message may be handled on the loop: the
-// session goroutine has none queued before it.
-func (lc *loopConn) inline() bool {
-	lc.wmu.Lock()
-	defer lc.wmu.Unlock()
-	return !lc.working
-}
-
-// work runs on the session goroutine: it handles the messages queued,
-// with handle, until the connection ends and every message read before
-// its end is handled, as the portable path's reader does (a "leave" then
-// the close). handle returns false when it closed the client: what
-// follows is dropped.
-func (lc *loopConn) work(handle func(typ string, body []byte) bool) {
-	for {
-		lc.wmu.Lock()
-		batch := lc.inbox
-		lc.inbox = nil
-		if len(batch) == 0 {
-			lc.working = false
-		}
-		lc.wmu.Unlock()
-		for i, m := range batch {
-			if !handle(m.typ, m.body) {
-				clear(batch[i:])
-				lc.wmu.Lock()
-				lc.inbox = nil
-				lc.working = true // nothing more is handled
-				lc.wmu.Unlock()
-				<-lc.ended
-				return
-			}
-		}
-		if len(batch) > 0 {
-			continue
-		}
-		select {
-		case <-lc.kick:
-		case <-lc.ended:
-			// The loop queues nothing after the end: one more look
-			// handles what came before it.
-			lc.wmu.Lock()
-			last := lc.inbox
-			lc.inbox, lc.working = nil, true
-			lc.wmu.Unlock()
-			for _, m := range last {
-				if !handle(m.typ, m.body) {
-					break
-				}
-			}
-			return
-		}
-	}
 }

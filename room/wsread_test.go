@@ -92,14 +92,41 @@ func TestWSReaderRefuses(t *testing.T) {
 		{"long ping", clientFrame(true, opPing, key, make([]byte, 126)), errWSProtocol},
 		{"continuation first", clientFrame(true, opContinuation, key, nil), errWSProtocol},
 		{"text inside a message", append(clientFrame(false, opText, key, []byte("a")), clientFrame(true, opText, key, nil)...), errWSProtocol},
-		{"frame over the limit", clientFrame(true, opText, key, make([]byte, 65)), errWSTooBig},
-		{"message over the limit", append(clientFrame(false, opText, key, make([]byte, 40)), clientFrame(true, opContinuation, key, make([]byte, 40))...), errWSTooBig},
-		{"a length near 2^64", append([]byte{0x81, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, key[:]...), errWSTooBig},
 	}
 	for _, tc := range cases {
 		for _, step := range []int{0, 1} {
 			if _, err := readAll(64, tc.in, step); err != tc.want {
 				t.Errorf("%s (pieces of %d): %v, want %v", tc.name, step, err, tc.want)
+			}
+		}
+	}
+}
+
+// TestWSReaderSkipsAMessageOverTheLimit: a message over the limit is
+// given out as opTooBig, once, at its first frame past the limit; its
+// bytes are skipped, and the frames after it are read on, as are control
+// frames between its fragments.
+func TestWSReaderSkipsAMessageOverTheLimit(t *testing.T) {
+	key := [4]byte{9, 8, 7, 6}
+	cat := func(frames ...[]byte) []byte { return bytes.Join(frames, nil) }
+	closeFrame := clientFrame(true, opClose, key, []byte{3, 241})
+	cases := []struct {
+		name string
+		in   []byte
+		want string
+	}{
+		{"frame over the limit", cat(clientFrame(true, opText, key, make([]byte, 65)), clientFrame(true, opText, key, []byte("a")), closeFrame),
+			"255 \"\"\n1 \"a\"\n8 \"\\x03\\xf1\"\n"},
+		{"message over the limit", cat(clientFrame(false, opText, key, make([]byte, 40)), clientFrame(false, opContinuation, key, make([]byte, 40)),
+			clientFrame(true, opPing, key, []byte("p")), clientFrame(true, opContinuation, key, make([]byte, 300)), closeFrame),
+			"255 \"\"\n9 \"p\"\n8 \"\\x03\\xf1\"\n"},
+		{"a length near 2^64", cat([]byte{0x81, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, key[:], closeFrame),
+			"255 \"\"\n"},
+	}
+	for _, tc := range cases {
+		for _, step := range []int{0, 1, 3} {
+			if got, err := readAll(64, tc.in, step); err != nil || got != tc.want {
+				t.Errorf("%s (pieces of %d): %s, %v; want %s", tc.name, step, got, err, tc.want)
 			}
 		}
 	}
