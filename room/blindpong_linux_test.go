@@ -17,17 +17,9 @@ import (
 // pings once had no payload and any pong answered them: such a client was
 // kept as long as it sent pongs.
 func TestBlindPongsDoNotAnswerPings(t *testing.T) {
-	if defaultSockets != SocketsLoop {
-		t.Skip("built with muster_portable: the portable path is the default")
-	}
+	skipPortable(t)
 	h, srv := startHost(t, Config{PingInterval: 50 * time.Millisecond})
-	tk, err := h.Tickets().Issue("p1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc := dialRaw(t, srv.URL, "ticket="+tk)
-	rc.write(t, opText, []byte(`{"type":"hello","data":{"mode":"new"}}`))
-	testrun.WaitFor(t, "p1 is on the loop", func() bool { return onLoop(h) == 1 })
+	rc := helloOnLoop(t, h, srv.URL, "p1", "new")
 	c, _ := h.Client("p1")
 	lc := c.lc.Load()
 	var last time.Time // when the ping the client last "answered" went out

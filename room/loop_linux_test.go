@@ -28,14 +28,38 @@ func onLoop[S, I, P any](h *Host[S, I, P]) int {
 	return len(l.conns)
 }
 
+// skipPortable skips a test of the event loop in a build whose default is
+// the portable path.
+func skipPortable(t *testing.T) {
+	t.Helper()
+	if defaultSockets != SocketsLoop {
+		t.Skip("built with muster_portable: the portable path is the default")
+	}
+}
+
+// helloOnLoop connects player id to the server at url with a raw client,
+// says hello with mode, and returns once h's event loop serves it.
+func helloOnLoop[S, I, P any](t *testing.T, h *Host[S, I, P], url, id, mode string) *rawClient {
+	t.Helper()
+	tk, err := h.Tickets().Issue(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := dialRaw(t, url, "ticket="+tk)
+	rc.write(t, opText, []byte(`{"type":"hello","data":{"mode":"`+mode+`"}}`))
+	testrun.WaitFor(t, id+" is on the loop", func() bool {
+		c, _ := h.Client(id)
+		return c != nil && c.lc.Load() != nil
+	})
+	return rc
+}
+
 // TestPlayersAreServedByTheLoop: after its hello a player's connection is
 // served by the event loop, which plays as the portable path does: the
 // welcome, a room, inputs in and states out; and it is let go when the
 // player leaves.
 func TestPlayersAreServedByTheLoop(t *testing.T) {
-	if defaultSockets != SocketsLoop {
-		t.Skip("built with muster_portable: the portable path is the default")
-	}
+	skipPortable(t)
 	h, srv := startHost(t, Config{})
 	a := playtest.DialPlayer(t, srv.URL, h.Tickets(), "a", "")
 	a.Hello("new")
@@ -53,29 +77,12 @@ func TestPlayersAreServedByTheLoop(t *testing.T) {
 // the server's close frame runs out. The loop once read such a socket
 // only until a short read, and so never saw the end that came with it.
 func TestClientGoneWithItsLastFrameIsLetGo(t *testing.T) {
-	if defaultSockets != SocketsLoop {
-		t.Skip("built with muster_portable: the portable path is the default")
-	}
-	h := newHost(t, newCounter(), Config{ReadLimit: 64})
-	h.sockets.closeWait = time.Hour // the wait must not be what ends it
-	runHost(t, h)
-	srv := newServer(t, h)
-	tk, err := h.Tickets().Issue("p1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc := dialRaw(t, srv.URL, "ticket="+tk)
-	rc.write(t, opText, []byte(`{"type":"hello","data":{"mode":"new"}}`))
-	testrun.WaitFor(t, "p1 is on the loop", func() bool { return onLoop(h) == 1 })
+	skipPortable(t)
+	h, rc := patientLoop(t)
 	var last []byte
 	last = append(last, clientFrame(true, opText, [4]byte{}, make([]byte, 100))...) // over the read limit
 	last = append(last, clientFrame(true, opClose, [4]byte{}, []byte{3, 232})...)
-	if _, err := rc.conn.Write(last); err != nil {
-		t.Fatal(err)
-	}
-	if err := rc.conn.(*net.TCPConn).CloseWrite(); err != nil {
-		t.Fatal(err)
-	}
+	hangUp(t, rc, last)
 	testrun.WaitFor(t, "p1 is let go", func() bool { _, ok := h.Client("p1"); return !ok && onLoop(h) == 0 })
 }
 
@@ -86,31 +93,18 @@ func TestClientGoneWithItsLastFrameIsLetGo(t *testing.T) {
 // the session with the message still queued: the player stayed seated
 // until the away timeout.
 func TestMessageBeforeTheCloseIsHandled(t *testing.T) {
-	if defaultSockets != SocketsLoop {
-		t.Skip("built with muster_portable: the portable path is the default")
-	}
+	skipPortable(t)
 	h := newHost(t, newCounter(), Config{})
 	runHost(t, h)
 	srv := newServer(t, h)
 	if _, err := h.OpenRoom(t.Context(), Info{ID: "r", Players: []string{"p1", "p2"}}); err != nil {
 		t.Fatal(err)
 	}
-	tk, err := h.Tickets().Issue("p1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc := dialRaw(t, srv.URL, "ticket="+tk)
-	rc.write(t, opText, []byte(`{"type":"hello","data":{"mode":"rejoin"}}`))
-	testrun.WaitFor(t, "p1 is on the loop", func() bool { return onLoop(h) == 1 })
+	rc := helloOnLoop(t, h, srv.URL, "p1", "rejoin")
 	var last []byte
 	last = append(last, clientFrame(true, opText, [4]byte{}, []byte(`{"type":"leave"}`))...)
 	last = append(last, clientFrame(true, opClose, [4]byte{}, []byte{3, 232})...)
-	if _, err := rc.conn.Write(last); err != nil {
-		t.Fatal(err)
-	}
-	if err := rc.conn.(*net.TCPConn).CloseWrite(); err != nil {
-		t.Fatal(err)
-	}
+	hangUp(t, rc, last)
 	testrun.WaitFor(t, "p1's leave is applied", func() bool { return h.RoomOf("p1") == "" })
 }
 
@@ -122,20 +116,8 @@ func TestMessageBeforeTheCloseIsHandled(t *testing.T) {
 // big, the answer too, and let such a client go only when its wait for
 // the answer ran out (5 s).
 func TestCloseAnswerAfterTooBigEndsTheConnection(t *testing.T) {
-	if defaultSockets != SocketsLoop {
-		t.Skip("built with muster_portable: the portable path is the default")
-	}
-	h := newHost(t, newCounter(), Config{ReadLimit: 64})
-	h.sockets.closeWait = time.Hour // the wait must not be what ends it
-	runHost(t, h)
-	srv := newServer(t, h)
-	tk, err := h.Tickets().Issue("p1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc := dialRaw(t, srv.URL, "ticket="+tk)
-	rc.write(t, opText, []byte(`{"type":"hello","data":{"mode":"new"}}`))
-	testrun.WaitFor(t, "p1 is on the loop", func() bool { return onLoop(h) == 1 })
+	skipPortable(t)
+	h, rc := patientLoop(t)
 	var b []byte
 	b = append(b, clientFrame(false, opText, [4]byte{}, make([]byte, 100))...) // over the read limit
 	b = append(b, clientFrame(true, opContinuation, [4]byte{}, make([]byte, 10))...)
@@ -158,4 +140,28 @@ func TestCloseAnswerAfterTooBigEndsTheConnection(t *testing.T) {
 	}
 	rc.write(t, opClose, []byte{0x03, 0xf1})
 	testrun.WaitFor(t, "p1 is let go", func() bool { _, ok := h.Client("p1"); return !ok && onLoop(h) == 0 })
+}
+
+// hangUp writes b, then ends rc's side of the stream: b's frames and the
+// end come to the server together.
+func hangUp(t *testing.T, rc *rawClient, b []byte) {
+	t.Helper()
+	if _, err := rc.conn.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.conn.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// patientLoop starts a host with a read limit of 64 bytes whose loop
+// waits an hour for the answer to a close frame, so that the wait is not
+// what ends a connection, and returns it with player p1 on its loop.
+func patientLoop(t *testing.T) (*Host[*csim, int, *cplayer], *rawClient) {
+	t.Helper()
+	h := newHost(t, newCounter(), Config{ReadLimit: 64})
+	h.sockets.closeWait = time.Hour
+	runHost(t, h)
+	srv := newServer(t, h)
+	return h, helloOnLoop(t, h, srv.URL, "p1", "new")
 }

@@ -38,9 +38,7 @@ func (b *blocker) HandleMessage(context.Context, *Client, string, []byte) error 
 // the module works); once the module is done every message is handled.
 // The loop once read on and queued all the client sent, however much.
 func TestSlowModuleHoldsBackTheClientsMessages(t *testing.T) {
-	if defaultSockets != SocketsLoop {
-		t.Skip("built with muster_portable: the portable path is the default")
-	}
+	skipPortable(t)
 	b := &blocker{release: make(chan struct{})}
 	h := newHost(t, newCounter(), Config{Limits: Limits{Messages: 1 << 20, Burst: 1 << 20}})
 	if err := h.Use(b); err != nil {
@@ -51,13 +49,7 @@ func TestSlowModuleHoldsBackTheClientsMessages(t *testing.T) {
 	free := func() { once.Do(func() { close(b.release) }) }
 	t.Cleanup(free) // before the host stops: its session waits for the module
 	srv := newServer(t, h)
-	tk, err := h.Tickets().Issue("p1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc := dialRaw(t, srv.URL, "ticket="+tk)
-	rc.write(t, opText, []byte(`{"type":"hello","data":{"mode":"new"}}`))
-	testrun.WaitFor(t, "p1 is on the loop", func() bool { return onLoop(h) == 1 })
+	rc := helloOnLoop(t, h, srv.URL, "p1", "new")
 	c, _ := h.Client("p1")
 	lc := c.lc.Load()
 	msg := clientFrame(true, opText, [4]byte{}, []byte(`{"type":"slow","data":"`+strings.Repeat("x", 16<<10)+`"}`))

@@ -17,21 +17,9 @@ import (
 // sent since the socket last had room for all of them, which the loop
 // once counted, and cut such a client after SendQueue frames.
 func TestSendQueueCountsFramesWaiting(t *testing.T) {
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer := fds[1]
-	t.Cleanup(func() { syscall.Close(peer) })
-	if err := syscall.SetNonblock(fds[0], true); err != nil {
-		t.Fatal(err)
-	}
-	sndbuf, err := syscall.GetsockoptInt(fds[0], syscall.SOL_SOCKET, syscall.SO_SNDBUF)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fd, peer, sndbuf := socketPair(t)
 	c := &Client{msgType: websocket.MessageBinary, send: make(chan []byte, 1), done: make(chan struct{})}
-	lc := &loopConn{c: c, fd: fds[0], maxQueue: 32, ended: make(chan struct{})}
+	lc := &loopConn{c: c, fd: fd, maxQueue: 32, ended: make(chan struct{})}
 	c.lc.Store(lc)
 	t.Cleanup(lc.finish)
 
@@ -79,21 +67,9 @@ func closed(c *Client) (websocket.StatusCode, string) {
 // seconds was never cut.
 func TestWriteTimeoutCountsPerFrame(t *testing.T) {
 	for _, whole := range []bool{false, true} {
-		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		peer := fds[1]
-		t.Cleanup(func() { syscall.Close(peer) })
-		if err := syscall.SetNonblock(fds[0], true); err != nil {
-			t.Fatal(err)
-		}
-		sndbuf, err := syscall.GetsockoptInt(fds[0], syscall.SOL_SOCKET, syscall.SO_SNDBUF)
-		if err != nil {
-			t.Fatal(err)
-		}
+		fd, peer, sndbuf := socketPair(t)
 		c := &Client{msgType: websocket.MessageBinary, send: make(chan []byte, 1), done: make(chan struct{})}
-		lc := &loopConn{c: c, fd: fds[0], maxQueue: 32, pingAt: time.Now(), ended: make(chan struct{})}
+		lc := &loopConn{c: c, fd: fd, maxQueue: 32, pingAt: time.Now(), ended: make(chan struct{})}
 		c.lc.Store(lc)
 		t.Cleanup(lc.finish)
 
@@ -132,4 +108,24 @@ func TestWriteTimeoutCountsPerFrame(t *testing.T) {
 			t.Fatalf("the frame after one taken whole: closed with %d %q, want open", code, reason)
 		}
 	}
+}
+
+// socketPair returns a connected pair of stream sockets, closed when the
+// test ends: fd, non-blocking, for a loopConn to write to, the peer to
+// read from, and fd's send buffer size.
+func socketPair(t *testing.T) (fd, peer, sndbuf int) {
+	t.Helper()
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fds[1]) })
+	if err := syscall.SetNonblock(fds[0], true); err != nil {
+		t.Fatal(err)
+	}
+	sndbuf, err = syscall.GetsockoptInt(fds[0], syscall.SOL_SOCKET, syscall.SO_SNDBUF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fds[0], fds[1], sndbuf
 }
