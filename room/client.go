@@ -127,6 +127,11 @@ func (c *Client) sendFrame(frame []byte) {
 	select {
 	case <-c.done:
 	case c.send <- frame:
+		if lc := c.lc.Load(); lc != nil {
+			// The loop took the connection meanwhile, perhaps after
+			// it emptied this queue: write what is left in it now.
+			lc.flushQueued()
+		}
 	default:
 		c.Close(StatusTooSlow, "client too slow")
 	}
