@@ -44,7 +44,7 @@ type Room struct {
 	// at the drain timeout and closing those rooms, at most 5m. Default 2s.
 	DrainGrace Duration `yaml:"drain-grace"`
 	// Sockets is how a player's connection is served after its hello:
-	// "loop" (one event loop for every player, on Linux) or "portable"
+	// "loop" (an event loop for every two CPUs serves every player, on Linux) or "portable"
 	// (two goroutines a player). Default "": loop.
 	Sockets string `yaml:"sockets"`
 	// Limits are the connection rate limits and lockouts.

@@ -78,12 +78,12 @@ type Config struct {
 	DrainGrace time.Duration `yaml:"drain-grace"`
 
 	// Sockets is how a player's connection is served after its hello:
-	// SocketsLoop, one event loop for all of them, where the platform has
-	// one (Linux), or SocketsPortable, two goroutines each. Clients see no
-	// difference; the loop spends less CPU per player. Default "":
-	// SocketsLoop (SocketsPortable in a build with the muster_portable
-	// tag). On other platforms SocketsLoop serves them as SocketsPortable
-	// does.
+	// SocketsLoop, by event loops (one for every two CPUs) where the
+	// platform has them (Linux), or SocketsPortable, by two goroutines
+	// each. Clients see no difference; the loops spend less CPU per
+	// player. Default "": SocketsLoop (SocketsPortable in a build with the
+	// muster_portable tag). On other platforms SocketsLoop serves them as
+	// SocketsPortable does.
 	Sockets string `yaml:"sockets"`
 
 	// Limits are the connection rate limits and lockouts.

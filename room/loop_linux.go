@@ -7,6 +7,8 @@ import (
 	"errors"
 	"net"
 	"os"
+	"runtime"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -17,9 +19,10 @@ import (
 //
 // After its hello, a player's connection leaves coder/websocket and its
 // two goroutines (a reader and a writer, each woken by every frame) for
-// one goroutine per host, the loop, which waits for every such socket on
-// an epoll instance of its own and reads each that became readable since
-// its last wake-up, as Node's and nginx's event loops do, one read a turn
+// an event loop (one for every two Ps; see sockets), a goroutine that
+// waits for its share of such sockets on an epoll instance of its own and
+// reads each that became readable since its last wake-up, as Node's and
+// nginx's event loops do, one read a turn
 // (a socket that had more is read again after the others: one client
 // sending as fast as it can does not keep the loop to itself):
 //   - an input is decoded and queued for its room on the loop itself;
@@ -49,23 +52,27 @@ import (
 // frame.
 const defaultCloseWait = 5 * time.Second
 
-// sockets is the host's event loop, started for its first connection and
-// stopped when the host's connections are gone.
+// sockets is the host's event loops, one for every two Ps, as the relay
+// has: one loop reads for a core at most, and the senders, the step
+// workers among them, write on the others. Each is started for its first
+// connection; connections go to them in turn; all are stopped when the
+// host's connections are gone.
 type sockets struct {
 	cfg       Config
 	closeWait time.Duration // defaultCloseWait; tests change it before the first connection
 	mu        sync.Mutex
-	loop      *sockLoop
-	off       bool // stopped: takes no more connections
+	loops     []*sockLoop // nil where none started yet; tests may set its length first
+	next      int         // the slot the next connection goes to
+	off       bool        // stopped: takes no more connections
 }
 
-// newSockets returns the host's loop, or nil when cfg asks for the
+// newSockets returns the host's loops, or nil when cfg asks for the
 // portable path.
 func newSockets(cfg Config) *sockets {
 	if cfg.Sockets != SocketsLoop {
 		return nil
 	}
-	return &sockets{cfg: cfg, closeWait: defaultCloseWait}
+	return &sockets{cfg: cfg, closeWait: defaultCloseWait, loops: make([]*sockLoop, (runtime.GOMAXPROCS(0)+1)/2)}
 }
 
 // sockLoop is one event loop.
@@ -146,41 +153,50 @@ func (s *sockets) take(c *Client, conn net.Conn, br *bufio.Reader, recv func(lc 
 	return lc
 }
 
-// get returns the running loop, starting one if none runs.
+// get returns the loop the next connection goes to, starting it if it
+// does not run yet.
 func (s *sockets) get() (*sockLoop, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.off {
 		return nil, syscall.ESHUTDOWN
 	}
-	if s.loop == nil {
+	i := s.next % len(s.loops)
+	s.next = i + 1
+	if s.loops[i] == nil {
 		l, err := startLoop(s.cfg.PingInterval, s.closeWait)
 		if err != nil {
 			return nil, err
 		}
-		s.loop = l
+		s.loops[i] = l
 	}
-	return s.loop, nil
+	return s.loops[i], nil
 }
 
-// stop stops the loop, once the host's connections are gone, and returns
-// when it has ended.
+// stop stops the loops, once the host's connections are gone, and
+// returns when they have ended.
 func (s *sockets) stop() {
 	if s == nil {
 		return
 	}
 	s.mu.Lock()
 	s.off = true
-	l := s.loop
+	loops := slices.Clone(s.loops)
 	s.mu.Unlock()
-	if l == nil {
-		return
+	for _, l := range loops {
+		if l == nil {
+			continue
+		}
+		l.mu.Lock()
+		l.stopped = true
+		_ = l.f.SetReadDeadline(time.Unix(1, 0))
+		l.mu.Unlock()
 	}
-	l.mu.Lock()
-	l.stopped = true
-	_ = l.f.SetReadDeadline(time.Unix(1, 0))
-	l.mu.Unlock()
-	<-l.done
+	for _, l := range loops {
+		if l != nil {
+			<-l.done
+		}
+	}
 }
 
 // dupConn returns a duplicate of c's descriptor.

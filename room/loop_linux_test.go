@@ -5,6 +5,8 @@ package room
 import (
 	"github.com/coder/websocket"
 	"net"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,20 +14,23 @@ import (
 	"github.com/muster-gg/muster/internal/testkit/testrun"
 )
 
-// onLoop reports how many connections h's event loop serves.
+// onLoop reports how many connections h's event loops serve.
 func onLoop[S, I, P any](h *Host[S, I, P]) int {
 	if h.sockets == nil {
 		return 0
 	}
 	h.sockets.mu.Lock()
-	l := h.sockets.loop
+	loops := slices.Clone(h.sockets.loops)
 	h.sockets.mu.Unlock()
-	if l == nil {
-		return 0
+	n := 0
+	for _, l := range loops {
+		if l != nil {
+			l.mu.Lock()
+			n += len(l.conns)
+			l.mu.Unlock()
+		}
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.conns)
+	return n
 }
 
 // skipPortable skips a test of the event loop in a build whose default is
@@ -164,4 +169,44 @@ func patientLoop(t *testing.T) (*Host[*csim, int, *cplayer], *rawClient) {
 	runHost(t, h)
 	srv := newServer(t, h)
 	return h, helloOnLoop(t, h, srv.URL, "p1", "new")
+}
+
+// TestPlayersSpreadOverTheLoops: a host has an event loop for every two
+// Ps, and its players' connections go to them in turn; each loop serves
+// its players' inputs.
+func TestPlayersSpreadOverTheLoops(t *testing.T) {
+	skipPortable(t)
+	g := newCounter()
+	h := newHost(t, g, Config{})
+	h.sockets.loops = make([]*sockLoop, 2) // as with four Ps
+	runHost(t, h)
+	srv := newServer(t, h)
+	ids := []string{"p1", "p2", "p3", "p4"}
+	if _, err := h.OpenRoom(t.Context(), Info{ID: "r", Players: ids}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		rc := helloOnLoop(t, h, srv.URL, id, "rejoin")
+		rc.write(t, opText, []byte(`{"type":"input","data":1}`))
+	}
+	h.sockets.mu.Lock()
+	loops := slices.Clone(h.sockets.loops)
+	h.sockets.mu.Unlock()
+	for i, l := range loops {
+		l.mu.Lock()
+		n := len(l.conns)
+		l.mu.Unlock()
+		if n != 2 {
+			t.Fatalf("loop %d serves %d connections, want 2", i, n)
+		}
+	}
+	testrun.WaitFor(t, "every player's input is applied", func() bool {
+		n := 0
+		for _, line := range g.lines("r") {
+			if strings.HasPrefix(line, "input ") {
+				n++
+			}
+		}
+		return n == len(ids)
+	})
 }
