@@ -25,6 +25,7 @@ var layers = map[string]int{
 	"internal/addrkey":        0,
 	"internal/baseurl":        0,
 	"internal/defaults":       0,
+	"internal/epoll":          -10, // below relay, which uses it
 	"clients/js":              0,
 	"backplane/memory":        10,
 	"backplane/redis":         10,

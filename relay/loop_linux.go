@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/muster-gg/muster/internal/epoll"
 )
 
 // The event loop.
@@ -119,9 +121,6 @@ type loopTurn struct {
 // looks at the others.
 const loopReads = 8
 
-// epollET is EPOLLET as the uint32 that EpollEvent.Events holds.
-const epollET = 1 << 31
-
 // relay puts the session's pumps a and b on the loop, if both its
 // connections are TCP, and returns when the loop has handed the session
 // back; otherwise it returns at once and nothing changed.
@@ -134,12 +133,12 @@ func (ls *loops) relay(s *session, a, b *pump) {
 		s.mu.Unlock()
 		return
 	}
-	fa, ok := loopFD(a.src.conn)
+	fa, ok := epoll.DupConn(a.src.conn)
 	if !ok {
 		s.mu.Unlock()
 		return
 	}
-	fb, ok := loopFD(b.src.conn)
+	fb, ok := epoll.DupConn(b.src.conn)
 	if !ok {
 		_ = syscall.Close(fa)
 		s.mu.Unlock()
@@ -179,23 +178,6 @@ func (ls *loops) relay(s *session, a, b *pump) {
 // wait returns when no loop runs; the caller makes sure no session is
 // left on one.
 func (ls *loops) wait() { ls.wg.Wait() }
-
-// loopFD returns a duplicate of c's descriptor if c is a TCP connection.
-func loopFD(c net.Conn) (int, bool) {
-	rc := tcpRawConn(c)
-	if rc == nil {
-		return 0, false
-	}
-	fd, errno := -1, syscall.Errno(0)
-	err := rc.Control(func(s uintptr) {
-		r, _, e := syscall.Syscall(syscall.SYS_FCNTL, s, syscall.F_DUPFD_CLOEXEC, 0)
-		fd, errno = int(r), e
-	})
-	if err != nil || errno != 0 {
-		return 0, false
-	}
-	return fd, true
-}
 
 // loopCount is how many loops a Relay runs at most: one for every two Ps,
 // so that relaying leaves room for the server's rooms. On two cores, with
@@ -316,7 +298,7 @@ func (l *loop) end() {
 // handshakes.
 func (l *loop) add(s *session, ps [2]*pump) {
 	for _, p := range ps {
-		ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | epollET, Fd: int32(p.src.fd)}
+		ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | epoll.ET, Fd: int32(p.src.fd)}
 		if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, p.src.fd, &ev); err != nil {
 			l.release(s)
 			return

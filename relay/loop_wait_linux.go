@@ -3,10 +3,10 @@
 package relay
 
 import (
-	"os"
 	"syscall"
 	"time"
-	"unsafe"
+
+	"github.com/muster-gg/muster/internal/epoll"
 )
 
 // Where the loop waits: in epoll_pwait itself, on a lent P, while the
@@ -158,7 +158,7 @@ func (l *loop) waitInKernel(forced bool) bool {
 // wake the thread that waits in Go's poller.
 func (l *loop) waitInPoller() bool {
 	ended := false
-	f, err := dupFile(l.epfd, "relay-epoll")
+	f, err := epoll.DupFile(l.epfd, "relay-epoll")
 	if l.ls.noDup && err == nil {
 		_ = f.Close()
 		err = syscall.EMFILE
@@ -202,37 +202,7 @@ func (l *loop) waitInPoller() bool {
 	return !ended
 }
 
-// dupFile returns an *os.File, on Go's poller, for a duplicate of fd.
-func dupFile(fd int, name string) (*os.File, error) {
-	r, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_DUPFD_CLOEXEC, 0)
-	if errno != 0 {
-		return nil, errno
-	}
-	return os.NewFile(r, name), nil
-}
-
 // wait returns how many events the epoll instance has ready, or -1 if it
 // failed: at once, or, with block, once it has one. Only a wait that can
 // block needs the scheduler's system call state.
-func (l *loop) wait(block bool) int {
-	for {
-		var (
-			n     uintptr
-			errno syscall.Errno
-		)
-		if block {
-			n, _, errno = syscall.Syscall6(syscall.SYS_EPOLL_PWAIT, uintptr(l.epfd),
-				uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), ^uintptr(0), 0, 0)
-		} else {
-			n, _, errno = syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(l.epfd),
-				uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), 0, 0, 0)
-		}
-		switch errno {
-		case 0:
-			return int(n)
-		case syscall.EINTR:
-		default:
-			return -1
-		}
-	}
-}
+func (l *loop) wait(block bool) int { return epoll.Wait(l.epfd, l.events[:], block) }

@@ -12,7 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unsafe"
+
+	"github.com/muster-gg/muster/internal/epoll"
 )
 
 // The event loop (Config.Sockets "loop", the default on Linux).
@@ -107,16 +108,13 @@ func (s *sockets) take(c *Client, conn net.Conn, br *bufio.Reader, recv func(lc 
 	if s == nil || conn == nil || br == nil {
 		return nil
 	}
-	tc, ok := conn.(*net.TCPConn)
+	fd, ok := epoll.DupConn(conn)
 	if !ok {
-		return nil
+		return nil // not plain TCP
 	}
 	l, err := s.get()
 	if err != nil {
-		return nil
-	}
-	fd, ok := dupConn(tc)
-	if !ok {
+		_ = syscall.Close(fd)
 		return nil
 	}
 	if !c.handOver() {
@@ -199,22 +197,6 @@ func (s *sockets) stop() {
 	}
 }
 
-// dupConn returns a duplicate of c's descriptor.
-func dupConn(c *net.TCPConn) (int, bool) {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return 0, false
-	}
-	fd, errno := -1, syscall.Errno(0)
-	if err := rc.Control(func(s uintptr) {
-		r, _, e := syscall.Syscall(syscall.SYS_FCNTL, s, syscall.F_DUPFD_CLOEXEC, 0)
-		fd, errno = int(r), e
-	}); err != nil || errno != 0 {
-		return 0, false
-	}
-	return fd, true
-}
-
 // startLoop starts a loop that pings every ping and waits up to wait for
 // the answer to a close frame.
 func startLoop(ping, wait time.Duration) (*sockLoop, error) {
@@ -222,17 +204,16 @@ func startLoop(ping, wait time.Duration) (*sockLoop, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(epfd), syscall.F_DUPFD_CLOEXEC, 0)
-	if errno != 0 {
-		_ = syscall.Close(epfd)
-		return nil, errno
-	}
-	if err := syscall.SetNonblock(int(r), true); err != nil {
-		_ = syscall.Close(int(r))
+	// Non-blocking, which the duplicate shares: Go's poller takes it.
+	if err := syscall.SetNonblock(epfd, true); err != nil {
 		_ = syscall.Close(epfd)
 		return nil, err
 	}
-	f := os.NewFile(r, "room-epoll")
+	f, err := epoll.DupFile(epfd, "room-epoll")
+	if err != nil {
+		_ = syscall.Close(epfd)
+		return nil, err
+	}
 	rc, err := f.SyscallConn()
 	if err != nil {
 		_ = f.Close()
@@ -268,11 +249,8 @@ func (l *sockLoop) add(lc *loopConn) bool {
 	return true
 }
 
-// epollET is EPOLLET as the uint32 that EpollEvent.Events holds.
-const epollET = 1 << 31
-
 // loopEvents are the events the loop waits for on a socket.
-const loopEvents = syscall.EPOLLIN | syscall.EPOLLOUT | syscall.EPOLLRDHUP | epollET
+const loopEvents = syscall.EPOLLIN | syscall.EPOLLOUT | syscall.EPOLLRDHUP | epoll.ET
 
 // run waits for events and serves them until stop; then it closes what
 // is left.
@@ -333,19 +311,7 @@ func (l *sockLoop) run() {
 }
 
 // wait returns how many events are ready, at once, without blocking.
-func (l *sockLoop) wait() int {
-	for {
-		n, _, errno := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(l.epfd),
-			uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), 0, 0, 0)
-		switch errno {
-		case 0:
-			return int(n)
-		case syscall.EINTR:
-		default:
-			return 0
-		}
-	}
-}
+func (l *sockLoop) wait() int { return max(epoll.Wait(l.epfd, l.events[:], false), 0) }
 
 // dispatch serves the n events waiting.
 func (l *sockLoop) dispatch(n int) {

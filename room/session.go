@@ -44,7 +44,6 @@ func (h *Host[Sim, Input, Player]) session(ctx context.Context, c *Client, ip st
 // "leave" unseats it, the rest go to the modules.
 func (h *Host[Sim, Input, Player]) readLoop(ctx context.Context, c *Client) {
 	var limit bucket
-	lim := h.cfg.Limits
 	for {
 		frame, err := c.readFrame(ctx)
 		if err != nil {
@@ -53,20 +52,29 @@ func (h *Host[Sim, Input, Player]) readLoop(ctx context.Context, c *Client) {
 			}
 			return
 		}
-		if !limit.take(time.Now(), lim.Messages, lim.Burst) {
-			h.limited.Add(1)
-			c.Close(StatusLimited, "too many messages")
-			return
-		}
-		typ, body, err := h.codec.Decode(frame)
-		if err != nil {
-			c.Close(StatusBadPacket, "bad packet")
-			return
-		}
-		if !h.message(ctx, c, typ, body, false) {
+		typ, body, ok := h.unwrap(c, &limit, frame)
+		if !ok || !h.message(ctx, c, typ, body, false) {
 			return
 		}
 	}
+}
+
+// unwrap takes one of c's messages against its message limit and splits
+// its envelope; ok is false when it closed the client (too many messages,
+// a bad packet).
+func (h *Host[Sim, Input, Player]) unwrap(c *Client, limit *bucket, frame []byte) (typ string, body []byte, ok bool) {
+	lim := h.cfg.Limits
+	if !limit.take(time.Now(), lim.Messages, lim.Burst) {
+		h.limited.Add(1)
+		c.Close(StatusLimited, "too many messages")
+		return "", nil, false
+	}
+	typ, body, err := h.codec.Decode(frame)
+	if err != nil {
+		c.Close(StatusBadPacket, "bad packet")
+		return "", nil, false
+	}
+	return typ, body, true
 }
 
 // message handles one message of c's: an input goes to the player's room,

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"net"
 	"net/http"
-	"time"
 )
 
 // The two ways a player's connection is served after its hello:
@@ -48,16 +47,9 @@ func (w *hijacked) reader() *bufio.Reader {
 // client's session goroutine, in order. It returns false when it closed
 // the client.
 func (h *Host[Sim, Input, Player]) loopReceiver() func(lc *loopConn, c *Client, frame []byte) bool {
-	lim := h.cfg.Limits
 	return func(lc *loopConn, c *Client, frame []byte) bool {
-		if !lc.limit.take(time.Now(), lim.Messages, lim.Burst) {
-			h.limited.Add(1)
-			c.Close(StatusLimited, "too many messages")
-			return false
-		}
-		typ, body, err := h.codec.Decode(frame)
-		if err != nil {
-			c.Close(StatusBadPacket, "bad packet")
+		typ, body, ok := h.unwrap(c, &lc.limit, frame)
+		if !ok {
 			return false
 		}
 		if typ == msgInput && lc.inline() {
