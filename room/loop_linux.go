@@ -4,7 +4,6 @@ package room
 
 import (
 	"bufio"
-	"errors"
 	"net"
 	"os"
 	"runtime"
@@ -37,7 +36,9 @@ import (
 //     waits in the connection's buffer for the loop's next EPOLLOUT.
 //
 // The loop waits in Go's poller (a duplicate of its epoll descriptor is an
-// *os.File there), so it holds no thread while it waits. Every sweep
+// *os.File there), so it holds no thread while it waits; while its events
+// come fast, it ticks instead, taking every millisecond all that came
+// (loop_wait_linux.go). Every sweep
 // (sockLoop.every) it pings the players due a ping and cuts those that did
 // not answer the last (with its payload), that did not take a frame whole
 // within writeTimeout, or did not answer a close within defaultCloseWait. The sockets are taken off Go's poller while on
@@ -61,6 +62,7 @@ const defaultCloseWait = 5 * time.Second
 type sockets struct {
 	cfg       Config
 	closeWait time.Duration // defaultCloseWait; tests change it before the first connection
+	rates     [2]float64    // denseRate and sparseRate (loop_wait_linux.go); tests change them likewise
 	mu        sync.Mutex
 	loops     []*sockLoop // nil where none started yet; tests may set its length first
 	next      int         // the slot the next connection goes to
@@ -73,30 +75,35 @@ func newSockets(cfg Config) *sockets {
 	if cfg.Sockets != SocketsLoop {
 		return nil
 	}
-	return &sockets{cfg: cfg, closeWait: defaultCloseWait, loops: make([]*sockLoop, (runtime.GOMAXPROCS(0)+1)/2)}
+	return &sockets{cfg: cfg, closeWait: defaultCloseWait, rates: [2]float64{denseRate, sparseRate}, loops: make([]*sockLoop, (runtime.GOMAXPROCS(0)+1)/2)}
 }
 
 // sockLoop is one event loop.
 type sockLoop struct {
 	epfd      int
-	f         *os.File // a duplicate of epfd, on Go's poller
+	f         *os.File // a duplicate of epfd, on Go's poller; nil while the loop ticks (loop_wait_linux.go)
 	rc        syscall.RawConn
 	every     time.Duration // between two sweeps
 	ping      time.Duration
 	closeWait time.Duration // for the answer to a close frame
+	rates     [2]float64    // events a second at which it starts to tick, and below which it stops
 	done      chan struct{} // closed when run returns
 
-	mu      sync.Mutex
-	conns   map[int32]*loopConn
-	stopped bool
+	mu       sync.Mutex
+	conns    map[int32]*loopConn
+	stopped  bool
+	switches int // between Go's poller and ticking, for tests
 
 	// The loop goroutine's only.
-	next   time.Time // the next sweep
-	buf    []byte
-	events [128]syscall.EpollEvent
-	list   []*loopConn // sweep's
-	again  []*loopConn // sockets that may hold more than their last read took
-	spare  []*loopConn // again's other backing array
+	next    time.Time // the next sweep
+	buf     []byte
+	events  [128]syscall.EpollEvent
+	list    []*loopConn // sweep's
+	ticking bool        // the loop ticks rather than waits in Go's poller
+	window  time.Time   // when the count of events in seen began
+	seen    int         // events since window
+	again   []*loopConn // sockets that may hold more than their last read took
+	spare   []*loopConn // again's other backing array
 }
 
 // take hands c's connection to the loop and returns it; nil when the
@@ -162,7 +169,7 @@ func (s *sockets) get() (*sockLoop, error) {
 	i := s.next % len(s.loops)
 	s.next = i + 1
 	if s.loops[i] == nil {
-		l, err := startLoop(s.cfg.PingInterval, s.closeWait)
+		l, err := startLoop(s.cfg.PingInterval, s.closeWait, s.rates)
 		if err != nil {
 			return nil, err
 		}
@@ -187,7 +194,9 @@ func (s *sockets) stop() {
 		}
 		l.mu.Lock()
 		l.stopped = true
-		_ = l.f.SetReadDeadline(time.Unix(1, 0))
+		if l.f != nil { // else the loop sees stopped at its next tick
+			_ = l.f.SetReadDeadline(time.Unix(1, 0))
+		}
 		l.mu.Unlock()
 	}
 	for _, l := range loops {
@@ -197,9 +206,9 @@ func (s *sockets) stop() {
 	}
 }
 
-// startLoop starts a loop that pings every ping and waits up to wait for
-// the answer to a close frame.
-func startLoop(ping, wait time.Duration) (*sockLoop, error) {
+// startLoop starts a loop that pings every ping, waits up to wait for
+// the answer to a close frame, and ticks at rates (dense, sparse).
+func startLoop(ping, wait time.Duration, rates [2]float64) (*sockLoop, error) {
 	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, err
@@ -221,7 +230,7 @@ func startLoop(ping, wait time.Duration) (*sockLoop, error) {
 		return nil, err
 	}
 	l := &sockLoop{
-		epfd: epfd, f: f, rc: rc, ping: ping, closeWait: wait,
+		epfd: epfd, f: f, rc: rc, ping: ping, closeWait: wait, rates: rates,
 		every: min(max(ping/4, 10*time.Millisecond), time.Second),
 		done:  make(chan struct{}),
 		conns: make(map[int32]*loopConn),
@@ -251,64 +260,6 @@ func (l *sockLoop) add(lc *loopConn) bool {
 
 // loopEvents are the events the loop waits for on a socket.
 const loopEvents = syscall.EPOLLIN | syscall.EPOLLOUT | syscall.EPOLLRDHUP | epoll.ET
-
-// run waits for events and serves them until stop; then it closes what
-// is left.
-func (l *sockLoop) run() {
-	defer close(l.done)
-	for {
-		err := l.rc.Read(func(uintptr) bool {
-			for {
-				n := l.wait()
-				if n > 0 {
-					l.dispatch(n)
-				}
-				l.readAgain()
-				if !time.Now().Before(l.next) {
-					return true // a sweep is due
-				}
-				if n < len(l.events) && len(l.again) == 0 {
-					// Wait in Go's poller: an event that came while the
-					// loop served the others makes the wait return at once.
-					return false
-				}
-			}
-		})
-		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
-			time.Sleep(time.Millisecond) // cannot happen: not a busy loop if it does
-		}
-		l.mu.Lock()
-		if l.stopped {
-			l.mu.Unlock()
-			break
-		}
-		now := time.Now()
-		due := !now.Before(l.next)
-		if due {
-			l.next = now.Add(l.every)
-			_ = l.f.SetReadDeadline(l.next)
-			for _, lc := range l.conns {
-				l.list = append(l.list, lc)
-			}
-		}
-		l.mu.Unlock()
-		for _, lc := range l.list {
-			lc.sweep(now, l.ping, l.closeWait)
-		}
-		clear(l.list)
-		l.list = l.list[:0]
-	}
-	l.mu.Lock()
-	for _, lc := range l.conns {
-		l.list = append(l.list, lc)
-	}
-	l.mu.Unlock()
-	for _, lc := range l.list {
-		l.end(lc)
-	}
-	_ = l.f.Close()
-	_ = syscall.Close(l.epfd)
-}
 
 // wait returns how many events are ready, at once, without blocking.
 func (l *sockLoop) wait() int { return max(epoll.Wait(l.epfd, l.events[:], false), 0) }
