@@ -41,6 +41,7 @@ type result struct {
 	Seconds    float64 `json:"seconds"` // the measuring window
 	ServerCPU  float64 `json:"server_cpu_s"`
 	ServerUser float64 `json:"server_user_s"` // of ServerCPU, in user space
+	CoreBusy   float64 `json:"core_busy_s"`   // the server's core, busy with anything, its receive work included
 	ServerRSS  int64   `json:"server_rss_bytes"`
 	LoadCPU    float64 `json:"load_cpu_s"`
 	States     int64   `json:"states"`
@@ -84,7 +85,7 @@ func inWindow(t int64) bool {
 
 // runLoad drives n players of target against addr, and prints one JSON
 // result line.
-func runLoad(target, label, addr string, n int, warm, measure, joinTimeout time.Duration, serverPID int, profile bool, loadProfile string) {
+func runLoad(target, label, addr string, n int, warm, measure, joinTimeout time.Duration, serverPID int, serverCore string, profile bool, loadProfile string) {
 	var proto protocol
 	switch target {
 	case "muster":
@@ -151,7 +152,7 @@ func runLoad(target, label, addr string, n int, warm, measure, joinTimeout time.
 	}()
 	time.Sleep(warm)
 
-	cpu0 := selfCPU()
+	cpu0, core0 := selfCPU(), coreBusy(serverCore)
 	su0, ss0 := procTimes(serverPID)
 	if profile {
 		syscall.Kill(serverPID, syscall.SIGUSR1)
@@ -169,6 +170,7 @@ func runLoad(target, label, addr string, n int, warm, measure, joinTimeout time.
 	res.Seconds = time.Since(t0).Seconds()
 	su1, ss1 := procTimes(serverPID)
 	res.LoadCPU, res.ServerCPU, res.ServerUser = selfCPU()-cpu0, su1+ss1-su0-ss0, su1-su0
+	res.CoreBusy = coreBusy(serverCore) - core0
 	if profile {
 		syscall.Kill(serverPID, syscall.SIGUSR1)
 	}

@@ -23,12 +23,14 @@
 // 19.5 states a second.
 //
 // Every run is bounded (players, joining time, warm-up, measuring time),
-// uses loopback only, and stops by itself.
+// uses loopback only (or, with -net veth, two network namespaces of its
+// own, joined by a veth pair, deleted at the end), and stops by itself.
 //
 //	go run ./bench/ccu                                   # 500 and 1,000 players
 //	go run ./bench/ccu -n 1000,4000 -order colyseus,muster
 //	go run ./bench/ccu -n 1000 -order muster,muster-bin     # the binary codec beside JSON
 //	go run ./bench/ccu -n 1000 -order muster,muster-portable # the event loop beside the portable path
+//	go run ./bench/ccu -n 1000 -net veth                     # as two machines: each side's receive on its own core
 package main
 
 import (
@@ -69,10 +71,12 @@ func main() {
 	before := flag.String("before", "", "a build of this program from another commit (go build -o PATH ./bench/ccu there): its Muster server runs as the framework \"before\", to measure a change in the same run (add \"before\" to -order)")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the Muster server's measuring window (the last N) to this file")
 	verbose := flag.Bool("v", false, "print each run's raw result")
+	network := flag.String("net", "loopback", "the network between the load generator and the server: loopback, or veth (a network namespace each, joined by a veth pair, each side's receive on its own core: as two machines; needs root and ip)")
 	loadProfile := flag.String("load-cpuprofile", "", "write a CPU profile of the load generator's measuring window (the last run) to this file")
 	// Internal roles.
 	role := flag.String("role", "", "internal: muster-server or load")
 	port := flag.Int("port", 0, "internal: the server's port")
+	host := flag.String("host", "127.0.0.1", "internal: the server's address")
 	target := flag.String("target", "", "internal: muster or colyseus")
 	pid := flag.Int("server-pid", 0, "internal: the server's pid")
 	n := flag.Int("players", 0, "internal: players to drive")
@@ -82,13 +86,13 @@ func main() {
 
 	switch *role {
 	case "muster-server":
-		if err := serveMuster(*port, *profile, *binaryCodecFlag); err != nil {
+		if err := serveMuster(*host, *port, *profile, *binaryCodecFlag); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 		return
 	case "load":
-		runLoad(*target, *label, fmt.Sprintf("127.0.0.1:%d", *port), *n, *warm, *measure, *joinTimeout, *pid, *profile != "", *loadProfile)
+		runLoad(*target, *label, net.JoinHostPort(*host, strconv.Itoa(*port)), *n, *warm, *measure, *joinTimeout, *pid, *serverCore, *profile != "", *loadProfile)
 		return
 	}
 
@@ -121,12 +125,27 @@ func main() {
 		fmt.Fprintln(os.Stderr, `-order names "before" without -before`)
 		os.Exit(2)
 	}
-	r := runner{self: self, before: *before, loadProfile: *loadProfile, serverCore: *serverCore, loadCore: *loadCore, colyDir: *colyDir,
+	var v *veth
+	switch *network {
+	case "loopback":
+	case "veth":
+		if v, err = setupVeth(*serverCore, *loadCore); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		defer v.close()
+		closeOnSignal(v)
+	default:
+		fmt.Fprintf(os.Stderr, "bad -net %q: loopback or veth\n", *network)
+		os.Exit(2)
+	}
+	r := runner{self: self, net: v, before: *before, loadProfile: *loadProfile, serverCore: *serverCore, loadCore: *loadCore, colyDir: *colyDir,
 		warm: *warm, measure: *measure, joinTimeout: *joinTimeout}
 
-	fmt.Printf("rooms of two, inputs and states at 20 Hz; server on CPU %s (GOMAXPROCS=1 for Muster), load generator on CPU %s; %v measured per run after %v warm-up\n\n",
-		*serverCore, *loadCore, *measure, *warm)
-	fmt.Printf("%7s  %-15s  %14s  %10s  %8s  %8s  %9s  %9s  %11s  %6s  %s\n", "players", "server", "CPU µs/pl·s", "user µs", "p50 ms", "p99 ms", "states/s", "RSS MB", "µs/state", "load", "within bound")
+	fmt.Printf("rooms of two, inputs and states at 20 Hz; server on CPU %s (GOMAXPROCS=1 for Muster), load generator on CPU %s, over %s; %v measured per run after %v warm-up\n\n",
+		*serverCore, *loadCore, *network, *measure, *warm)
+	showCore = v != nil
+	fmt.Printf("%7s  %-15s  %14s  %10s%s  %8s  %8s  %9s  %9s  %11s  %6s  %s\n", "players", "server", "CPU µs/pl·s", "user µs", coreCell("core µs"), "p50 ms", "p99 ms", "states/s", "RSS MB", "µs/state", "load", "within bound")
 	best := map[string]int{}
 	for i, k := range counts {
 		got := map[string]result{}
@@ -168,6 +187,25 @@ func cpuPer(r result) float64 { return r.ServerCPU / (float64(r.N) * r.Seconds) 
 // alike.
 func userPer(r result) float64 { return r.ServerUser / (float64(r.N) * r.Seconds) * 1e6 }
 
+// corePer is the server core's busy time per player-second, whatever ran
+// there: over -net veth, the server's receive work is done on its core but
+// charged to the server only when it interrupts it, so this, not cpuPer,
+// holds all of it (and anything else that ran on the core: the figure
+// means something only on a machine otherwise idle).
+func corePer(r result) float64 { return r.CoreBusy / (float64(r.N) * r.Seconds) * 1e6 }
+
+// showCore says whether the tables have the column "core µs": over -net
+// veth only, where the server's receive work may not be charged to it.
+var showCore bool
+
+// coreCell is the "core µs" cell holding s, or nothing.
+func coreCell(s string) string {
+	if !showCore {
+		return ""
+	}
+	return fmt.Sprintf("  %10s", s)
+}
+
 // cpuPerState is the server's CPU per state delivered: on a machine
 // whose other work starves the server, it delivers fewer states than the
 // game sends, and its CPU per player-second falls with them; this does
@@ -181,8 +219,8 @@ func printRatio(label string, a, b result) {
 	if a.Err != "" || b.Err != "" || a.N == 0 || b.N == 0 {
 		return
 	}
-	fmt.Printf("%7s  %-15s  %13.2fx  %9.2fx  %7.2fx  %7.2fx  %8.2fx  %8.2fx  %10.2fx\n", "", label,
-		cpuPer(a)/cpuPer(b), userPer(a)/userPer(b), a.P50/b.P50, a.P99/b.P99, statesPer(a)/statesPer(b), float64(a.ServerRSS)/float64(b.ServerRSS), cpuPerState(a)/cpuPerState(b))
+	fmt.Printf("%7s  %-15s  %13.2fx  %9.2fx%s  %7.2fx  %7.2fx  %8.2fx  %8.2fx  %10.2fx\n", "", label,
+		cpuPer(a)/cpuPer(b), userPer(a)/userPer(b), coreCell(fmt.Sprintf("%.2fx", corePer(a)/corePer(b))), a.P50/b.P50, a.P99/b.P99, statesPer(a)/statesPer(b), float64(a.ServerRSS)/float64(b.ServerRSS), cpuPerState(a)/cpuPerState(b))
 }
 
 func printRow(r result, best map[string]int) {
@@ -194,7 +232,7 @@ func printRow(r result, best map[string]int) {
 	if ok && r.N > best[r.Target] {
 		best[r.Target] = r.N
 	}
-	fmt.Printf("%7d  %-15s  %14.1f  %10.1f  %8.1f  %8.1f  %9.2f  %9.1f  %11.1f  %5.0f%%  %v\n", r.N, r.Target, cpuPer(r), userPer(r), r.P50, r.P99,
+	fmt.Printf("%7d  %-15s  %14.1f  %10.1f%s  %8.1f  %8.1f  %9.2f  %9.1f  %11.1f  %5.0f%%  %v\n", r.N, r.Target, cpuPer(r), userPer(r), coreCell(fmt.Sprintf("%.1f", corePer(r))), r.P50, r.P99,
 		statesPer(r), float64(r.ServerRSS)/(1<<20), cpuPerState(r), 100*r.LoadCPU/r.Seconds, ok)
 }
 
@@ -238,6 +276,7 @@ func colyseusReady(dir string) error {
 }
 
 type runner struct {
+	net                  *veth // nil on loopback
 	self, before         string
 	loadProfile          string
 	serverCore, loadCore string
@@ -261,19 +300,22 @@ func (r runner) run(target string, n int, profile string) result {
 			bin = r.before
 		}
 		args := []string{"-c", r.serverCore, bin, "-role", "muster-server", "-port", strconv.Itoa(port)}
+		if r.net != nil { // a -before build may not know -host: on loopback it needs none
+			args = append(args, "-host", r.net.host())
+		}
 		if target == "muster-bin" {
 			args = append(args, "-binary")
 		}
 		if profile != "" {
 			args = append(args, "-cpuprofile", profile)
 		}
-		srv = exec.Command("taskset", args...)
+		srv = r.net.server("taskset", args...)
 		srv.Env = append(os.Environ(), "GOMAXPROCS=1")
 		if target == "muster-portable" {
 			srv.Env = append(srv.Env, "MUSTER__ROOM__SOCKETS="+room.SocketsPortable)
 		}
 	case "colyseus":
-		srv = exec.Command("taskset", "-c", r.serverCore, "node", "server.js", strconv.Itoa(port))
+		srv = r.net.server("taskset", "-c", r.serverCore, "node", "server.js", strconv.Itoa(port), r.net.host())
 		srv.Dir = r.colyDir
 		srv.Env = append(os.Environ(), "NODE_ENV=production")
 	default:
@@ -284,14 +326,17 @@ func (r runner) run(target string, n int, profile string) result {
 		return result{Target: target, N: n, Err: err.Error()}
 	}
 	defer stopServer(srv)
-	if err := waitPort(port, 20*time.Second); err != nil {
-		return result{Target: target, N: n, Err: err.Error()}
+	// Across the pair the load generator's joins wait for the server.
+	if r.net == nil {
+		if err := waitPort(port, 20*time.Second); err != nil {
+			return result{Target: target, N: n, Err: err.Error()}
+		}
 	}
 	proto := target
 	if target == "before" || target == "muster-portable" {
 		proto = "muster"
 	}
-	args := []string{"-c", r.loadCore, r.self, "-role", "load", "-target", proto, "-port", strconv.Itoa(port),
+	args := []string{"-c", r.loadCore, r.self, "-role", "load", "-target", proto, "-host", r.net.host(), "-port", strconv.Itoa(port), "-server-core", r.serverCore,
 		"-label", target, "-players", strconv.Itoa(n), "-server-pid", strconv.Itoa(srv.Process.Pid),
 		"-warm", r.warm.String(), "-measure", r.measure.String(), "-join-timeout", r.joinTimeout.String()}
 	if profile != "" {
@@ -300,7 +345,7 @@ func (r runner) run(target string, n int, profile string) result {
 	if r.loadProfile != "" {
 		args = append(args, "-load-cpuprofile", r.loadProfile)
 	}
-	load := exec.Command("taskset", args...)
+	load := r.net.load("taskset", args...)
 	load.Env = append(os.Environ(), "GOMAXPROCS=1")
 	load.Stderr = os.Stderr
 	out, err := load.StdoutPipe()

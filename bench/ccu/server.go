@@ -71,12 +71,12 @@ func (game) AfterSteps(r *duel) {
 	r.Broadcast(s)
 }
 
-// serveMuster runs the game with muster.Serve on 127.0.0.1:port until
+// serveMuster runs the game with muster.Serve on host:port until
 // SIGTERM, with binaryCodec when binaryStates is set. With profile set, SIGUSR1 starts a CPU profile into it and the
 // next SIGUSR1 ends it: the load generator marks its measuring window so.
-func serveMuster(port int, profile string, binaryStates bool) error {
+func serveMuster(host string, port int, profile string, binaryStates bool) error {
 	env := append(os.Environ(),
-		"MUSTER__SERVER__HTTP__HOST=127.0.0.1",
+		"MUSTER__SERVER__HTTP__HOST="+host,
 		fmt.Sprintf("MUSTER__SERVER__HTTP__PORT=%d", port),
 		"MUSTER__SERVER__CAPACITY__MAX_LOAD=1000000",
 		"MUSTER__SERVER__DRAIN__TIMEOUT=1",

@@ -31,4 +31,4 @@ class Duel extends Room {
 const port = Number(process.argv[2] || 2567);
 const server = new Server({ transport: new WebSocketTransport(), greet: false });
 server.define("duel", Duel);
-server.listen(port, "127.0.0.1").then(() => console.log("listening " + port));
+server.listen(port, process.argv[3] || "127.0.0.1").then(() => console.log("listening " + port));
