@@ -35,6 +35,7 @@ type loopConn struct {
 	ends     []int     // where each frame in out ends: the frames waiting
 	maxQueue int       // the most frames that may wait (Config.SendQueue)
 	closing  bool      // our close frame is queued: no more frames
+	last     bool      // the close frame queued is the last of the connection: it ends once the socket took it
 	closeAt  time.Time
 	closed   bool // the loop closed fd
 	pingAt   time.Time
@@ -272,6 +273,11 @@ func (lc *loopConn) flushLocked() {
 	if cap(lc.out) > keptReadBuffer {
 		lc.out = nil
 	}
+	if lc.last {
+		// The socket took the last frame: it sends it, then the end of
+		// the stream, and the loop reads the end.
+		_ = syscall.Shutdown(lc.fd, syscall.SHUT_RDWR)
+	}
 }
 
 // flushQueued writes what a Send queued for the portable path while the
@@ -294,6 +300,10 @@ func (lc *loopConn) writable() {
 // close sends the close frame with code and reason after the frames
 // already sent; the loop closes the socket when the client answers, the
 // sweep after the loop's wait if it does not. StatusTooSlow cuts it at once.
+// StatusProtocolError fails the connection (RFC 6455 section 7.1.7): a
+// client that broke the protocol cannot be trusted to answer, so the
+// socket is shut once it has taken the close frame, as the portable path
+// cuts the connection once coder/websocket has written it.
 func (lc *loopConn) close(code websocket.StatusCode, reason string) {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
@@ -310,6 +320,7 @@ func (lc *loopConn) close(code websocket.StatusCode, reason string) {
 	}
 	lc.drainLocked()
 	lc.closing, lc.closeAt = true, time.Now()
+	lc.last = code == websocket.StatusProtocolError
 	lc.appendLocked(opClose, closePayload(uint16(code), reason))
 	lc.flushLocked()
 }
@@ -324,8 +335,8 @@ func (lc *loopConn) cut() {
 }
 
 // sweep pings the client when one is due, and cuts it when it did not
-// answer the last ping, take a frame within writeTimeout, or answer the
-// close frame within closeWait.
+// answer the last ping, take a frame within writeTimeout (the close frame
+// too), or answer the close frame within closeWait.
 func (lc *loopConn) sweep(now time.Time, ping, closeWait time.Duration) {
 	lc.mu.Lock()
 	if lc.closed {
@@ -340,7 +351,9 @@ func (lc *loopConn) sweep(now time.Time, ping, closeWait time.Duration) {
 	slow := false
 	switch {
 	case lc.closing:
-		if now.Sub(lc.closeAt) >= closeWait {
+		// The close frame, and the frames before it, are bounded by the
+		// write timeout too, as the portable path's writes are.
+		if now.Sub(lc.closeAt) >= closeWait || len(lc.out) > 0 && now.Sub(lc.outSince) >= writeTimeout {
 			_ = syscall.Shutdown(lc.fd, syscall.SHUT_RDWR)
 		}
 	case len(lc.out) > 0 && now.Sub(lc.outSince) >= writeTimeout:
