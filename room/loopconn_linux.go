@@ -182,28 +182,35 @@ func (lc *loopConn) write(op byte, payload []byte) {
 		lc.mu.Unlock()
 		return
 	}
-	lc.drainLocked()
-	slow := lc.appendLocked(op, payload)
+	slow := lc.drainLocked() || lc.appendLocked(op, payload)
 	if !slow {
 		lc.flushLocked()
 	}
 	lc.mu.Unlock()
 	if slow {
-		lc.c.Close(StatusTooSlow, "client too slow")
+		lc.tooSlow()
 	}
 }
 
-// drainLocked writes, first, the frames sent to the client's portable
-// queue by a Send that ran while the connection came to the loop.
-func (lc *loopConn) drainLocked() {
+// tooSlow cuts a client over its send queue.
+func (lc *loopConn) tooSlow() { lc.c.Close(StatusTooSlow, "client too slow") }
+
+// drainLocked queues, first, the frames sent to the client's portable
+// queue by a Send that ran while the connection came to the loop. They
+// count in the send queue as any other frame: true when one does not fit
+// (the client is too slow; the rest are left).
+func (lc *loopConn) drainLocked() bool {
 	for len(lc.c.send) > 0 {
 		select {
 		case frame := <-lc.c.send:
-			lc.appendLocked(lc.c.opcode(), frame)
+			if lc.appendLocked(lc.c.opcode(), frame) {
+				return true
+			}
 		default:
-			return
+			return false
 		}
 	}
+	return false
 }
 
 // appendLocked appends a frame to out; true, and the frame left out,
@@ -284,9 +291,12 @@ func (lc *loopConn) flushLocked() {
 // connection came to the loop.
 func (lc *loopConn) flushQueued() {
 	lc.mu.Lock()
-	lc.drainLocked()
+	slow := lc.drainLocked()
 	lc.flushLocked()
 	lc.mu.Unlock()
+	if slow {
+		lc.tooSlow()
+	}
 }
 
 // writable writes what waited for room in the socket.
@@ -318,7 +328,13 @@ func (lc *loopConn) close(code websocket.StatusCode, reason string) {
 	if lc.closing {
 		return
 	}
-	lc.drainLocked()
+	if lc.drainLocked() {
+		// Too slow for the frames queued before the close: cut, as
+		// StatusTooSlow is.
+		lc.closing = true
+		_ = syscall.Shutdown(lc.fd, syscall.SHUT_RDWR)
+		return
+	}
 	lc.closing, lc.closeAt = true, time.Now()
 	lc.last = code == websocket.StatusProtocolError
 	lc.appendLocked(opClose, closePayload(uint16(code), reason))
@@ -344,7 +360,11 @@ func (lc *loopConn) sweep(now time.Time, ping, closeWait time.Duration) {
 		return
 	}
 	if !lc.closing {
-		lc.drainLocked()
+		if lc.drainLocked() {
+			lc.mu.Unlock()
+			lc.tooSlow()
+			return
+		}
 		lc.flushLocked()
 	}
 	var why string
@@ -374,7 +394,7 @@ func (lc *loopConn) sweep(now time.Time, ping, closeWait time.Duration) {
 	lc.mu.Unlock()
 	switch {
 	case slow:
-		lc.c.Close(StatusTooSlow, "client too slow")
+		lc.tooSlow()
 	case why != "":
 		lc.c.Close(StatusGoingAway, why)
 	}
