@@ -91,6 +91,11 @@ func (lc *loopConn) read(buf []byte) (alive, more bool) {
 		case errno == syscall.EAGAIN:
 			return true, false
 		case errno == syscall.EINTR:
+		case n == 0 && errno == 0 && lc.lingers():
+			// The client ended its side of the stream after its close
+			// frame; it may still read the echo, which waits for room:
+			// the connection ends once it is written (or cut).
+			return true, false
 		default:
 			return false, false // end of stream, or an error
 		}
@@ -123,8 +128,10 @@ func (lc *loopConn) feed(b []byte) bool {
 			}
 			lc.mu.Unlock()
 		case opClose:
-			over = true
-			lc.closeReceived(pl)
+			// Nothing after the close is read; the connection ends now,
+			// or once what waits for the client is written.
+			over = lc.closeReceived(pl)
+			lc.halted = true
 			return false
 		case opTooBig:
 			// Read on: the client's answer to the close ends it.
@@ -153,24 +160,43 @@ func (lc *loopConn) feed(b []byte) bool {
 // closeReceived answers the client's close frame with its code, as the
 // portable path does, unless the close was ours; a close frame that
 // breaks RFC 6455 (a payload of one byte, a code not for the wire) is
-// answered with 1002.
-func (lc *loopConn) closeReceived(pl []byte) {
+// answered with 1002. It reports whether the socket took all that was
+// queued for the client, the answer too: the connection may end now.
+// Else what waits is written as the socket has room, as the portable
+// path's writer waits for it, bounded as any frame is (sweep), and the
+// socket is shut once it took the last (flushLocked).
+func (lc *loopConn) closeReceived(pl []byte) (done bool) {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
-	if lc.closing || lc.closed {
-		return
+	if lc.closed {
+		return true
 	}
-	lc.closing = true
-	code := pl
-	switch {
-	case len(pl) == 0:
-	case len(pl) == 1 || !wireCloseCode(binary.BigEndian.Uint16(pl)):
-		code = closePayload(uint16(websocket.StatusProtocolError), "protocol error")
-	default:
-		code = pl[:2]
+	if !lc.closing {
+		lc.closing, lc.closeAt = true, time.Now()
+		code := pl
+		switch {
+		case len(pl) == 0:
+		case len(pl) == 1 || !wireCloseCode(binary.BigEndian.Uint16(pl)):
+			code = closePayload(uint16(websocket.StatusProtocolError), "protocol error")
+		default:
+			code = pl[:2]
+		}
+		lc.appendLocked(opClose, code)
+		lc.flushLocked()
 	}
-	lc.appendLocked(opClose, code)
-	lc.flushLocked()
+	if len(lc.out) == 0 {
+		return true
+	}
+	lc.last = true
+	return false
+}
+
+// lingers reports whether the connection waits for the socket to take
+// its last frames before it ends (closeReceived).
+func (lc *loopConn) lingers() bool {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	return lc.last && len(lc.out) > 0
 }
 
 // write sends one frame of op with payload: at once if the socket takes
@@ -272,8 +298,7 @@ func (lc *loopConn) flushLocked() {
 			return
 		default:
 			// The client is gone: the loop reads its end.
-			lc.out, lc.ends = lc.out[:0], lc.ends[:0]
-			_ = syscall.Shutdown(lc.fd, syscall.SHUT_RDWR)
+			lc.cutLocked()
 			return
 		}
 	}
@@ -283,8 +308,15 @@ func (lc *loopConn) flushLocked() {
 	if lc.last {
 		// The socket took the last frame: it sends it, then the end of
 		// the stream, and the loop reads the end.
-		_ = syscall.Shutdown(lc.fd, syscall.SHUT_RDWR)
+		lc.cutLocked()
 	}
+}
+
+// cutLocked shuts the socket both ways: what waits in out is dropped, as
+// nothing more is written, and the loop reads the end.
+func (lc *loopConn) cutLocked() {
+	lc.out, lc.ends = lc.out[:0], lc.ends[:0]
+	_ = syscall.Shutdown(lc.fd, syscall.SHUT_RDWR)
 }
 
 // flushQueued writes what a Send queued for the portable path while the
@@ -322,7 +354,7 @@ func (lc *loopConn) close(code websocket.StatusCode, reason string) {
 	}
 	if code == StatusTooSlow {
 		lc.closing = true
-		_ = syscall.Shutdown(lc.fd, syscall.SHUT_RDWR)
+		lc.cutLocked()
 		return
 	}
 	if lc.closing {
@@ -332,7 +364,7 @@ func (lc *loopConn) close(code websocket.StatusCode, reason string) {
 		// Too slow for the frames queued before the close: cut, as
 		// StatusTooSlow is.
 		lc.closing = true
-		_ = syscall.Shutdown(lc.fd, syscall.SHUT_RDWR)
+		lc.cutLocked()
 		return
 	}
 	lc.closing, lc.closeAt = true, time.Now()
@@ -345,7 +377,7 @@ func (lc *loopConn) close(code websocket.StatusCode, reason string) {
 func (lc *loopConn) cut() {
 	lc.mu.Lock()
 	if !lc.closed {
-		_ = syscall.Shutdown(lc.fd, syscall.SHUT_RDWR)
+		lc.cutLocked()
 	}
 	lc.mu.Unlock()
 }
@@ -374,10 +406,10 @@ func (lc *loopConn) sweep(now time.Time, ping, closeWait time.Duration) {
 		// The close frame, and the frames before it, are bounded by the
 		// write timeout too, as the portable path's writes are.
 		if now.Sub(lc.closeAt) >= closeWait || len(lc.out) > 0 && now.Sub(lc.outSince) >= writeTimeout {
-			_ = syscall.Shutdown(lc.fd, syscall.SHUT_RDWR)
+			lc.cutLocked()
 		}
 	case len(lc.out) > 0 && now.Sub(lc.outSince) >= writeTimeout:
-		_ = syscall.Shutdown(lc.fd, syscall.SHUT_RDWR)
+		lc.cutLocked()
 		why = "write failed"
 	case now.Sub(lc.pingAt) < ping:
 	case lc.pingOut:
