@@ -155,11 +155,20 @@ func (c *Client) Close(code websocket.StatusCode, reason string) {
 		lc.close(code, c.closeReason)
 		return
 	}
-	if code == StatusTooSlow {
-		// It does not read: cut the connection now, which also ends a
-		// write the writer may be blocked in.
+	if cutAtOnce(code) {
+		// It does not read, or it broke the protocol: cut the connection
+		// now, which also ends a write the writer may be blocked in.
 		conn.CloseNow()
 	}
+}
+
+// cutAtOnce reports whether a close with code cuts the connection on the
+// portable path without the close handshake: a client too slow reads
+// nothing, and one that broke RFC 6455 (1002, which coder/websocket sent
+// it already) cannot be trusted to answer (section 7.1.7, "Fail the
+// WebSocket Connection").
+func cutAtOnce(code websocket.StatusCode) bool {
+	return code == StatusTooSlow || code == websocket.StatusProtocolError
 }
 
 // Done returns a channel closed when Close was called.
@@ -222,7 +231,7 @@ func (c *Client) write(ping time.Duration) {
 			c.mu.Lock()
 			code, reason := c.closeCode, c.closeReason
 			c.mu.Unlock()
-			if code == StatusTooSlow {
+			if cutAtOnce(code) {
 				return // Close cut the connection: nothing gets through
 			}
 			c.flush()

@@ -35,6 +35,7 @@ type loopConn struct {
 	ends     []int     // where each frame in out ends: the frames waiting
 	maxQueue int       // the most frames that may wait (Config.SendQueue)
 	closing  bool      // our close frame is queued: no more frames
+	last     bool      // the close frame queued is the last of the connection: it ends once the socket took it
 	closeAt  time.Time
 	closed   bool // the loop closed fd
 	pingAt   time.Time
@@ -90,6 +91,11 @@ func (lc *loopConn) read(buf []byte) (alive, more bool) {
 		case errno == syscall.EAGAIN:
 			return true, false
 		case errno == syscall.EINTR:
+		case n == 0 && errno == 0 && lc.lingers():
+			// The client ended its side of the stream after its close
+			// frame; it may still read the echo, which waits for room:
+			// the connection ends once it is written (or cut).
+			return true, false
 		default:
 			return false, false // end of stream, or an error
 		}
@@ -122,8 +128,10 @@ func (lc *loopConn) feed(b []byte) bool {
 			}
 			lc.mu.Unlock()
 		case opClose:
-			over = true
-			lc.closeReceived(pl)
+			// Nothing after the close is read; the connection ends now,
+			// or once what waits for the client is written.
+			over = lc.closeReceived(pl)
+			lc.halted = true
 			return false
 		case opTooBig:
 			// Read on: the client's answer to the close ends it.
@@ -152,24 +160,43 @@ func (lc *loopConn) feed(b []byte) bool {
 // closeReceived answers the client's close frame with its code, as the
 // portable path does, unless the close was ours; a close frame that
 // breaks RFC 6455 (a payload of one byte, a code not for the wire) is
-// answered with 1002.
-func (lc *loopConn) closeReceived(pl []byte) {
+// answered with 1002. It reports whether the socket took all that was
+// queued for the client, the answer too: the connection may end now.
+// Else what waits is written as the socket has room, as the portable
+// path's writer waits for it, bounded as any frame is (sweep), and the
+// socket is shut once it took the last (flushLocked).
+func (lc *loopConn) closeReceived(pl []byte) (done bool) {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
-	if lc.closing || lc.closed {
-		return
+	if lc.closed {
+		return true
 	}
-	lc.closing = true
-	code := pl
-	switch {
-	case len(pl) == 0:
-	case len(pl) == 1 || !wireCloseCode(binary.BigEndian.Uint16(pl)):
-		code = closePayload(uint16(websocket.StatusProtocolError), "protocol error")
-	default:
-		code = pl[:2]
+	if !lc.closing {
+		lc.closing, lc.closeAt = true, time.Now()
+		code := pl
+		switch {
+		case len(pl) == 0:
+		case len(pl) == 1 || !wireCloseCode(binary.BigEndian.Uint16(pl)):
+			code = closePayload(uint16(websocket.StatusProtocolError), "protocol error")
+		default:
+			code = pl[:2]
+		}
+		lc.appendLocked(opClose, code)
+		lc.flushLocked()
 	}
-	lc.appendLocked(opClose, code)
-	lc.flushLocked()
+	if len(lc.out) == 0 {
+		return true
+	}
+	lc.last = true
+	return false
+}
+
+// lingers reports whether the connection waits for the socket to take
+// its last frames before it ends (closeReceived).
+func (lc *loopConn) lingers() bool {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	return lc.last && len(lc.out) > 0
 }
 
 // write sends one frame of op with payload: at once if the socket takes
@@ -181,28 +208,35 @@ func (lc *loopConn) write(op byte, payload []byte) {
 		lc.mu.Unlock()
 		return
 	}
-	lc.drainLocked()
-	slow := lc.appendLocked(op, payload)
+	slow := lc.drainLocked() || lc.appendLocked(op, payload)
 	if !slow {
 		lc.flushLocked()
 	}
 	lc.mu.Unlock()
 	if slow {
-		lc.c.Close(StatusTooSlow, "client too slow")
+		lc.tooSlow()
 	}
 }
 
-// drainLocked writes, first, the frames sent to the client's portable
-// queue by a Send that ran while the connection came to the loop.
-func (lc *loopConn) drainLocked() {
+// tooSlow cuts a client over its send queue.
+func (lc *loopConn) tooSlow() { lc.c.Close(StatusTooSlow, "client too slow") }
+
+// drainLocked queues, first, the frames sent to the client's portable
+// queue by a Send that ran while the connection came to the loop. They
+// count in the send queue as any other frame: true when one does not fit
+// (the client is too slow; the rest are left).
+func (lc *loopConn) drainLocked() bool {
 	for len(lc.c.send) > 0 {
 		select {
 		case frame := <-lc.c.send:
-			lc.appendLocked(lc.c.opcode(), frame)
+			if lc.appendLocked(lc.c.opcode(), frame) {
+				return true
+			}
 		default:
-			return
+			return false
 		}
 	}
+	return false
 }
 
 // appendLocked appends a frame to out; true, and the frame left out,
@@ -264,23 +298,37 @@ func (lc *loopConn) flushLocked() {
 			return
 		default:
 			// The client is gone: the loop reads its end.
-			lc.out, lc.ends = lc.out[:0], lc.ends[:0]
-			_ = syscall.Shutdown(lc.fd, syscall.SHUT_RDWR)
+			lc.cutLocked()
 			return
 		}
 	}
 	if cap(lc.out) > keptReadBuffer {
 		lc.out = nil
 	}
+	if lc.last {
+		// The socket took the last frame: it sends it, then the end of
+		// the stream, and the loop reads the end.
+		lc.cutLocked()
+	}
+}
+
+// cutLocked shuts the socket both ways: what waits in out is dropped, as
+// nothing more is written, and the loop reads the end.
+func (lc *loopConn) cutLocked() {
+	lc.out, lc.ends = lc.out[:0], lc.ends[:0]
+	_ = syscall.Shutdown(lc.fd, syscall.SHUT_RDWR)
 }
 
 // flushQueued writes what a Send queued for the portable path while the
 // connection came to the loop.
 func (lc *loopConn) flushQueued() {
 	lc.mu.Lock()
-	lc.drainLocked()
+	slow := lc.drainLocked()
 	lc.flushLocked()
 	lc.mu.Unlock()
+	if slow {
+		lc.tooSlow()
+	}
 }
 
 // writable writes what waited for room in the socket.
@@ -294,6 +342,10 @@ func (lc *loopConn) writable() {
 // close sends the close frame with code and reason after the frames
 // already sent; the loop closes the socket when the client answers, the
 // sweep after the loop's wait if it does not. StatusTooSlow cuts it at once.
+// StatusProtocolError fails the connection (RFC 6455 section 7.1.7): a
+// client that broke the protocol cannot be trusted to answer, so the
+// socket is shut once it has taken the close frame, as the portable path
+// cuts the connection once coder/websocket has written it.
 func (lc *loopConn) close(code websocket.StatusCode, reason string) {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
@@ -302,14 +354,21 @@ func (lc *loopConn) close(code websocket.StatusCode, reason string) {
 	}
 	if code == StatusTooSlow {
 		lc.closing = true
-		_ = syscall.Shutdown(lc.fd, syscall.SHUT_RDWR)
+		lc.cutLocked()
 		return
 	}
 	if lc.closing {
 		return
 	}
-	lc.drainLocked()
+	if lc.drainLocked() {
+		// Too slow for the frames queued before the close: cut, as
+		// StatusTooSlow is.
+		lc.closing = true
+		lc.cutLocked()
+		return
+	}
 	lc.closing, lc.closeAt = true, time.Now()
+	lc.last = code == websocket.StatusProtocolError
 	lc.appendLocked(opClose, closePayload(uint16(code), reason))
 	lc.flushLocked()
 }
@@ -318,14 +377,14 @@ func (lc *loopConn) close(code websocket.StatusCode, reason string) {
 func (lc *loopConn) cut() {
 	lc.mu.Lock()
 	if !lc.closed {
-		_ = syscall.Shutdown(lc.fd, syscall.SHUT_RDWR)
+		lc.cutLocked()
 	}
 	lc.mu.Unlock()
 }
 
 // sweep pings the client when one is due, and cuts it when it did not
-// answer the last ping, take a frame within writeTimeout, or answer the
-// close frame within closeWait.
+// answer the last ping, take a frame within writeTimeout (the close frame
+// too), or answer the close frame within closeWait.
 func (lc *loopConn) sweep(now time.Time, ping, closeWait time.Duration) {
 	lc.mu.Lock()
 	if lc.closed {
@@ -333,18 +392,24 @@ func (lc *loopConn) sweep(now time.Time, ping, closeWait time.Duration) {
 		return
 	}
 	if !lc.closing {
-		lc.drainLocked()
+		if lc.drainLocked() {
+			lc.mu.Unlock()
+			lc.tooSlow()
+			return
+		}
 		lc.flushLocked()
 	}
 	var why string
 	slow := false
 	switch {
 	case lc.closing:
-		if now.Sub(lc.closeAt) >= closeWait {
-			_ = syscall.Shutdown(lc.fd, syscall.SHUT_RDWR)
+		// The close frame, and the frames before it, are bounded by the
+		// write timeout too, as the portable path's writes are.
+		if now.Sub(lc.closeAt) >= closeWait || len(lc.out) > 0 && now.Sub(lc.outSince) >= writeTimeout {
+			lc.cutLocked()
 		}
 	case len(lc.out) > 0 && now.Sub(lc.outSince) >= writeTimeout:
-		_ = syscall.Shutdown(lc.fd, syscall.SHUT_RDWR)
+		lc.cutLocked()
 		why = "write failed"
 	case now.Sub(lc.pingAt) < ping:
 	case lc.pingOut:
@@ -361,7 +426,7 @@ func (lc *loopConn) sweep(now time.Time, ping, closeWait time.Duration) {
 	lc.mu.Unlock()
 	switch {
 	case slow:
-		lc.c.Close(StatusTooSlow, "client too slow")
+		lc.tooSlow()
 	case why != "":
 		lc.c.Close(StatusGoingAway, why)
 	}

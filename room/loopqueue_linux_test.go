@@ -129,3 +129,71 @@ func socketPair(t *testing.T) (fd, peer, sndbuf int) {
 	}
 	return fds[0], fds[1], sndbuf
 }
+
+// TestDrainedFramesCountInTheSendQueue: the frames a Send queued for the
+// portable path while the connection came to the loop count in the send
+// queue as any other frame does: a client whose socket is full and whose
+// queue holds all it may is cut when more come that way (StatusTooSlow,
+// or at once when they come before a close frame), not given them on
+// top. The loop once drained them past the limit, or dropped them.
+func TestDrainedFramesCountInTheSendQueue(t *testing.T) {
+	for _, then := range []string{"a send", "a close"} {
+		fd, peer, sndbuf := socketPair(t)
+		c := &Client{msgType: websocket.MessageBinary, send: make(chan []byte, 4), done: make(chan struct{})}
+		lc := &loopConn{c: c, fd: fd, maxQueue: 4, ended: make(chan struct{})}
+		c.lc.Store(lc)
+		t.Cleanup(lc.finish)
+
+		// Fill the socket, then the send queue: the frame being written
+		// and maxQueue behind it.
+		frame := make([]byte, sndbuf/4)
+		for {
+			lc.mu.Lock()
+			full := len(lc.ends) == lc.maxQueue+1
+			lc.mu.Unlock()
+			if full {
+				break
+			}
+			c.sendFrame(frame)
+			if code, _ := closed(c); code != 0 {
+				t.Fatalf("%s: closed with %d while the send queue filled", then, code)
+			}
+		}
+		// Frames sent to the portable queue during the hand-over.
+		c.send <- frame
+		c.send <- frame
+		switch then {
+		case "a send":
+			lc.flushQueued()
+			if code, _ := closed(c); code != StatusTooSlow {
+				t.Fatalf("%s: closed with %d, want %d", then, code, StatusTooSlow)
+			}
+		case "a close":
+			c.Close(StatusGoingAway, "server stopping")
+			if !shut(t, peer) {
+				t.Fatalf("%s: the connection is not cut", then)
+			}
+		}
+	}
+}
+
+// shut reports whether peer's socket pair was shut: peer reads what
+// waits in it, then the end of the stream.
+func shut(t *testing.T, peer int) bool {
+	t.Helper()
+	if err := syscall.SetNonblock(peer, true); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := syscall.Read(peer, buf)
+		switch {
+		case n == 0:
+			return true
+		case err == syscall.EAGAIN:
+			return false
+		case err != nil:
+			t.Fatal(err)
+		}
+	}
+}

@@ -22,8 +22,15 @@ type rawClient struct {
 
 func dialRaw(t *testing.T, base, query string) *rawClient {
 	t.Helper()
+	return dialRawWith(t, &net.Dialer{}, base, query)
+}
+
+// dialRawWith is dialRaw through d.
+func dialRawWith(t *testing.T, d *net.Dialer, base, query string) *rawClient {
+	t.Helper()
 	addr := strings.TrimPrefix(base, "http://")
-	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	d.Timeout = 5 * time.Second
+	conn, err := d.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

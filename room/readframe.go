@@ -2,7 +2,11 @@ package room
 
 import (
 	"context"
+	"errors"
 	"io"
+	"net"
+
+	"github.com/coder/websocket"
 )
 
 // keptReadBuffer is the largest read buffer a connection keeps between
@@ -40,4 +44,22 @@ func (c *Client) readFrame(ctx context.Context) ([]byte, error) {
 			return nil, err
 		}
 	}
+}
+
+// brokeProtocol reports whether err, from readFrame, is coder/websocket's
+// for a frame that broke RFC 6455 (reserved bits, an unknown opcode, a
+// control frame fragmented or long, a continuation out of place, a bad
+// close payload, an unmasked frame), after which it has sent the close
+// frame (1002), for all but the unmasked frame. Its errors for those have
+// no type of their own: brokeProtocol tells them from the others, which
+// are the connection's end (the client's close frame, the end of the
+// stream, a network error, the connection closed, ctx done) or a message
+// over the read limit.
+func brokeProtocol(err error) bool {
+	if websocket.CloseStatus(err) != -1 {
+		return false
+	}
+	var ne net.Error
+	return !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, net.ErrClosed) &&
+		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !errors.As(err, &ne)
 }

@@ -47,8 +47,11 @@ func (h *Host[Sim, Input, Player]) readLoop(ctx context.Context, c *Client) {
 	for {
 		frame, err := c.readFrame(ctx)
 		if err != nil {
-			if websocket.CloseStatus(err) == websocket.StatusMessageTooBig {
+			switch {
+			case websocket.CloseStatus(err) == websocket.StatusMessageTooBig:
 				c.Close(websocket.StatusMessageTooBig, "frame too big")
+			case brokeProtocol(err):
+				c.Close(websocket.StatusProtocolError, "protocol error")
 			}
 			return
 		}

@@ -45,7 +45,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/coder/websocket"
@@ -481,7 +480,7 @@ func startChild(id, peer, cpuprof string) (addr string, pid int, stop func(), er
 	if id == "a" && relayProcs > 0 {
 		cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(relayProcs))
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = testbin.ChildAttr(false)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return "", 0, nil, err

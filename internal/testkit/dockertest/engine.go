@@ -71,7 +71,7 @@ func startDockerd(t testing.TB, bin string) {
 		case <-exited:
 		case <-time.After(30 * time.Second):
 			t.Errorf("dockerd did not stop within 30s of SIGTERM; killed")
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = testbin.SignalGroup(cmd.Process, syscall.SIGKILL)
 			<-exited
 		}
 	})

@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -101,7 +100,7 @@ CMD ["nginx", "-g", "daemon off;"]
 func BaseImages(t testing.TB, module string) Images {
 	t.Helper()
 	NeedEngine(t)
-	unlock, err := lock(filepath.Join(os.TempDir(), "muster-docker-images.lock"))
+	unlock, err := testbin.LockFile(filepath.Join(os.TempDir(), "muster-docker-images.lock"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,18 +260,4 @@ func extraCAs() (map[string][]byte, error) {
 		}
 	}
 	return files, nil
-}
-
-// lock takes the kernel lock (flock) on path and returns its release; a
-// process that dies releases it.
-func lock(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	return func() { f.Close() }, nil
 }

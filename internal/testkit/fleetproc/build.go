@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
-	"syscall"
 	"testing"
 
+	"github.com/muster-gg/muster/internal/testkit/testbin"
 	"go.uber.org/goleak"
 )
 
@@ -120,13 +120,5 @@ func TakeTurn(tb testing.TB) {
 // release. The lock is the kernel's (flock), so a suite that dies releases
 // it.
 func takeTurn() (unlock func(), err error) {
-	f, err := os.OpenFile(filepath.Join(os.TempDir(), "muster-fleet-suites.lock"), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
-	}
-	return func() { f.Close() }, nil
+	return testbin.LockFile(filepath.Join(os.TempDir(), "muster-fleet-suites.lock"))
 }

@@ -32,8 +32,8 @@ type Server struct {
 // goroutine ends when the process does.
 func (s *Server) start() error {
 	// Own process group, so that Kill reaches everything; killed by the
-	// kernel if the test process dies.
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// kernel if the test process dies (on Linux: testbin.ChildAttr).
+	s.cmd.SysProcAttr = testbin.ChildAttr(true)
 	s.cmd.Stdout, s.cmd.Stderr = &s.out, &s.out
 	started := make(chan error, 1)
 	go func() {
@@ -92,8 +92,9 @@ func (s *Server) PID() int { return s.cmd.Process.Pid }
 // Signal sends sig to the server process alone.
 func (s *Server) Signal(sig syscall.Signal) error { return s.cmd.Process.Signal(sig) }
 
-// Kill sends sig to the server's process group.
-func (s *Server) Kill(sig syscall.Signal) { _ = syscall.Kill(-s.cmd.Process.Pid, sig) }
+// Kill sends sig to the server's process group (to the server alone
+// where there are none: testbin.SignalGroup).
+func (s *Server) Kill(sig syscall.Signal) { _ = testbin.SignalGroup(s.cmd.Process, sig) }
 
 // Log returns what the server printed so far, stdout and stderr.
 func (s *Server) Log() string { return s.out.String() }

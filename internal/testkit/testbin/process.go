@@ -10,12 +10,12 @@ import (
 )
 
 // StartChild starts cmd with its standard output and error written to out,
-// to be killed by the kernel if this process dies first (Pdeathsig), and,
-// when group is true, in a process group of its own, so that stopping the
-// group reaches the children it starts too.
+// with ChildAttr(group): on Linux, killed by the kernel if this process
+// dies first, and, when group is true, in a process group of its own, so
+// that stopping the group reaches the children it starts too.
 func StartChild(cmd *exec.Cmd, out io.Writer, group bool) error {
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: group, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = ChildAttr(group)
 	return cmd.Start()
 }
 
@@ -30,11 +30,11 @@ func kill(cmd **exec.Cmd) {
 	*cmd = nil
 }
 
-// stopGroup ends the process group cmd leads: SIGTERM, up to 5 s to exit,
-// then SIGKILL for whatever is left (children that outlived the leader).
+// stopGroup ends the process group cmd leads (StartChild with group):
+// SIGTERM, up to 5 s to exit, then SIGKILL for whatever is left (children
+// that outlived the leader).
 func stopGroup(cmd *exec.Cmd) {
-	pgid := cmd.Process.Pid
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	_ = SignalGroup(cmd.Process, syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() {
 		_ = cmd.Wait()
@@ -43,10 +43,10 @@ func stopGroup(cmd *exec.Cmd) {
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		_ = SignalGroup(cmd.Process, syscall.SIGKILL)
 		<-done
 	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	_ = SignalGroup(cmd.Process, syscall.SIGKILL)
 }
 
 // WaitDial polls addr until it accepts a TCP connection or timeout passes.
