@@ -24,8 +24,9 @@ import (
 // it sleeps for tick on a Go timer, then takes all that came meanwhile in
 // one call, with its epoll instance out of Go's poller (which would
 // otherwise wake for each event, the loop asleep or not). An input then
-// waits up to a tick, a millisecond, before it is read; the step it is for
-// comes every 16 ms or more. Below sparseRate the loop goes back to Go's
+// waits up to a tick, a millisecond, before it is read: a sixteenth of a
+// step at the default rate (60), whose step it still makes unless it came
+// within the millisecond before it. Below sparseRate the loop goes back to Go's
 // poller; the gap between the two keeps it from switching at every window.
 const (
 	tick       = time.Millisecond
