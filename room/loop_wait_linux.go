@@ -26,8 +26,9 @@ import (
 // otherwise wake for each event, the loop asleep or not). An input then
 // waits up to a tick, a millisecond, before it is read: a sixteenth of a
 // step at the default rate (60), whose step it still makes unless it came
-// within the millisecond before it. Below sparseRate the loop goes back to Go's
-// poller; the gap between the two keeps it from switching at every window.
+// within the millisecond before it. Below sparseRate the loop goes back
+// to Go's poller; the gap between the two keeps it from switching at
+// every window.
 const (
 	tick       = time.Millisecond
 	rateWindow = 100 * time.Millisecond
