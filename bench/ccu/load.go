@@ -69,6 +69,12 @@ type player struct {
 	joined atomic.Bool
 	states atomic.Int64
 	lost   atomic.Int64
+
+	// The reader's only (a tickReader, or read).
+	scratch []byte
+	in      []byte // bytes read, not yet a whole frame (tickReader)
+	msg     []byte // the fragments of a message (tickReader)
+	done    bool   // the connection ended (tickReader)
 }
 
 var base = time.Now()
@@ -106,6 +112,7 @@ func runLoad(target, label, addr string, n int, warm, measure, joinTimeout time.
 		json.NewEncoder(os.Stdout).Encode(res)
 	}()
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	reader := newTickReader(proto)
 	players := make([]*player, n)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 64)
@@ -125,7 +132,9 @@ func runLoad(target, label, addr string, n int, warm, measure, joinTimeout time.
 					continue
 				}
 				p.ws = ws
-				go p.read(proto)
+				if !reader.add(p) {
+					go p.read(proto)
+				}
 				return
 			}
 		})
@@ -246,37 +255,42 @@ func send(players []*player, proto protocol, stop <-chan struct{}) {
 	}
 }
 
-// read reads the player's messages until its connection ends: a state
-// counts, and answers the inputs it shows and every one before them.
+// read reads the player's messages until its connection ends, on a
+// goroutine of its own (where no tickReader took it).
 func (p *player) read(proto protocol) {
-	var scratch []byte
 	for {
 		_, msg, err := p.ws.read()
 		if err != nil {
 			return
 		}
-		if !proto.isState(msg) {
+		p.handle(proto, msg)
+	}
+}
+
+// handle takes one of the player's messages: a state counts, and answers
+// the inputs it shows and every one before them.
+func (p *player) handle(proto protocol, msg []byte) {
+	if !proto.isState(msg) {
+		return
+	}
+	now := since()
+	p.joined.Store(true)
+	if inWindow(now) {
+		p.states.Add(1)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k := len(p.pending) - 1; k >= 0; k-- {
+		if !proto.shows(msg, p.pending[k].v, p.scratch) {
 			continue
 		}
-		now := since()
-		p.joined.Store(true)
-		if inWindow(now) {
-			p.states.Add(1)
-		}
-		p.mu.Lock()
-		for k := len(p.pending) - 1; k >= 0; k-- {
-			if !proto.shows(msg, p.pending[k].v, scratch) {
-				continue
+		for _, s := range p.pending[:k+1] {
+			if inWindow(s.at) && inWindow(now) {
+				p.lat = append(p.lat, now-s.at)
 			}
-			for _, s := range p.pending[:k+1] {
-				if inWindow(s.at) && inWindow(now) {
-					p.lat = append(p.lat, now-s.at)
-				}
-			}
-			p.pending = append(p.pending[:0], p.pending[k+1:]...)
-			break
 		}
-		p.mu.Unlock()
+		p.pending = append(p.pending[:0], p.pending[k+1:]...)
+		return
 	}
 }
 

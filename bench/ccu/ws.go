@@ -24,6 +24,7 @@ type wsConn struct {
 
 	wmu  sync.Mutex // the sender and the reader's pongs write
 	wbuf []byte
+	fd   int // once a tickReader took the socket, its descriptor, written here; else -1
 }
 
 // dialWS connects to ws://addr+path.
@@ -51,7 +52,7 @@ func dialWS(addr, path string, timeout time.Duration) (*wsConn, error) {
 		return nil, fmt.Errorf("upgrade: %s", resp.Status)
 	}
 	c.SetDeadline(time.Time{})
-	return &wsConn{c: c, br: br}, nil
+	return &wsConn{c: c, br: br, fd: -1}, nil
 }
 
 const (
@@ -83,6 +84,9 @@ func (w *wsConn) write(op byte, payload []byte) error {
 	b = append(b, 0, 0, 0, 0)
 	b = append(b, payload...)
 	w.wbuf = b
+	if w.fd >= 0 {
+		return writeFD(w.fd, b)
+	}
 	_, err := w.c.Write(b)
 	return err
 }
