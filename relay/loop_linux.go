@@ -188,12 +188,8 @@ func loopCount() int { return (procs() + 1) / 2 }
 
 // start starts a loop in slot; ls.mu is held.
 func (ls *loops) start(slot int) (*loop, error) {
-	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	epfd, err := epoll.New()
 	if err != nil {
-		return nil, err
-	}
-	if err := syscall.SetNonblock(epfd, true); err != nil {
-		_ = syscall.Close(epfd)
 		return nil, err
 	}
 	l := &loop{ls: ls, slot: slot, epfd: epfd, wake: -1, pumps: make(map[int32]*pump)}

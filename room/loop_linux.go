@@ -209,35 +209,22 @@ func (s *sockets) stop() {
 // startLoop starts a loop that pings every ping, waits up to wait for
 // the answer to a close frame, and ticks at rates (dense, sparse).
 func startLoop(ping, wait time.Duration, rates [2]float64) (*sockLoop, error) {
-	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	epfd, err := epoll.New()
 	if err != nil {
-		return nil, err
-	}
-	// Non-blocking, which the duplicate shares: Go's poller takes it.
-	if err := syscall.SetNonblock(epfd, true); err != nil {
-		_ = syscall.Close(epfd)
-		return nil, err
-	}
-	f, err := epoll.DupFile(epfd, "room-epoll")
-	if err != nil {
-		_ = syscall.Close(epfd)
-		return nil, err
-	}
-	rc, err := f.SyscallConn()
-	if err != nil {
-		_ = f.Close()
-		_ = syscall.Close(epfd)
 		return nil, err
 	}
 	l := &sockLoop{
-		epfd: epfd, f: f, rc: rc, ping: ping, closeWait: wait, rates: rates,
+		epfd: epfd, ping: ping, closeWait: wait, rates: rates,
 		every: min(max(ping/4, 10*time.Millisecond), time.Second),
 		done:  make(chan struct{}),
 		conns: make(map[int32]*loopConn),
 		buf:   make([]byte, 64<<10),
 	}
 	l.next = time.Now().Add(l.every)
-	_ = f.SetReadDeadline(l.next)
+	if !l.intoPoller() {
+		_ = syscall.Close(epfd)
+		return nil, syscall.EMFILE
+	}
 	go l.run()
 	return l, nil
 }

@@ -94,12 +94,7 @@ func (l *sockLoop) pollUntilSweep() {
 	}
 	err := l.rc.Read(func(uintptr) bool {
 		for {
-			n := l.wait()
-			if n > 0 {
-				l.dispatch(n)
-			}
-			l.readAgain()
-			now := time.Now()
+			n, now := l.turn()
 			if l.account(n, now) {
 				return true // dense: tick
 			}
@@ -125,12 +120,7 @@ func (l *sockLoop) pollUntilSweep() {
 // the loop is stopped, or the events come too seldom to tick.
 func (l *sockLoop) tickUntilSweep() {
 	for {
-		n := l.wait()
-		if n > 0 {
-			l.dispatch(n)
-		}
-		l.readAgain()
-		now := time.Now()
+		n, now := l.turn()
 		if l.account(n, now) || !now.Before(l.next) || l.isStopped() {
 			return
 		}
@@ -138,6 +128,17 @@ func (l *sockLoop) tickUntilSweep() {
 			time.Sleep(tick)
 		}
 	}
+}
+
+// turn serves the events ready and the sockets to read again, and
+// returns how many events there were, and when it ended.
+func (l *sockLoop) turn() (int, time.Time) {
+	n := l.wait()
+	if n > 0 {
+		l.dispatch(n)
+	}
+	l.readAgain()
+	return n, time.Now()
 }
 
 // account counts n events that came by now, and reports whether the loop
@@ -151,15 +152,14 @@ func (l *sockLoop) account(n int, now time.Time) bool {
 	}
 	rate := float64(l.seen) / d.Seconds()
 	l.window, l.seen = now, 0
-	switch {
-	case !l.ticking && rate >= l.rates[0]:
-		l.ticking = true
-		return true
-	case l.ticking && rate < l.rates[1]:
-		l.ticking = false
-		return true
+	if l.ticking && rate >= l.rates[1] || !l.ticking && rate < l.rates[0] {
+		return false
 	}
-	return false
+	l.ticking = !l.ticking
+	l.mu.Lock()
+	l.switches++
+	l.mu.Unlock()
+	return true
 }
 
 // intoPoller puts a duplicate of the epoll instance on Go's poller, if it
@@ -184,7 +184,6 @@ func (l *sockLoop) intoPoller() bool {
 	}
 	_ = f.SetReadDeadline(l.next)
 	l.f, l.rc = f, rc
-	l.switches++
 	return true
 }
 
@@ -193,7 +192,6 @@ func (l *sockLoop) outOfPoller() {
 	l.mu.Lock()
 	f := l.f
 	l.f, l.rc = nil, nil
-	l.switches++
 	l.mu.Unlock()
 	if f != nil {
 		_ = f.Close()

@@ -86,18 +86,20 @@ func (v *veth) close() {
 // namespace when there is one (v not nil). ip netns exec execs it: its
 // pid is the process's.
 func (v *veth) server(name string, args ...string) *exec.Cmd {
-	if v == nil {
-		return exec.Command(name, args...)
-	}
-	return exec.Command("ip", append([]string{"netns", "exec", v.srvNS, name}, args...)...)
+	return v.command(func(v *veth) string { return v.srvNS }, name, args...)
 }
 
 // load is server for the load generator.
 func (v *veth) load(name string, args ...string) *exec.Cmd {
+	return v.command(func(v *veth) string { return v.loadNS }, name, args...)
+}
+
+// command runs name in the namespace ns picks, if v is not nil.
+func (v *veth) command(ns func(*veth) string, name string, args ...string) *exec.Cmd {
 	if v == nil {
 		return exec.Command(name, args...)
 	}
-	return exec.Command("ip", append([]string{"netns", "exec", v.loadNS, name}, args...)...)
+	return exec.Command("ip", append([]string{"netns", "exec", ns(v), name}, args...)...)
 }
 
 // host is the address the server listens on and the load generator

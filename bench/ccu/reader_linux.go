@@ -85,23 +85,25 @@ func (t *tickReader) run() {
 		t.mu.Unlock()
 		for _, p := range fresh {
 			p.parse(t.proto)
+			if p.done {
+				t.drop(p, p.ws.fd)
+			}
 		}
 		n := epoll.Wait(t.epfd, events[:], false)
 		for i := range max(n, 0) {
 			t.mu.Lock()
 			p := t.players[events[i].Fd]
 			t.mu.Unlock()
-			if p == nil || p.done {
+			if p == nil {
 				continue
 			}
-			k, err := syscall.Read(int(events[i].Fd), buf)
-			if k <= 0 && err != syscall.EAGAIN {
-				t.drop(p, int(events[i].Fd))
-				continue
-			}
+			k, err := syscall.Read(p.ws.fd, buf)
 			if k > 0 {
 				p.in = append(p.in, buf[:k]...)
 				p.parse(t.proto)
+			}
+			if p.done || k <= 0 && err != syscall.EAGAIN {
+				t.drop(p, p.ws.fd)
 			}
 		}
 		if n < len(events) {

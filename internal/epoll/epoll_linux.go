@@ -10,6 +10,20 @@ import (
 // ET is EPOLLET as the uint32 that syscall.EpollEvent.Events holds.
 const ET = 1 << 31
 
+// New returns a new epoll instance, non-blocking (as its duplicates are):
+// Go's poller can wait for it.
+func New() (int, error) {
+	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return -1, err
+	}
+	if err := syscall.SetNonblock(epfd, true); err != nil {
+		_ = syscall.Close(epfd)
+		return -1, err
+	}
+	return epfd, nil
+}
+
 // DupConn returns a duplicate of c's descriptor if c is a TCP connection:
 // closing c then takes the socket off Go's poller and leaves it open.
 func DupConn(c net.Conn) (int, bool) {
