@@ -50,8 +50,13 @@ func (r *Runner) Stop() error {
 	return r.err
 }
 
+// maxLogs bounds the bot logs a failed WaitAll shows.
+const maxLogs = 4
+
 // WaitAll waits until cond holds for every bot, or fails the test after
-// timeout, naming the bots it was still waiting for.
+// timeout, naming the bots it was still waiting for and showing the
+// first few bots' logs: the failure says what those bots saw even where
+// the test's output is cut short.
 func WaitAll(t testing.TB, timeout time.Duration, what string, bots []*bot.Bot, cond func(bot.Report) bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -60,12 +65,15 @@ func WaitAll(t testing.TB, timeout time.Duration, what string, bots []*bot.Bot, 
 		wg      sync.WaitGroup
 		mu      sync.Mutex
 		missing []string
+		logs    []string
 	)
 	for _, b := range bots {
 		wg.Go(func() {
 			if err := b.Wait(ctx, cond); err != nil {
 				mu.Lock()
-				missing = append(missing, fmt.Sprintf("%s (%v)", b.Report().Player, err))
+				rep := b.Report()
+				missing = append(missing, fmt.Sprintf("%s (%v)", rep.Player, err))
+				logs = append(logs, rep.Log())
 				mu.Unlock()
 			}
 		})
@@ -73,6 +81,8 @@ func WaitAll(t testing.TB, timeout time.Duration, what string, bots []*bot.Bot, 
 	wg.Wait()
 	if len(missing) > 0 {
 		slices.Sort(missing)
-		t.Fatalf("%s: %d of %d bots did not get there within %v: %s", what, len(missing), len(bots), timeout, strings.Join(missing, ", "))
+		slices.Sort(logs)
+		logs = logs[:min(len(logs), maxLogs)]
+		t.Fatalf("%s: %d of %d bots did not get there within %v: %s\n%s", what, len(missing), len(bots), timeout, strings.Join(missing, ", "), strings.Join(logs, "\n"))
 	}
 }
