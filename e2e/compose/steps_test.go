@@ -41,13 +41,20 @@ func stopGrace(t *testing.T) time.Duration {
 	return d
 }
 
-// drained is a queue place a drain moved: the bot waited on server from
-// and had waited had when from redirected it (by the bot's clock, from
-// the last queue.waiting packet from there); it then waited on to, where
-// it arrived with arrived waited.
-type drained struct {
-	from, to     string
-	had, arrived time.Duration
+// drained is a queue place a drain moved: before is the last
+// queue.waiting packet the bot read from the draining server, after the
+// first it read once the drain redirected it.
+type drained struct{ before, after bot.Wait }
+
+// least returns the least time the bot may arrive with when the drain
+// began no earlier than began (by the test's clock, which the bot's
+// shares). The server sent before when the bot had waited before.Waited,
+// no later than the bot read it, and handed the place over after that and
+// after began: the time waited then is at least before.Waited, plus the
+// time from reading before to began. The packets carry whole
+// milliseconds, so a millisecond less is allowed.
+func (d drained) least(began time.Time) time.Duration {
+	return d.before.Waited + max(began.Sub(d.before.At), 0) - time.Millisecond
 }
 
 // drainedWait finds in rep the bot's queue place moved by the drain of
@@ -69,7 +76,7 @@ func drainedWait(rep bot.Report, gone []string) (drained, bool) {
 			}
 		}
 		if before != nil && after != nil {
-			return drained{from: rd.From, to: after.Node, had: before.Waited + rd.At.Sub(before.At), arrived: after.Waited}, true
+			return drained{*before, *after}, true
 		}
 	}
 	return drained{}, false
@@ -204,9 +211,9 @@ func (r *run) scaleDown(ctx context.Context) {
 	// it to a kept server before: then there was nothing to carry), it
 	// arrived with the time it had waited on the removed server.
 	dw, queueGone := drainedWait(waiter.Report(), gone)
-	if queueGone && dw.arrived < dw.had-200*time.Millisecond {
-		t.Errorf("the waiter arrived on %s with %v waited, want at least %v less 200ms: what it had waited on the draining %s when redirected",
-			dw.to, dw.arrived, dw.had, dw.from)
+	if least := dw.least(start); queueGone && dw.after.Waited < least {
+		t.Errorf("the waiter arrived on %s with %v waited, want at least %v: it had waited %v on the draining %s, %v before the scale-down began",
+			dw.after.Node, dw.after.Waited, least, dw.before.Waited, dw.before.Node, start.Sub(dw.before.At))
 	}
 	partner := r.ps.start(t, "waiter-partner", bot.Config{})
 	partner.Queue("duel")
