@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -83,6 +84,53 @@ func TestDrainHandsQueueOver(t *testing.T) {
 		}
 		if g.Srv.State() != fleet.StateLeaving {
 			t.Errorf("state after the drain: %s", g.Srv.State())
+		}
+	})
+}
+
+// A draining server's moves are made maxOpening at a time, and each
+// writes its handoff, a backplane call that may take its deadline. A
+// player whose move waits behind others waits here meanwhile: its
+// handoff carries the time it waited until its own move, not until the
+// round was planned (Q3).
+func TestDrainCountsTheWaitBehindOtherMoves(t *testing.T) {
+	withCluster(t, clusterOpts{
+		servers: 2, run: true, server: true,
+		playlists: []Playlist{{Name: "royale", Teams: 2, TeamSize: 32}},
+	}, func(t *testing.T, c *cluster) {
+		g := c.gather("royale")[0]
+		const players = 2*maxOpening + 1 // three batches of moves, no match
+		queued := map[string]time.Time{}
+		for i := range players {
+			id := fmt.Sprintf("w%02d", i)
+			queued[id] = time.Now()
+			c.queue(g, id, "royale", nil)
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(cooldown) // every player movable in the drain's first round
+		synctest.Wait()
+		var mu sync.Mutex
+		movedAt := map[string]time.Time{}
+		g.MoveHook = func(id string) {
+			mu.Lock()
+			movedAt[id] = time.Now()
+			mu.Unlock()
+			time.Sleep(time.Second) // the handoff's write, slow
+		}
+		if err := g.Srv.Drain(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for id, at := range queued {
+			m := c.movesOf(id)
+			if len(m) != 1 || movedAt[id].IsZero() {
+				t.Errorf("%s: moves %+v, want one", id, m)
+				continue
+			}
+			if want := movedAt[id].Sub(at); m[0].waited != want {
+				t.Errorf("%s: moved %v after it queued, carrying %v waited", id, want, m[0].waited)
+			}
 		}
 	})
 }

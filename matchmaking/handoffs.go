@@ -103,7 +103,13 @@ func (m *Module) moveAll(ctx context.Context, moves []plannedMove) {
 			errs[i] = errSeatedMeanwhile
 			return
 		}
-		errs[i] = m.kit.Move(ctx, mv.e.id, mv.to, mv.reason, HandoffKind, mv.ho)
+		// The time waited is counted now, not when the round was
+		// planned: a move behind others waited for their backplane calls
+		// (while Redis stalls, a deadline a batch), and its player waited
+		// here meanwhile (Q3). Nothing else changes an entry's since.
+		ho := mv.ho
+		ho.Waited = int64(mv.e.waited(time.Now()))
+		errs[i] = m.kit.Move(ctx, mv.e.id, mv.to, mv.reason, HandoffKind, ho)
 	})
 	var failed int
 	var firstErr error

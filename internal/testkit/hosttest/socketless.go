@@ -44,6 +44,10 @@ type Node struct {
 	Host *room.Host[*Sim, int, string]
 	// OpenHook, when set, runs before each room is opened.
 	OpenHook func(info room.Info)
+	// MoveHook, when set, runs at the start of each move the module under
+	// test makes from this server, before the handoff is written: a
+	// backplane call that takes its time.
+	MoveHook func(id string)
 	// Arrive delivers a player moved here, with its handoff, to the module
 	// under test, as its room.ArrivalHandler would. Attach sets it.
 	Arrive func(ctx context.Context, id string, ho room.Handoff, now time.Time)
@@ -148,6 +152,9 @@ type env struct {
 func (e env) Fleet() room.Fleet { return e.n.Srv.Fleet }
 
 func (e env) MovePlayer(ctx context.Context, id string, to fleet.Node, reason string, ho *room.Handoff) error {
+	if e.n.MoveHook != nil {
+		e.n.MoveHook(id)
+	}
 	c, target := e.n.C, e.n.C.Node(to.ID)
 	redirect := e.n.Game.Redirect(room.Redirect{NodeID: to.ID, Reason: reason})
 	now, err := c.Players.Move(ctx, e.n.Srv, target.Srv, id, ho, e.n.Host.Config().MoveCooldown, redirect)
