@@ -129,7 +129,7 @@ func TestComposeScale(t *testing.T) {
 	rooms := play40(t, ps)
 	record("2 40 bots", "servers running matches", strconv.Itoa(len(rooms)))
 
-	r := &run{t: t, p: p, client: client, port: port, key: key, events: events, ps: ps, servers: fleet5.servers, record: record}
+	r := &run{t: t, p: p, client: client, port: port, key: key, events: events, ps: ps, servers: fleet5.servers, logs: followAll(t, p, fleet5.servers), record: record}
 	// 3. Scale down to 3 while they play.
 	r.scaleDown(ctx)
 	// 4. Restart Redis.
@@ -311,4 +311,27 @@ func moduleRoot(t testing.TB) string {
 func TestComposeImages(t *testing.T) {
 	im := dockertest.BaseImages(t, moduleRoot(t))
 	t.Logf("base images: %+v", im)
+}
+
+// shownLogLines is how much of each server's log a failed test shows.
+const shownLogLines = 200
+
+// followAll follows the logs of servers ss, by container, and shows the
+// end of each when t fails: what the servers did next to what the bots
+// saw.
+func followAll(t *testing.T, p *dockertest.Project, ss []server) map[string]func() string {
+	logs := map[string]func() string{}
+	for _, s := range ss {
+		logs[s.Container] = p.Follow(t, s.Container)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, s := range ss {
+			lines := strings.Split(strings.TrimSpace(logs[s.Container]()), "\n")
+			t.Logf("%s (%s), the last %d lines of its log:\n%s", s.Name, s.Node, shownLogLines, strings.Join(lines[max(len(lines)-shownLogLines, 0):], "\n"))
+		}
+	})
+	return logs
 }

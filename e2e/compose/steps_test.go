@@ -92,7 +92,9 @@ type run struct {
 	events  *dockertest.Events
 	ps      *players
 	servers []server
-	record  func(step, what, value string)
+	// logs returns a first server's log so far, by container.
+	logs   map[string]func() string
+	record func(step, what, value string)
 }
 
 // nodes returns the node ids of ss.
@@ -169,10 +171,6 @@ func (r *run) scaleDown(ctx context.Context) {
 		}
 	}
 
-	logs := map[string]func() string{}
-	for _, s := range removed {
-		logs[s.Container] = r.p.Follow(t, s.Container)
-	}
 	grace := stopGrace(t)
 	start := time.Now()
 	r.p.Must(ctx, r.key, cmdScaleDown)
@@ -186,7 +184,7 @@ func (r *run) scaleDown(ctx context.Context) {
 			t.Fatalf("%s: no exit seen: %v", s.Name, err)
 		}
 		if x.Code != 0 {
-			t.Errorf("%s exited %d, want 0 (drained); its log:\n%s", s.Name, x.Code, logs[s.Container]())
+			t.Errorf("%s exited %d, want 0 (drained); its log:\n%s", s.Name, x.Code, r.logs[s.Container]())
 		}
 		if d := x.At.Sub(start); d > grace {
 			t.Errorf("%s exited %v after the command, beyond stop_grace_period %v: killed, not drained", s.Name, d, grace)
