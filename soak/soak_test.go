@@ -157,7 +157,7 @@ func testLoad(t *testing.T, c *cluster, cr *crowd, pr *probes, inv *invariants, 
 func testNginxReload(t *testing.T, c *cluster, cr *crowd, inv *invariants, fig *figures) {
 	mark := inv.mark()
 	before := children(c.Nginx.PID())
-	if err := syscall.Kill(c.Nginx.PID(), syscall.SIGHUP); err != nil {
+	if err := c.Nginx.Reload(); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(20 * time.Second)
