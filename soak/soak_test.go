@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,6 +34,9 @@ func (f *figures) add(t *testing.T, format string, args ...any) {
 // ends with the invariants. A scenario that fails stops the run: the
 // following ones would start from a broken fleet.
 func TestSoak(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("soak: Linux only (servers on 127.0.0.2-4, their memory and nginx's workers read in /proc)")
+	}
 	n := *flagPlayers
 	if n == 0 {
 		n = defaultPlayers
