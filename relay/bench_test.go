@@ -8,8 +8,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"syscall"
 	"testing"
+
+	"github.com/muster-gg/muster/internal/testkit/cputime"
 )
 
 // rawEchoNode is a node that completes one WebSocket handshake and echoes
@@ -132,7 +133,7 @@ func benchmarkRelayRoundTrip(b *testing.B, noLoop bool) {
 
 	b.ReportAllocs()
 	b.SetBytes(2 * size)
-	cpu0 := processCPU()
+	cpu0 := cputime.Process()
 	for b.Loop() {
 		if _, err := c.Write(msg); err != nil {
 			b.Fatal(err)
@@ -142,17 +143,7 @@ func benchmarkRelayRoundTrip(b *testing.B, noLoop bool) {
 		}
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(cputime.Process()-cpu0)/float64(b.N), "cpu-ns/op")
 	_, _ = c.Write([]byte{0x88, 0x82, 0, 0, 0, 0, 0x03, 0xe8}) // close 1000
 	_, _ = io.Copy(io.Discard, br)
-}
-
-// processCPU returns the user and system CPU time this process has used,
-// in nanoseconds.
-func processCPU() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }

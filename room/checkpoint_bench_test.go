@@ -1,15 +1,13 @@
-//go:build unix
-
 package room
 
 import (
 	"fmt"
 	"log/slog"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/muster-gg/muster/fleet"
+	"github.com/muster-gg/muster/internal/testkit/cputime"
 	"github.com/muster-gg/muster/internal/testkit/fleettest"
 	"github.com/muster-gg/muster/internal/testkit/testrun"
 )
@@ -44,7 +42,7 @@ func BenchmarkCheckpointCost(b *testing.B) {
 				}
 			}
 			time.Sleep(2 * time.Second) // past the first round
-			before, bytes0 := cpuTime(b), h.Stats().Checkpoints.Bytes
+			before, bytes0 := cputime.Process(), h.Stats().Checkpoints.Bytes
 			start := time.Now()
 			b.ResetTimer()
 			for range b.N {
@@ -52,7 +50,7 @@ func BenchmarkCheckpointCost(b *testing.B) {
 			}
 			b.StopTimer()
 			secs := time.Since(start).Seconds()
-			perSec := (cpuTime(b) - before).Seconds() / secs
+			perSec := (cputime.Process() - before).Seconds() / secs
 			cpu[mode.name] = perSec
 			late, _ := h.Lateness(0.99)
 			st := h.Stats().Checkpoints
@@ -69,13 +67,4 @@ func BenchmarkCheckpointCost(b *testing.B) {
 		b.Logf("%d rooms: CPU with a checkpoint a second %.1f ms/s, without %.1f ms/s: %.2fx", rooms,
 			cpu["every-1s"]*1000, cpu["off"]*1000, cpu["every-1s"]/cpu["off"])
 	}
-}
-
-// cpuTime is the process's user and system CPU time so far.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -17,6 +17,9 @@
 //
 //	go test ./soak -run TestSoak -v -timeout 60m -players 10000
 //
+// It runs on Linux, and skips elsewhere: the servers listen on 127.0.0.2-4
+// and the suite reads their memory and nginx's workers in /proc.
+//
 // See RELIABILITY.md at the module root for the figures. The package has
 // no non-test code.
 package soak

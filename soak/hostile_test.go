@@ -621,7 +621,7 @@ func newRaw(c *cluster, ip net.IP, player string, rcvbuf int) *raw {
 	if rcvbuf > 0 {
 		d.Control = func(_, _ string, rc syscall.RawConn) error {
 			var serr error
-			rc.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, rcvbuf) })
+			rc.Control(func(fd uintptr) { serr = setRcvbuf(fd, rcvbuf) })
 			return serr
 		}
 	}

@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 import (
@@ -11,6 +13,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/muster-gg/muster/internal/testkit/cputime"
 )
 
 // period is the rate of inputs and of states: 20 a second.
@@ -161,7 +165,7 @@ func runLoad(target, label, addr string, n int, warm, measure, joinTimeout time.
 	}()
 	time.Sleep(warm)
 
-	cpu0, core0 := selfCPU(), coreBusy(serverCore)
+	cpu0, core0 := cputime.Process(), coreBusy(serverCore)
 	su0, ss0 := procTimes(serverPID)
 	if profile {
 		syscall.Kill(serverPID, syscall.SIGUSR1)
@@ -178,7 +182,7 @@ func runLoad(target, label, addr string, n int, warm, measure, joinTimeout time.
 	winEnd.Store(since())
 	res.Seconds = time.Since(t0).Seconds()
 	su1, ss1 := procTimes(serverPID)
-	res.LoadCPU, res.ServerCPU, res.ServerUser = selfCPU()-cpu0, su1+ss1-su0-ss0, su1-su0
+	res.LoadCPU, res.ServerCPU, res.ServerUser = (cputime.Process() - cpu0).Seconds(), su1+ss1-su0-ss0, su1-su0
 	res.CoreBusy = coreBusy(serverCore) - core0
 	if profile {
 		syscall.Kill(serverPID, syscall.SIGUSR1)
@@ -292,11 +296,4 @@ func (p *player) handle(proto protocol, msg []byte) {
 		p.pending = append(p.pending[:0], p.pending[k+1:]...)
 		return
 	}
-}
-
-// selfCPU is this process's CPU time, user and system, in seconds.
-func selfCPU() float64 {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }

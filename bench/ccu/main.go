@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command ccu measures the whole path of connected players (SPEC N6):
 // rooms of two, each player sending an input 20 times a second and the
 // room broadcasting both positions and a tick 20 times a second, on

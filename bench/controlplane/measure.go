@@ -3,35 +3,16 @@ package main
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
-)
 
-// checkFiles fails early when this process may not open enough sockets
-// for the largest fleet: every server's client may hold poolSize plus
-// pipelinePoolSize connections. (Go raises the soft RLIMIT_NOFILE to the hard limit at
-// start-up, so the hard limit is what counts.)
-func checkFiles(ks []int) error {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		return err
-	}
-	need := uint64(64)
-	for _, k := range ks {
-		need = max(need, uint64(k*(poolSize+pipelinePoolSize)+64))
-	}
-	if lim.Cur < need {
-		return fmt.Errorf("open-file limit %d is below the %d this run may need; raise ulimit -n", lim.Cur, need)
-	}
-	return nil
-}
+	"github.com/muster-gg/muster/internal/testkit/cputime"
+)
 
 // result is what one design measured at one fleet size.
 type result struct {
@@ -96,7 +77,7 @@ func measure(ctx context.Context, bin string, d design, k, slow int, o options) 
 	if err != nil {
 		return result{}, err
 	}
-	simBefore, cpuBefore, machineBefore := s.m.snapshot(), processCPU(), machineCPU()
+	simBefore, cpuBefore, machineBefore := s.m.snapshot(), cputime.Process(), machineCPU()
 	s.m.measuring.Store(true)
 	if err := sleep(ctx, o.duration); err != nil {
 		return result{}, err
@@ -106,7 +87,7 @@ func measure(ctx context.Context, bin string, d design, k, slow int, o options) 
 	if err != nil {
 		return result{}, err
 	}
-	simAfter, cpuAfter, machineAfter := s.m.snapshot(), processCPU(), machineCPU()
+	simAfter, cpuAfter, machineAfter := s.m.snapshot(), cputime.Process(), machineCPU()
 
 	redisCPU := after.cpu - before.cpu
 	byCommand := make(map[string]commandStat)
@@ -148,13 +129,6 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
-}
-
-// processCPU returns the user and system CPU time this process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // machineCPU returns the CPU time every core of the machine has spent busy,

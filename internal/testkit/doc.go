@@ -14,6 +14,7 @@
 //   - testbin: the outside programs (redis-server, nginx, chromium,
 //     coturn) started on free loopback ports, or skipped.
 //   - benchgame: the game the benchmarks play.
+//   - cputime: the process's own CPU time, for what a benchmark cost.
 //   - rawhttp: HTTP/1.1 by hand over TCP, for tests of a server's
 //     timeouts.
 package testkit

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -155,3 +156,9 @@ func (n *Nginx) ErrorLog() string {
 // PID returns the process id of nginx's master process; its workers are
 // its children.
 func (n *Nginx) PID() int { return n.cmd.Process.Pid }
+
+// Reload sends nginx's master process SIGHUP: it rereads its
+// configuration and starts new workers, and the old ones finish the
+// connections they hold. There is no SIGHUP to send on Windows: Reload
+// returns an error there.
+func (n *Nginx) Reload() error { return n.cmd.Process.Signal(syscall.SIGHUP) }
