@@ -3,6 +3,8 @@ package room
 import (
 	"bytes"
 	"testing"
+
+	"github.com/muster-gg/muster/internal/wsframe"
 )
 
 // BenchmarkWSReaderFeed measures the frame reader on the bytes one read
@@ -16,16 +18,16 @@ func BenchmarkWSReaderFeed(b *testing.B) {
 	input := []byte(`{"type":"input","data":{"x":1,"y":2}}`)
 	var fragments []byte
 	for range 64 {
-		fragments = append(fragments, clientFrame(false, opText, key, input[:20])...)
-		fragments = append(fragments, clientFrame(true, opContinuation, key, input[20:])...)
+		fragments = append(fragments, clientFrame(false, wsframe.OpText, key, input[:20])...)
+		fragments = append(fragments, clientFrame(true, wsframe.OpContinuation, key, input[20:])...)
 	}
 	for _, bc := range []struct {
 		name string
 		in   []byte
 	}{
-		{"inputs", bytes.Repeat(clientFrame(true, opText, key, input), 64)},
+		{"inputs", bytes.Repeat(clientFrame(true, wsframe.OpText, key, input), 64)},
 		{"fragments", fragments},
-		{"large", clientFrame(true, opBinary, key, make([]byte, 16<<10))},
+		{"large", clientFrame(true, wsframe.OpBinary, key, make([]byte, 16<<10))},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			r := wsReader{limit: 64 << 10}
