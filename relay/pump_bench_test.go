@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/muster-gg/muster/internal/wsframe"
 )
 
 // discardConn is a net.Conn whose writes go nowhere.
@@ -23,25 +25,25 @@ func (discardConn) Close() error                { return nil }
 func BenchmarkPumpProcess(b *testing.B) {
 	frame := func(masked bool, op byte, payload []byte) []byte {
 		key := [4]byte{0x1b, 0x2c, 0x3d, 0x4e}
-		f := make([]byte, maxHeader+len(payload))
-		n := putHeader(f, true, op, masked, key, int64(len(payload)))
+		f := make([]byte, wsframe.MaxHeader+len(payload))
+		n := wsframe.PutHeader(f, wsframe.Header{Fin: true, Op: op, Masked: masked, Key: key, Length: uint64(len(payload))})
 		n += copy(f[n:], payload)
 		if masked {
-			mask(key, f[n-len(payload):n])
+			wsframe.Mask(key, f[n-len(payload):n])
 		}
 		return f[:n]
 	}
 	input := []byte(`{"type":"input","data":{"x":1,"y":2}}`)
-	client := bytes.Repeat(frame(true, opText, input), 32)
-	client = append(client, frame(true, opPing, []byte("p"))...)
-	client = append(client, bytes.Repeat(frame(true, opText, input), 32)...)
+	client := bytes.Repeat(frame(true, wsframe.OpText, input), 32)
+	client = append(client, frame(true, wsframe.OpPing, []byte("p"))...)
+	client = append(client, bytes.Repeat(frame(true, wsframe.OpText, input), 32)...)
 	for _, bc := range []struct {
 		name       string
 		fromClient bool
 		in         []byte
 	}{
 		{"client", true, client},
-		{"node", false, bytes.Repeat(frame(false, opBinary, make([]byte, 200)), 64)},
+		{"node", false, bytes.Repeat(frame(false, wsframe.OpBinary, make([]byte, 200)), 64)},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			rl := &Relay{cfg: Config{ReadLimit: 32 << 10}, probeTimeout: time.Hour}
