@@ -56,10 +56,10 @@ func rawEchoNode(b *testing.B) string {
 }
 
 // readFrame reads one whole frame into buf.
-func readFrame(r io.Reader, buf []byte) (wsframe.Header, bool) {
+func readFrame(r io.Reader, buf []byte) (h wsframe.Header, _ bool) {
 	n := 0
 	for {
-		h, ok, err := parseHeader(buf[:n])
+		ok, err := parseHeader(buf[:n], &h)
 		if err != nil {
 			return h, false
 		}

@@ -21,15 +21,15 @@ var errProtocol = errors.New("relay: websocket protocol error")
 // with 1009 (message too big).
 var errTooBig = errors.New("relay: message above the read limit")
 
-// parseHeader parses the frame header at the start of b; ok is false
-// while b does not hold all of it. Beside what breaks RFC 6455 for any
-// endpoint (wsframe.Parse), the relay refuses a length above maxFrame.
-func parseHeader(b []byte) (h wsframe.Header, ok bool, err error) {
-	h, ok, err = wsframe.Parse(b)
+// parseHeader parses the frame header at the start of b into h; ok is
+// false while b does not hold all of it. Beside what breaks RFC 6455 for
+// any endpoint (wsframe.Parse), the relay refuses a length above maxFrame.
+func parseHeader(b []byte, h *wsframe.Header) (ok bool, err error) {
+	ok, err = wsframe.Parse(b, h)
 	if err != nil || h.Length > maxFrame {
-		return h, false, errProtocol
+		return false, errProtocol
 	}
-	return h, ok, nil
+	return ok, nil
 }
 
 // rotate returns the mask key that masks a payload starting off bytes into

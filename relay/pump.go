@@ -213,8 +213,9 @@ func (p *pump) process(end int) (next int, err error) {
 		pos = ve
 	}
 
+	var h wsframe.Header
 	for pos < end {
-		h, ok, herr := parseHeader(p.buf[pos:end])
+		ok, herr := parseHeader(p.buf[pos:end], &h)
 		if herr != nil {
 			_ = flush(nil)
 			return 0, herr

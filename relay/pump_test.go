@@ -48,8 +48,9 @@ func (c *scriptConn) Close() error                { return nil }
 // close frame, a frame the pump must refuse, or the end of b.
 func framePayloads(b []byte, fromClient bool, limit int64) (complete, all []byte) {
 	inMessage, messageLen := false, int64(0)
+	var h wsframe.Header
 	for len(b) > 0 {
-		h, ok, err := parseHeader(b)
+		ok, err := parseHeader(b, &h)
 		if err != nil || !ok || h.Masked != fromClient || h.Op == wsframe.OpClose {
 			return
 		}
@@ -141,7 +142,8 @@ func FuzzPump(f *testing.F) {
 			if closed {
 				t.Fatalf("%d bytes after the close frame", len(out))
 			}
-			h, ok, err := parseHeader(out)
+			var h wsframe.Header
+			ok, err := parseHeader(out, &h)
 			if err != nil || !ok || int64(len(out)) < int64(h.Size)+int64(h.Length) {
 				t.Fatalf("output ends in a broken frame: % x", out[:min(len(out), 16)])
 			}

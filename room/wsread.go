@@ -50,8 +50,9 @@ func (r *wsReader) feed(b []byte, on func(op byte, payload []byte) bool) error {
 		data = r.partial
 	}
 	pos := 0
+	var fr wsFrame
 	for pos < len(data) {
-		fr, ok, err := r.header(data[pos:])
+		ok, err := r.header(data[pos:], &fr)
 		if err != nil {
 			r.partial = nil
 			return err
@@ -126,31 +127,32 @@ type wsFrame struct {
 	skip bool // its message is over the limit: the frame is skipped (its key is not read)
 }
 
-// header parses the frame header at the start of b; ok is false while b
-// does not hold all of it. A frame is refused when it breaks RFC 6455 for
+// header parses the frame header at the start of b into f; ok is false
+// while b does not hold all of it. A frame is refused when it breaks RFC 6455 for
 // any endpoint (wsframe.Parse) or for a client (unmasked, a continuation
 // out of place). A frame that would make a message longer than the read
 // limit, or belongs to one that did, is given with skip set once its
 // length is known.
-func (r *wsReader) header(b []byte) (f wsFrame, ok bool, err error) {
-	h, ok, err := wsframe.Parse(b)
+func (r *wsReader) header(b []byte, f *wsFrame) (ok bool, err error) {
+	h := &f.Header
+	f.skip = false
+	ok, err = wsframe.Parse(b, h)
 	if err != nil || h.Size != 0 && !h.Masked {
-		return f, false, errWSProtocol
+		return false, errWSProtocol
 	}
 	if h.Size == 0 || !ok && len(b) < h.Size-len(h.Key) {
-		return f, false, nil // the length is not whole yet
+		return false, nil // the length is not whole yet
 	}
 	switch h.Op {
 	case wsframe.OpText, wsframe.OpBinary:
 		if r.inMsg {
-			return f, false, errWSProtocol
+			return false, errWSProtocol
 		}
 	case wsframe.OpContinuation:
 		if !r.inMsg {
-			return f, false, errWSProtocol
+			return false, errWSProtocol
 		}
 	}
-	f.Header = h
 	if h.Op < wsframe.OpClose {
 		sofar := uint64(0)
 		if r.inMsg && !r.drop {
@@ -159,11 +161,11 @@ func (r *wsReader) header(b []byte) (f wsFrame, ok bool, err error) {
 		if r.drop || h.Length > uint64(r.limit) || sofar+h.Length > uint64(r.limit) {
 			// A length near 2^64 is skipped as 2^62 bytes: the same,
 			// without overflowing.
-			f.skip, f.Length = true, min(h.Length, 1<<62)
-			return f, true, nil
+			f.skip, h.Length = true, min(h.Length, 1<<62)
+			return true, nil
 		}
 	}
-	return f, ok, nil
+	return ok, nil
 }
 
 // appendFrame appends a server frame (unmasked, final) of op and payload

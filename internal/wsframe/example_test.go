@@ -17,8 +17,9 @@ func Example() {
 	frame = append(frame, payload...)
 	wsframe.Mask(h.Key, frame[start:])
 
+	var got wsframe.Header
 	for n := 0; n <= len(frame); n++ {
-		got, ok, err := wsframe.Parse(frame[:n])
+		ok, err := wsframe.Parse(frame[:n], &got)
 		if err != nil {
 			fmt.Println(err)
 			return

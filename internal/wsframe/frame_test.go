@@ -39,7 +39,8 @@ func TestParse(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h, ok, err := Parse(tc.in)
+			var h Header
+			ok, err := Parse(tc.in, &h)
 			if h != tc.want || ok != tc.ok || err != tc.err {
 				t.Errorf("Parse(% x) = %+v, %v, %v; want %+v, %v, %v", tc.in, h, ok, err, tc.want, tc.ok, tc.err)
 			}
@@ -142,7 +143,8 @@ func FuzzParse(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		h, ok, err := Parse(b)
+		h := Header{Fin: true, Op: 0xf, Masked: true, Key: [4]byte{9, 9, 9, 9}, Length: 9, Size: 99} // all overwritten
+		ok, err := Parse(b, &h)
 		if len(b) == 0 {
 			if h != (Header{}) || ok || err != nil {
 				t.Fatalf("Parse of nothing = %+v, %v, %v", h, ok, err)
@@ -176,7 +178,8 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		for i := range h.Size {
-			if _, ok, err := Parse(b[:i]); ok || err != nil {
+			var p Header
+			if ok, err := Parse(b[:i], &p); ok || err != nil {
 				t.Fatalf("Parse of %d bytes of % x = %v, %v; want not whole yet", i, b[:h.Size], ok, err)
 			}
 		}
@@ -185,7 +188,8 @@ func FuzzParse(f *testing.F) {
 		if n != HeaderSize(h.Masked, h.Length) || n > h.Size {
 			t.Fatalf("PutHeader(%+v) wrote %d bytes, HeaderSize %d, parsed from %d", h, n, HeaderSize(h.Masked, h.Length), h.Size)
 		}
-		back, ok, err := Parse(out[:n])
+		var back Header
+		ok, err = Parse(out[:n], &back)
 		want.Size = n
 		if back != want || !ok || err != nil {
 			t.Fatalf("PutHeader(%+v) wrote % x, which parses as %+v, %v, %v", h, out[:n], back, ok, err)
