@@ -23,27 +23,17 @@ func (discardConn) Close() error                { return nil }
 // (the hot path: every input of every player), with a ping among them;
 // "node", 64 unmasked 200-byte messages from a node.
 func BenchmarkPumpProcess(b *testing.B) {
-	frame := func(masked bool, op byte, payload []byte) []byte {
-		key := [4]byte{0x1b, 0x2c, 0x3d, 0x4e}
-		f := make([]byte, wsframe.MaxHeader+len(payload))
-		n := wsframe.PutHeader(f, wsframe.Header{Fin: true, Op: op, Masked: masked, Key: key, Length: uint64(len(payload))})
-		n += copy(f[n:], payload)
-		if masked {
-			wsframe.Mask(key, f[n-len(payload):n])
-		}
-		return f[:n]
-	}
 	input := []byte(`{"type":"input","data":{"x":1,"y":2}}`)
-	client := bytes.Repeat(frame(true, wsframe.OpText, input), 32)
-	client = append(client, frame(true, wsframe.OpPing, []byte("p"))...)
-	client = append(client, bytes.Repeat(frame(true, wsframe.OpText, input), 32)...)
+	client := bytes.Repeat(rawFrame(true, wsframe.OpText, true, input), 32)
+	client = append(client, rawFrame(true, wsframe.OpPing, true, []byte("p"))...)
+	client = append(client, bytes.Repeat(rawFrame(true, wsframe.OpText, true, input), 32)...)
 	for _, bc := range []struct {
 		name       string
 		fromClient bool
 		in         []byte
 	}{
 		{"client", true, client},
-		{"node", false, bytes.Repeat(frame(false, wsframe.OpBinary, make([]byte, 200)), 64)},
+		{"node", false, bytes.Repeat(rawFrame(true, wsframe.OpBinary, false, make([]byte, 200)), 64)},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			rl := &Relay{cfg: Config{ReadLimit: 32 << 10}, probeTimeout: time.Hour}
