@@ -21,6 +21,7 @@ func TestParse(t *testing.T) {
 		{"mask key not whole", []byte{0x82, 0x83, 1, 2, 3}, Header{Fin: true, Op: OpBinary, Masked: true, Length: 3, Size: 6}, false, nil},
 		{"16-bit length", []byte{0x80, 0x7e, 0x01, 0x00}, Header{Fin: true, Op: OpContinuation, Length: 256, Size: 4}, true, nil},
 		{"16-bit length not whole", []byte{0x80, 0xfe, 0x01}, Header{Fin: true, Op: OpContinuation, Masked: true, Size: 8}, false, nil},
+		{"64-bit length not whole", []byte{0x80, 0x7f, 0x30}, Header{Fin: true, Op: OpContinuation, Size: 10}, false, nil},
 		{"64-bit length", []byte{0x82, 0xff, 0, 0, 0, 0, 0, 1, 0, 0, 1, 2, 3, 4}, Header{Fin: true, Op: OpBinary, Masked: true, Key: key, Length: 1 << 16, Size: 14}, true, nil},
 		{"64-bit length, top bit set", []byte{0x82, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, Header{Fin: true, Op: OpBinary, Length: 1<<64 - 1, Size: 10}, true, nil},
 		{"length not in its shortest form", []byte{0x89, 0x7e, 0, 5}, Header{Fin: true, Op: OpPing, Length: 5, Size: 4}, true, nil},
@@ -168,7 +169,7 @@ func FuzzParse(f *testing.F) {
 			part := Header{Fin: want.Fin, Op: want.Op}
 			if len(b) >= 2 {
 				part.Masked, part.Size = want.Masked, want.Size
-				if !want.Masked || len(b) >= want.Size-4 {
+				if want.Masked && len(b) >= want.Size-4 { // all but the key
 					part.Length = want.Length
 				}
 			}
