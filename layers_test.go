@@ -26,6 +26,7 @@ var layers = map[string]int{
 	"internal/baseurl":        0,
 	"internal/defaults":       0,
 	"internal/epoll":          -10, // below relay, which uses it
+	"internal/wsframe":        -10, // below relay and room, which use it; imports nothing of ours
 	"clients/js":              0,
 	"backplane/memory":        10,
 	"backplane/redis":         10,

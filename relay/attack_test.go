@@ -17,6 +17,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/muster-gg/muster/internal/testkit/testrun"
+	"github.com/muster-gg/muster/internal/wsframe"
 )
 
 // Tests of what a hostile client, or a broken node, can do to a relay,
@@ -60,11 +61,11 @@ func rawClient(t *testing.T, n *testNode, target string) (net.Conn, *bufio.Reade
 // fixed key.
 func rawFrame(fin bool, op byte, masked bool, payload []byte) []byte {
 	key := [4]byte{0x37, 0xfa, 0x21, 0x3d}
-	b := make([]byte, maxHeader+len(payload))
-	n := putHeader(b, fin, op, masked, key, int64(len(payload)))
+	b := make([]byte, wsframe.MaxHeader+len(payload))
+	n := wsframe.PutHeader(b, wsframe.Header{Fin: fin, Op: op, Masked: masked, Key: key, Length: uint64(len(payload))})
 	n += copy(b[n:], payload)
 	if masked {
-		mask(key, b[n-len(payload):n])
+		wsframe.Mask(key, b[n-len(payload):n])
 	}
 	return b[:n]
 }
@@ -91,7 +92,7 @@ func writeUntilStuck(c net.Conn, frame []byte) bool {
 func readUntilClose(c net.Conn, br *bufio.Reader, size int) {
 	buf := make([]byte, size)
 	for {
-		if h, ok := readFrame(br, buf); !ok || h.op == opClose {
+		if h, ok := readFrame(br, buf); !ok || h.Op == wsframe.OpClose {
 			c.Close()
 			return
 		}
@@ -145,8 +146,8 @@ func TestRelayStalledPeerEnds(t *testing.T) {
 					var rg sync.WaitGroup
 					defer rg.Wait()
 					defer c.Close()
-					rg.Go(func() { readUntilClose(c, br, maxHeader+64<<10) })
-					if !writeUntilStuck(c, rawFrame(true, opBinary, false, big)) {
+					rg.Go(func() { readUntilClose(c, br, wsframe.MaxHeader+64<<10) })
+					if !writeUntilStuck(c, rawFrame(true, wsframe.OpBinary, false, big)) {
 						t.Error("the node's writes never got stuck")
 					}
 					return
@@ -169,8 +170,8 @@ func TestRelayStalledPeerEnds(t *testing.T) {
 				var rg sync.WaitGroup
 				defer rg.Wait()
 				defer c.Close()
-				rg.Go(func() { readUntilClose(c, br, maxHeader+maxControl) })
-				if !writeUntilStuck(c, rawFrame(true, opBinary, true, big)) {
+				rg.Go(func() { readUntilClose(c, br, wsframe.MaxHeader+wsframe.MaxControl) })
+				if !writeUntilStuck(c, rawFrame(true, wsframe.OpBinary, true, big)) {
 					t.Fatal("the client's writes never got stuck")
 				}
 				c.Close()
@@ -225,10 +226,10 @@ func TestRelayHostileSessionsDoNotStarveOthers(t *testing.T) {
 				}
 			})
 		}
-		big := rawFrame(true, opBinary, true, make([]byte, 64<<10))
-		ping := rawFrame(true, opPing, true, make([]byte, maxControl))
+		big := rawFrame(true, wsframe.OpBinary, true, make([]byte, 64<<10))
+		ping := rawFrame(true, wsframe.OpPing, true, make([]byte, wsframe.MaxControl))
 		pings := bytes.Repeat(ping, 500)
-		slow := rawFrame(true, opText, true, []byte("one byte at a time"))
+		slow := rawFrame(true, wsframe.OpText, true, []byte("one byte at a time"))
 		hostile(func(int) []byte { return big }, 0)
 		hostile(func(int) []byte { return pings }, 0)
 		hostile(func(i int) []byte { return slow[i%len(slow) : i%len(slow)+1] }, time.Millisecond)
@@ -273,7 +274,7 @@ func TestRelayClientResetWhileFlooding(t *testing.T) {
 		b := startNode(t, "b", dir)
 		c, _ := rawClient(t, a, "/ws?node=b")
 		recv(t, b.seen, "request at b")
-		if !writeUntilStuck(c, rawFrame(true, opBinary, true, make([]byte, 64<<10))) {
+		if !writeUntilStuck(c, rawFrame(true, wsframe.OpBinary, true, make([]byte, 64<<10))) {
 			t.Fatal("the client's writes never got stuck")
 		}
 		reset(t, c)
@@ -293,7 +294,7 @@ func TestRelayClientResetWhilePonged(t *testing.T) {
 		b := startNode(t, "b", dir)
 		c, _ := rawClient(t, a, "/ws?node=b")
 		recv(t, b.seen, "request at b")
-		if !writeUntilStuck(c, bytes.Repeat(rawFrame(true, opPing, true, make([]byte, maxControl)), 500)) {
+		if !writeUntilStuck(c, bytes.Repeat(rawFrame(true, wsframe.OpPing, true, make([]byte, wsframe.MaxControl)), 500)) {
 			t.Fatal("the client's writes never got stuck")
 		}
 		reset(t, c)
@@ -309,15 +310,15 @@ func TestRelayClientResetWhilePonged(t *testing.T) {
 func closeCode(t *testing.T, c net.Conn, br *bufio.Reader) int {
 	t.Helper()
 	_ = c.SetReadDeadline(time.Now().Add(waitFor)) // a failure deadline
-	buf := make([]byte, maxHeader+64<<10)
+	buf := make([]byte, wsframe.MaxHeader+64<<10)
 	for {
 		h, ok := readFrame(br, buf)
 		if !ok {
 			return 0
 		}
-		if h.op == opClose {
-			pl := buf[h.size : h.size+int(h.length)]
-			mask(h.key, pl)
+		if h.Op == wsframe.OpClose {
+			pl := buf[h.Size : h.Size+int(h.Length)]
+			wsframe.Mask(h.Key, pl)
 			if len(pl) < 2 {
 				return 1005
 			}
@@ -332,7 +333,7 @@ func closeCode(t *testing.T, c net.Conn, br *bufio.Reader) int {
 // read limit, the other side with 1001, and that nothing is left.
 func TestRelayRefusesBrokenFrames(t *testing.T) {
 	text := func(fin bool, payload string, masked bool) []byte {
-		return rawFrame(fin, opText, masked, []byte(payload))
+		return rawFrame(fin, wsframe.OpText, masked, []byte(payload))
 	}
 	withBits := func(b []byte, bits byte) []byte { b[0] |= bits; return b }
 	cases := []struct {
@@ -344,22 +345,22 @@ func TestRelayRefusesBrokenFrames(t *testing.T) {
 		{"unknown opcode", func(m bool) []byte { return rawFrame(true, 0x3, m, []byte("x")) }, 1002},
 		{"unknown control opcode", func(m bool) []byte { return rawFrame(true, 0xb, m, nil) }, 1002},
 		{"wrong masking", func(m bool) []byte { return text(true, "x", !m) }, 1002},
-		{"continuation first", func(m bool) []byte { return rawFrame(true, opContinuation, m, []byte("x")) }, 1002},
+		{"continuation first", func(m bool) []byte { return rawFrame(true, wsframe.OpContinuation, m, []byte("x")) }, 1002},
 		{"new message inside one", func(m bool) []byte { return append(text(false, "a", m), text(true, "b", m)...) }, 1002},
-		{"long ping", func(m bool) []byte { return rawFrame(true, opPing, m, make([]byte, 126)) }, 1002},
-		{"fragmented ping", func(m bool) []byte { return rawFrame(false, opPing, m, nil) }, 1002},
-		{"close with one byte", func(m bool) []byte { return rawFrame(true, opClose, m, []byte{3}) }, 1002},
-		{"close with 1005", func(m bool) []byte { return rawFrame(true, opClose, m, []byte{0x03, 0xed}) }, 1002},
-		{"close with 999", func(m bool) []byte { return rawFrame(true, opClose, m, []byte{0x03, 0xe7}) }, 1002},
-		{"close with 2000", func(m bool) []byte { return rawFrame(true, opClose, m, []byte{0x07, 0xd0}) }, 1002},
-		{"close reason not UTF-8", func(m bool) []byte { return rawFrame(true, opClose, m, []byte{0x03, 0xe8, 0xff, 0xfe}) }, 1002},
+		{"long ping", func(m bool) []byte { return rawFrame(true, wsframe.OpPing, m, make([]byte, 126)) }, 1002},
+		{"fragmented ping", func(m bool) []byte { return rawFrame(false, wsframe.OpPing, m, nil) }, 1002},
+		{"close with one byte", func(m bool) []byte { return rawFrame(true, wsframe.OpClose, m, []byte{3}) }, 1002},
+		{"close with 1005", func(m bool) []byte { return rawFrame(true, wsframe.OpClose, m, []byte{0x03, 0xed}) }, 1002},
+		{"close with 999", func(m bool) []byte { return rawFrame(true, wsframe.OpClose, m, []byte{0x03, 0xe7}) }, 1002},
+		{"close with 2000", func(m bool) []byte { return rawFrame(true, wsframe.OpClose, m, []byte{0x07, 0xd0}) }, 1002},
+		{"close reason not UTF-8", func(m bool) []byte { return rawFrame(true, wsframe.OpClose, m, []byte{0x03, 0xe8, 0xff, 0xfe}) }, 1002},
 		{"length above 2^63", func(m bool) []byte {
 			return []byte{0x82, 0x7f, 0x80, 0, 0, 0, 0, 0, 0, 1}
 		}, 1002},
 		{"fragments above the limit", func(m bool) []byte {
 			var b []byte
-			b = append(b, rawFrame(false, opBinary, m, make([]byte, 600))...)
-			return append(b, rawFrame(true, opContinuation, m, make([]byte, 600))...)
+			b = append(b, rawFrame(false, wsframe.OpBinary, m, make([]byte, 600))...)
+			return append(b, rawFrame(true, wsframe.OpContinuation, m, make([]byte, 600))...)
 		}, 1009},
 	}
 	for _, noLoop := range []bool{false, true} {
@@ -422,15 +423,15 @@ func TestRelayRefusesBrokenFrames(t *testing.T) {
 // (TestRelayNodePingFindsResetClient), so resets are tried here on the
 // loop only, which sees them in the event's flags.
 func TestRelayClientEndsMidFrame(t *testing.T) {
-	long := rawFrame(true, opBinary, true, make([]byte, 1<<20))
+	long := rawFrame(true, wsframe.OpBinary, true, make([]byte, 1<<20))
 	states := []struct {
 		name string
 		sent []byte
 	}{
-		{"in a header", rawFrame(true, opText, true, []byte("hello"))[:3]},
-		{"in a short frame", rawFrame(true, opText, true, []byte("hello"))[:8]},
+		{"in a header", rawFrame(true, wsframe.OpText, true, []byte("hello"))[:3]},
+		{"in a short frame", rawFrame(true, wsframe.OpText, true, []byte("hello"))[:8]},
 		{"in a long frame", long[:200<<10]},
-		{"between fragments", rawFrame(false, opText, true, []byte("part one"))},
+		{"between fragments", rawFrame(false, wsframe.OpText, true, []byte("part one"))},
 	}
 	for _, noLoop := range []bool{false, true} {
 		for _, rst := range []bool{false, true} {
@@ -482,7 +483,7 @@ func TestRelayNodePingFindsResetClient(t *testing.T) {
 		codes := make(chan int, 1)
 		rawNode(t, dir, "b", func(c net.Conn, br *bufio.Reader) {
 			<-gone
-			if _, err := c.Write(rawFrame(true, opPing, false, []byte("are you there"))); err != nil {
+			if _, err := c.Write(rawFrame(true, wsframe.OpPing, false, []byte("are you there"))); err != nil {
 				codes <- -1
 				return
 			}
@@ -492,7 +493,7 @@ func TestRelayNodePingFindsResetClient(t *testing.T) {
 		// data.
 		for range 5 {
 			c, _ := rawClient(t, a, "/ws?node=b")
-			if _, err := c.Write(rawFrame(false, opText, true, []byte("part one"))); err != nil {
+			if _, err := c.Write(rawFrame(false, wsframe.OpText, true, []byte("part one"))); err != nil {
 				t.Fatal(err)
 			}
 			reset(t, c)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/muster-gg/muster/internal/testkit/cputime"
+	"github.com/muster-gg/muster/internal/wsframe"
 )
 
 // rawEchoNode is a node that completes one WebSocket handshake and echoes
@@ -35,16 +36,16 @@ func rawEchoNode(b *testing.B) string {
 		if acceptUpgrade(c, br) != nil {
 			return
 		}
-		in := make([]byte, maxHeader+64<<10)
-		out := make([]byte, maxHeader+64<<10)
+		in := make([]byte, wsframe.MaxHeader+64<<10)
+		out := make([]byte, wsframe.MaxHeader+64<<10)
 		for {
 			h, ok := readFrame(br, in)
-			if !ok || h.op == opClose {
+			if !ok || h.Op == wsframe.OpClose {
 				return
 			}
-			pl := in[h.size : h.size+int(h.length)]
-			mask(h.key, pl)
-			n := putHeader(out, true, h.op, false, [4]byte{}, h.length)
+			pl := in[h.Size : h.Size+int(h.Length)]
+			wsframe.Mask(h.Key, pl)
+			n := wsframe.PutHeader(out, wsframe.Header{Fin: true, Op: h.Op, Length: h.Length})
 			n += copy(out[n:], pl)
 			if _, err := c.Write(out[:n]); err != nil {
 				return
@@ -55,15 +56,15 @@ func rawEchoNode(b *testing.B) string {
 }
 
 // readFrame reads one whole frame into buf.
-func readFrame(r io.Reader, buf []byte) (header, bool) {
+func readFrame(r io.Reader, buf []byte) (h wsframe.Header, _ bool) {
 	n := 0
 	for {
-		h, ok, err := parseHeader(buf[:n])
+		ok, err := parseHeader(buf[:n], &h)
 		if err != nil {
 			return h, false
 		}
 		if ok {
-			if _, err := io.ReadFull(r, buf[n:h.size+int(h.length)]); err != nil {
+			if _, err := io.ReadFull(r, buf[n:h.Size+int(h.Length)]); err != nil {
 				return h, false
 			}
 			return h, true
@@ -125,11 +126,11 @@ func benchmarkRelayRoundTrip(b *testing.B, noLoop bool) {
 	}
 	const size = 128
 	key := [4]byte{1, 2, 3, 4}
-	msg := make([]byte, maxHeader+size)
-	n := putHeader(msg, true, opBinary, true, key, size)
+	msg := make([]byte, wsframe.MaxHeader+size)
+	n := wsframe.PutHeader(msg, wsframe.Header{Fin: true, Op: wsframe.OpBinary, Masked: true, Key: key, Length: uint64(size)})
 	msg = msg[:n+size]
-	mask(key, msg[n:])
-	echo := make([]byte, maxHeader+size)
+	wsframe.Mask(key, msg[n:])
+	echo := make([]byte, wsframe.MaxHeader+size)
 
 	b.ReportAllocs()
 	b.SetBytes(2 * size)
@@ -138,7 +139,7 @@ func benchmarkRelayRoundTrip(b *testing.B, noLoop bool) {
 		if _, err := c.Write(msg); err != nil {
 			b.Fatal(err)
 		}
-		if h, ok := readFrame(br, echo); !ok || h.length != size {
+		if h, ok := readFrame(br, echo); !ok || h.Length != size {
 			b.Fatalf("echo: %+v %v", h, ok)
 		}
 	}

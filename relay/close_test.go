@@ -13,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/muster-gg/muster/internal/testkit/testrun"
+	"github.com/muster-gg/muster/internal/wsframe"
 )
 
 // relayed connects a client through a to b and returns it with b's node.
@@ -203,14 +204,14 @@ func TestRelayMessageThenFIN(t *testing.T) {
 		}
 		recv(t, b.seen, "request at b")
 		buf := make([]byte, 256)
-		if h, ok := readFrame(br, buf); !ok || string(buf[h.size:h.size+int(h.length)]) != "node=b" {
-			t.Fatalf("conn %d: first frame %+v %q", i, h, buf[h.size:h.size+int(h.length)])
+		if h, ok := readFrame(br, buf); !ok || string(buf[h.Size:h.Size+int(h.Length)]) != "node=b" {
+			t.Fatalf("conn %d: first frame %+v %q", i, h, buf[h.Size:h.Size+int(h.Length)])
 		}
 		payload := fmt.Appendf(nil, "last message %d", i)
-		frame := make([]byte, maxHeader+len(payload))
-		n := putHeader(frame, true, opText, true, key, int64(len(payload)))
+		frame := make([]byte, wsframe.MaxHeader+len(payload))
+		n := wsframe.PutHeader(frame, wsframe.Header{Fin: true, Op: wsframe.OpText, Masked: true, Key: key, Length: uint64(len(payload))})
 		n += copy(frame[n:], payload)
-		mask(key, frame[n-len(payload):n])
+		wsframe.Mask(key, frame[n-len(payload):n])
 		if _, err := c.Write(frame[:n]); err != nil {
 			t.Fatal(err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/muster-gg/muster/internal/testkit/testrun"
+	"github.com/muster-gg/muster/internal/wsframe"
 )
 
 // withLoopWaitIn makes every loop of the node wait at where: waitKernel
@@ -484,13 +485,13 @@ func TestLoopSpilledCloseFrameReachesNode(t *testing.T) {
 	// them together.
 	key := [4]byte{9, 8, 7, 6}
 	frame := func(op byte, payload string) []byte {
-		b := make([]byte, maxHeader+len(payload))
-		n := putHeader(b, true, op, true, key, int64(len(payload)))
+		b := make([]byte, wsframe.MaxHeader+len(payload))
+		n := wsframe.PutHeader(b, wsframe.Header{Fin: true, Op: op, Masked: true, Key: key, Length: uint64(len(payload))})
 		n += copy(b[n:], payload)
-		mask(key, b[n-len(payload):n])
+		wsframe.Mask(key, b[n-len(payload):n])
 		return b[:n]
 	}
-	if _, err := client.Write(append(frame(opBinary, "last words"), frame(opClose, "\x0f\xa0bye")...)); err != nil {
+	if _, err := client.Write(append(frame(wsframe.OpBinary, "last words"), frame(wsframe.OpClose, "\x0f\xa0bye")...)); err != nil {
 		t.Fatal(err)
 	}
 	_, off := loopOf(s)
@@ -503,19 +504,19 @@ func TestLoopSpilledCloseFrameReachesNode(t *testing.T) {
 	if _, err := io.CopyN(io.Discard, br, int64(filled)); err != nil {
 		t.Fatal(err)
 	}
-	buf := make([]byte, maxHeader+maxControl)
+	buf := make([]byte, wsframe.MaxHeader+wsframe.MaxControl)
 	for _, want := range []struct {
 		op      byte
 		payload string
-	}{{opBinary, "last words"}, {opClose, "\x0f\xa0bye"}} {
+	}{{wsframe.OpBinary, "last words"}, {wsframe.OpClose, "\x0f\xa0bye"}} {
 		h, ok := readFrame(br, buf)
 		if !ok {
 			t.Fatalf("the node did not get frame %d %q", want.op, want.payload)
 		}
-		pl := buf[h.size : h.size+int(h.length)]
-		mask(h.key, pl)
-		if h.op != want.op || string(pl) != want.payload {
-			t.Fatalf("the node got frame %d %q, want %d %q", h.op, pl, want.op, want.payload)
+		pl := buf[h.Size : h.Size+int(h.Length)]
+		wsframe.Mask(h.Key, pl)
+		if h.Op != want.op || string(pl) != want.payload {
+			t.Fatalf("the node got frame %d %q, want %d %q", h.Op, pl, want.op, want.payload)
 		}
 	}
 	if _, err := node.Write([]byte{0x88, 0x05, 0x0f, 0xa0, 'b', 'y', 'e'}); err != nil {
@@ -523,8 +524,8 @@ func TestLoopSpilledCloseFrameReachesNode(t *testing.T) {
 	}
 	_ = client.SetDeadline(time.Now().Add(waitFor))
 	h, ok := readFrame(bufio.NewReader(client), buf)
-	if !ok || h.op != opClose || string(buf[h.size:h.size+int(h.length)]) != "\x0f\xa0bye" {
-		t.Fatalf("the client got %+v %q, want the node's close frame", h, buf[h.size:h.size+int(h.length)])
+	if !ok || h.Op != wsframe.OpClose || string(buf[h.Size:h.Size+int(h.Length)]) != "\x0f\xa0bye" {
+		t.Fatalf("the client got %+v %q, want the node's close frame", h, buf[h.Size:h.Size+int(h.Length)])
 	}
 	_ = node.Close()
 	_ = client.Close()

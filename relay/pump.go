@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/coder/websocket"
+	"github.com/muster-gg/muster/internal/wsframe"
 )
 
 // chunk is the size of the buffer frames are read into, one per direction
@@ -21,7 +22,7 @@ const chunk = 64 << 10
 // headroom is kept free in front of the data in a buffer, so that the
 // header of the next piece of a long frame can be written in front of its
 // payload and both go out in one write.
-const headroom = maxHeader
+const headroom = wsframe.MaxHeader
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, headroom+chunk); return &b }}
 
@@ -49,7 +50,7 @@ type pump struct {
 
 	// The frame whose payload is being passed on in pieces.
 	inFrame  bool
-	frame    header
+	frame    wsframe.Header
 	frameOff int64 // payload bytes of it passed on
 	// The message in progress: a data frame without FIN has been passed on.
 	inMessage  bool
@@ -205,15 +206,16 @@ func (p *pump) process(end int) (next int, err error) {
 	if p.inFrame && pos < end {
 		// The next piece of a long frame: a header of our own in the
 		// headroom, in front of the payload.
-		avail := min(int64(end-pos), p.frame.length-p.frameOff)
+		avail := min(int64(end-pos), int64(p.frame.Length)-p.frameOff)
 		hs := p.pieceHeader(p.buf[:pos], avail)
 		vs, ve = pos-hs, pos+int(avail)
 		n += avail
 		pos = ve
 	}
 
+	var h wsframe.Header
 	for pos < end {
-		h, ok, herr := parseHeader(p.buf[pos:end])
+		ok, herr := parseHeader(p.buf[pos:end], &h)
 		if herr != nil {
 			_ = flush(nil)
 			return 0, herr
@@ -221,12 +223,13 @@ func (p *pump) process(end int) (next int, err error) {
 		if !ok {
 			break
 		}
-		if h.masked != p.fromClient { // clients mask, servers do not
+		if h.Masked != p.fromClient { // clients mask, servers do not
 			_ = flush(nil)
 			return 0, errProtocol
 		}
-		total := int64(h.size) + h.length
-		if h.op >= opClose {
+		length := int64(h.Length) // at most maxFrame
+		total := int64(h.Size) + length
+		if h.Op >= wsframe.OpClose {
 			if int64(end-pos) < total {
 				break
 			}
@@ -241,17 +244,17 @@ func (p *pump) process(end int) (next int, err error) {
 			}
 			continue
 		}
-		if (h.op == opContinuation) != p.inMessage {
+		if (h.Op == wsframe.OpContinuation) != p.inMessage {
 			_ = flush(nil)
 			return 0, errProtocol
 		}
-		if lim := p.s.rl.cfg.ReadLimit; lim >= 0 && p.messageLen+h.length > lim {
+		if lim := p.s.rl.cfg.ReadLimit; lim >= 0 && p.messageLen+length > lim {
 			_ = flush(nil)
 			return 0, errTooBig
 		}
 		if int64(end-pos) >= total {
-			p.messageLen += h.length
-			p.inMessage = !h.fin
+			p.messageLen += length
+			p.inMessage = !h.Fin
 			if !p.inMessage {
 				p.messageLen = 0
 			}
@@ -263,7 +266,7 @@ func (p *pump) process(end int) (next int, err error) {
 			}
 			pos += int(total)
 			ve = pos
-			n += h.length
+			n += length
 			continue
 		}
 		if total <= chunk {
@@ -272,16 +275,16 @@ func (p *pump) process(end int) (next int, err error) {
 		// A long frame: pass on what has come of it as a piece.
 		p.inFrame, p.frame, p.frameOff = true, h, 0
 		p.inMessage = true
-		p.messageLen += h.length
-		start := pos + h.size
+		p.messageLen += length
+		start := pos + h.Size
 		avail := int64(end - start)
 		if avail == 0 {
 			pos = end
 			break
 		}
-		var hb [maxHeader]byte
+		var hb [wsframe.MaxHeader]byte
 		hs := p.pieceHeader(hb[:], avail)
-		copy(p.buf[start-hs:start], hb[maxHeader-hs:])
+		copy(p.buf[start-hs:start], hb[wsframe.MaxHeader-hs:])
 		if err := p.dst.write(p.buf[vs:ve], p.buf[start-hs:end]); err != nil {
 			return 0, errWrite
 		}
@@ -300,17 +303,17 @@ func (p *pump) process(end int) (next int, err error) {
 // returns the header's size.
 func (p *pump) pieceHeader(b []byte, avail int64) int {
 	f := &p.frame
-	op := byte(opContinuation)
+	op := byte(wsframe.OpContinuation)
 	if p.frameOff == 0 {
-		op = f.op
+		op = f.Op
 	}
-	last := p.frameOff+avail == f.length
-	hs := headerSize(f.masked, avail)
-	putHeader(b[len(b)-hs:], last && f.fin, op, f.masked, rotate(f.key, p.frameOff), avail)
+	last := p.frameOff+avail == int64(f.Length)
+	hs := wsframe.HeaderSize(f.Masked, uint64(avail))
+	wsframe.PutHeader(b[len(b)-hs:], wsframe.Header{Fin: last && f.Fin, Op: op, Masked: f.Masked, Key: rotate(f.Key, p.frameOff), Length: uint64(avail)})
 	p.frameOff += avail
 	if last {
 		p.inFrame = false
-		if f.fin {
+		if f.Fin {
 			p.inMessage, p.messageLen = false, 0
 		}
 	}
@@ -319,28 +322,28 @@ func (p *pump) pieceHeader(b []byte, avail int64) int {
 
 // control deals with a control frame from the source (frame is the whole
 // frame as it came).
-func (p *pump) control(h header, frame []byte) error {
-	var payload [maxControl]byte
-	pl := payload[:copy(payload[:], frame[h.size:])]
-	if h.masked {
-		mask(h.key, pl)
+func (p *pump) control(h wsframe.Header, frame []byte) error {
+	var payload [wsframe.MaxControl]byte
+	pl := payload[:copy(payload[:], frame[h.Size:])]
+	if h.Masked {
+		wsframe.Mask(h.Key, pl)
 	}
-	switch h.op {
-	case opPing:
-		if err := p.src.control(opPong, pl); err != nil {
+	switch h.Op {
+	case wsframe.OpPing:
+		if err := p.src.control(wsframe.OpPong, pl); err != nil {
 			return errSourceGone
 		}
 		if !p.fromClient && p.s.probeClient() != nil {
 			return errWrite // our destination, the client, is gone
 		}
-	case opPong:
+	case wsframe.OpPong:
 		if p.fromClient {
 			select {
 			case p.s.pong <- struct{}{}:
 			default:
 			}
 		}
-	case opClose:
+	case wsframe.OpClose:
 		valid := len(pl) == 0
 		if len(pl) >= 2 {
 			code := websocket.StatusCode(binary.BigEndian.Uint16(pl))

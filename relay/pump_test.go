@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/muster-gg/muster/internal/wsframe"
 )
 
 // scriptConn is a net.Conn that reads data in pieces of the sizes given
@@ -46,35 +48,36 @@ func (c *scriptConn) Close() error                { return nil }
 // close frame, a frame the pump must refuse, or the end of b.
 func framePayloads(b []byte, fromClient bool, limit int64) (complete, all []byte) {
 	inMessage, messageLen := false, int64(0)
+	var h wsframe.Header
 	for len(b) > 0 {
-		h, ok, err := parseHeader(b)
-		if err != nil || !ok || h.masked != fromClient || h.op == opClose {
+		ok, err := parseHeader(b, &h)
+		if err != nil || !ok || h.Masked != fromClient || h.Op == wsframe.OpClose {
 			return
 		}
-		if h.op > opClose { // ping or pong: answered, not passed on
-			if int64(len(b)) < int64(h.size)+h.length {
+		if h.Op > wsframe.OpClose { // ping or pong: answered, not passed on
+			if int64(len(b)) < int64(h.Size)+int64(h.Length) {
 				return
 			}
-			b = b[h.size+int(h.length):]
+			b = b[h.Size+int(h.Length):]
 			continue
 		}
-		if (h.op == opContinuation) != inMessage || limit >= 0 && messageLen+h.length > limit {
+		if (h.Op == wsframe.OpContinuation) != inMessage || limit >= 0 && messageLen+int64(h.Length) > limit {
 			return
 		}
-		messageLen += h.length
-		inMessage = !h.fin
-		if h.fin {
+		messageLen += int64(h.Length)
+		inMessage = !h.Fin
+		if h.Fin {
 			messageLen = 0
 		}
-		pl := b[h.size:min(len(b), h.size+int(h.length))]
+		pl := b[h.Size:min(len(b), h.Size+int(h.Length))]
 		pl = append([]byte(nil), pl...)
-		mask(h.key, pl) // with a zero key when unmasked
+		wsframe.Mask(h.Key, pl) // with a zero key when unmasked
 		all = append(all, pl...)
-		if int64(len(pl)) < h.length {
+		if uint64(len(pl)) < h.Length {
 			return
 		}
 		complete = append(complete, pl...)
-		b = b[h.size+int(h.length):]
+		b = b[h.Size+int(h.Length):]
 	}
 	return
 }
@@ -87,23 +90,23 @@ func framePayloads(b []byte, fromClient bool, limit int64) (complete, all []byte
 func FuzzPump(f *testing.F) {
 	masked := func(op byte, fin bool, payload string) []byte {
 		key := [4]byte{9, 8, 7, 6}
-		b := make([]byte, maxHeader+len(payload))
-		n := putHeader(b, fin, op, true, key, int64(len(payload)))
+		b := make([]byte, wsframe.MaxHeader+len(payload))
+		n := wsframe.PutHeader(b, wsframe.Header{Fin: fin, Op: op, Masked: true, Key: key, Length: uint64(len(payload))})
 		n += copy(b[n:], payload)
-		mask(key, b[n-len(payload):n])
+		wsframe.Mask(key, b[n-len(payload):n])
 		return b[:n]
 	}
 	plain := func(op byte, fin bool, payload string) []byte {
-		b := make([]byte, maxHeader+len(payload))
-		n := putHeader(b, fin, op, false, [4]byte{}, int64(len(payload)))
+		b := make([]byte, wsframe.MaxHeader+len(payload))
+		n := wsframe.PutHeader(b, wsframe.Header{Fin: fin, Op: op, Length: uint64(len(payload))})
 		return append(b[:n], payload...)
 	}
 	long := string(bytes.Repeat([]byte("x"), chunk+300))
-	f.Add(bytes.Join([][]byte{masked(opText, true, "hello"), masked(opPing, true, "p"), masked(opBinary, false, "ab"), masked(opContinuation, true, "cd"), masked(opClose, true, "\x03\xe8bye")}, nil), []byte{0, 3, 200}, true, int64(-1))
-	f.Add(bytes.Join([][]byte{plain(opBinary, true, long), plain(opText, true, "x")}, nil), []byte{255, 17, 40}, false, int64(-1))
-	f.Add(masked(opBinary, true, long)[:chunk/2], []byte{255}, true, int64(1<<20))
-	f.Add(masked(opBinary, true, "toolong"), []byte{0}, true, int64(3))
-	f.Add(plain(opText, true, "unmasked from a client"), []byte{1}, true, int64(-1))
+	f.Add(bytes.Join([][]byte{masked(wsframe.OpText, true, "hello"), masked(wsframe.OpPing, true, "p"), masked(wsframe.OpBinary, false, "ab"), masked(wsframe.OpContinuation, true, "cd"), masked(wsframe.OpClose, true, "\x03\xe8bye")}, nil), []byte{0, 3, 200}, true, int64(-1))
+	f.Add(bytes.Join([][]byte{plain(wsframe.OpBinary, true, long), plain(wsframe.OpText, true, "x")}, nil), []byte{255, 17, 40}, false, int64(-1))
+	f.Add(masked(wsframe.OpBinary, true, long)[:chunk/2], []byte{255}, true, int64(1<<20))
+	f.Add(masked(wsframe.OpBinary, true, "toolong"), []byte{0}, true, int64(3))
+	f.Add(plain(wsframe.OpText, true, "unmasked from a client"), []byte{1}, true, int64(-1))
 	f.Add([]byte{0x81, 0x7f, 0xff, 0, 0, 0, 0, 0, 0, 1}, []byte{2}, false, int64(-1))
 	f.Add([]byte{0x82, 0x7f, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1, 2}, []byte{2}, false, int64(-1))
 	f.Add([]byte{0x82, 0x7f, 0, 4, 0, 0, 0, 0, 0, 0, 1, 2}, []byte{2}, false, int64(-1))
@@ -139,27 +142,28 @@ func FuzzPump(f *testing.F) {
 			if closed {
 				t.Fatalf("%d bytes after the close frame", len(out))
 			}
-			h, ok, err := parseHeader(out)
-			if err != nil || !ok || int64(len(out)) < int64(h.size)+h.length {
+			var h wsframe.Header
+			ok, err := parseHeader(out, &h)
+			if err != nil || !ok || int64(len(out)) < int64(h.Size)+int64(h.Length) {
 				t.Fatalf("output ends in a broken frame: % x", out[:min(len(out), 16)])
 			}
-			if h.masked != fromClient {
-				t.Fatalf("output frame masked %v, want %v", h.masked, fromClient)
+			if h.Masked != fromClient {
+				t.Fatalf("output frame masked %v, want %v", h.Masked, fromClient)
 			}
-			pl := append([]byte(nil), out[h.size:h.size+int(h.length)]...)
-			mask(h.key, pl)
-			switch h.op {
-			case opClose:
+			pl := append([]byte(nil), out[h.Size:h.Size+int(h.Length)]...)
+			wsframe.Mask(h.Key, pl)
+			switch h.Op {
+			case wsframe.OpClose:
 				closed = true
-			case opPing, opPong:
+			case wsframe.OpPing, wsframe.OpPong:
 			default:
-				if (h.op == opContinuation) != inMessage {
-					t.Fatalf("output frame op %d with a message in progress %v", h.op, inMessage)
+				if (h.Op == wsframe.OpContinuation) != inMessage {
+					t.Fatalf("output frame op %d with a message in progress %v", h.Op, inMessage)
 				}
-				inMessage = !h.fin
+				inMessage = !h.Fin
 				got = append(got, pl...)
 			}
-			out = out[h.size+int(h.length):]
+			out = out[h.Size+int(h.Length):]
 		}
 		if !closed {
 			t.Fatal("no close frame at the end of the output")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/muster-gg/muster/internal/wsframe"
 )
 
 // session is one relayed connection: the client's connection hijacked
@@ -121,7 +122,7 @@ func (s *session) probeClient() error {
 	case <-s.pong: // an old answer
 	default:
 	}
-	if err := s.client.control(opPing, []byte("muster")); err != nil {
+	if err := s.client.control(wsframe.OpPing, []byte("muster")); err != nil {
 		s.probing.Store(false)
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/muster-gg/muster/internal/wsframe"
 )
 
 // closeTimeout bounds the close handshake: how long a side that has been
@@ -141,7 +142,7 @@ func (d *side) writeConn(p []byte) error {
 }
 
 // control writes a control frame the relay makes, with payload (at most
-// maxControl bytes, not masked). It returns an error only when the
+// wsframe.MaxControl bytes, not masked). It returns an error only when the
 // connection failed, now or before.
 func (d *side) control(op byte, payload []byte) error {
 	d.mu.Lock()
@@ -156,13 +157,13 @@ func (d *side) control(op byte, payload []byte) error {
 }
 
 func (d *side) controlLocked(op byte, payload []byte) error {
-	var f [maxHeader + maxControl]byte
-	n := putHeader(f[:], true, op, d.masked, d.key, int64(len(payload)))
+	var f [wsframe.MaxHeader + wsframe.MaxControl]byte
+	n := wsframe.PutHeader(f[:], wsframe.Header{Fin: true, Op: op, Masked: d.masked, Key: d.key, Length: uint64(len(payload))})
 	m := copy(f[n:], payload)
 	if d.masked {
-		mask(d.key, f[n:n+m])
+		wsframe.Mask(d.key, f[n:n+m])
 	}
-	if op == opClose {
+	if op == wsframe.OpClose {
 		d.closeSent = true
 	}
 	return d.writeLocked(f[:n+m])
@@ -171,13 +172,13 @@ func (d *side) controlLocked(op byte, payload []byte) error {
 // close sends a close frame with code and reason unless one has gone out;
 // StatusNoStatusRcvd sends one without a status.
 func (d *side) close(code websocket.StatusCode, reason string) {
-	var p [maxControl]byte
+	var p [wsframe.MaxControl]byte
 	n := 0
 	if code != websocket.StatusNoStatusRcvd {
 		binary.BigEndian.PutUint16(p[:], uint16(code))
 		n = 2 + copy(p[2:], reason)
 	}
-	_ = d.control(opClose, p[:n])
+	_ = d.control(wsframe.OpClose, p[:n])
 }
 
 // forwardClose writes a close frame read from the other side as it came,

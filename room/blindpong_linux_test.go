@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/muster-gg/muster/internal/testkit/testrun"
+	"github.com/muster-gg/muster/internal/wsframe"
 )
 
 // TestBlindPongsDoNotAnswerPings: a client that reads nothing and sends
@@ -40,7 +41,7 @@ func TestBlindPongsDoNotAnswerPings(t *testing.T) {
 		lc.mu.Lock()
 		last = lc.pingAt
 		lc.mu.Unlock()
-		rc.write(t, opPong, []byte("blind"))
+		rc.write(t, wsframe.OpPong, []byte("blind"))
 	}
 	c.mu.Lock()
 	code, reason := c.closeCode, c.closeReason

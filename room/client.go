@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/muster-gg/muster/internal/wsframe"
 )
 
 // Close codes the host uses. 1009 (message too big) is sent by the
@@ -289,9 +290,9 @@ func (c *Client) writeFrame(frame []byte) error {
 // opcode is the WebSocket opcode of the client's messages.
 func (c *Client) opcode() byte {
 	if c.msgType == websocket.MessageBinary {
-		return opBinary
+		return wsframe.OpBinary
 	}
-	return opText
+	return wsframe.OpText
 }
 
 // handOver stops the client's writer, after the frames queued, for the

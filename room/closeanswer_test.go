@@ -7,6 +7,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/muster-gg/muster/internal/testkit/testrun"
+	"github.com/muster-gg/muster/internal/wsframe"
 )
 
 // TestCloseFrameAnswered: the host answers a client's close frame with
@@ -33,16 +34,16 @@ func TestCloseFrameAnswered(t *testing.T) {
 			t.Fatal(err)
 		}
 		rc := dialRaw(t, srv.URL, "ticket="+tk)
-		rc.write(t, opText, []byte(`{"type":"hello","data":{"mode":"new"}}`))
+		rc.write(t, wsframe.OpText, []byte(`{"type":"hello","data":{"mode":"new"}}`))
 		testrun.WaitFor(t, id+" is registered", func() bool { _, ok := h.Client(id); return ok })
-		rc.write(t, opClose, tc.payload)
+		rc.write(t, wsframe.OpClose, tc.payload)
 		_ = rc.conn.SetReadDeadline(time.Now().Add(time.Minute)) // bounds a hung test only
 		for {
 			op, p, err := rc.read()
 			if err != nil {
 				t.Fatalf("%s: waiting for the answer to the close: %v", tc.name, err)
 			}
-			if op != opClose {
+			if op != wsframe.OpClose {
 				continue
 			}
 			got := websocket.StatusCode(0)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/muster-gg/muster/internal/testkit/testrun"
+	"github.com/muster-gg/muster/internal/wsframe"
 )
 
 // TestCloseEchoWaitsForRoom: a client that closes first while frames wait
@@ -44,7 +45,7 @@ func TestCloseEchoWaitsForRoom(t *testing.T) {
 			t.Fatal(err)
 		}
 		rc := dialRawWith(t, d, srv.URL, "ticket="+tk)
-		rc.write(t, opText, []byte(`{"type":"hello","data":{"mode":"new"}}`))
+		rc.write(t, wsframe.OpText, []byte(`{"type":"hello","data":{"mode":"new"}}`))
 		var c *Client
 		testrun.WaitFor(t, "p1 is on the loop", func() bool { c, _ = h.Client("p1"); return c != nil && c.lc.Load() != nil })
 		lc := c.lc.Load()
@@ -66,9 +67,9 @@ func TestCloseEchoWaitsForRoom(t *testing.T) {
 		}
 		code := binary.BigEndian.AppendUint16(nil, 4321)
 		if halfClosed {
-			hangUp(t, rc, clientFrame(true, opClose, [4]byte{}, code))
+			hangUp(t, rc, clientFrame(true, wsframe.OpClose, [4]byte{}, code))
 		} else {
-			rc.write(t, opClose, code)
+			rc.write(t, wsframe.OpClose, code)
 		}
 
 		_ = rc.conn.SetReadDeadline(time.Now().Add(testrun.Within)) // bounds a hung test only
@@ -78,7 +79,7 @@ func TestCloseEchoWaitsForRoom(t *testing.T) {
 			if err != nil {
 				t.Fatalf("half-closed %v: after %d of %d frames: %v, want the echo of the close", halfClosed, got, sent, err)
 			}
-			if op == opClose {
+			if op == wsframe.OpClose {
 				if len(p) < 2 || websocket.StatusCode(binary.BigEndian.Uint16(p)) != 4321 {
 					t.Fatalf("half-closed %v: the echo is %q, want 4321", halfClosed, p)
 				}
@@ -120,7 +121,7 @@ func maxSendBuffer(t *testing.T) int {
 func TestCloseEchoWaitsAfterTheEnd(t *testing.T) {
 	_, lc, peer := fullSocket(t)
 	code := binary.BigEndian.AppendUint16(nil, 4321)
-	if _, err := syscall.Write(peer, clientFrame(true, opClose, [4]byte{1, 2, 3, 4}, code)); err != nil {
+	if _, err := syscall.Write(peer, clientFrame(true, wsframe.OpClose, [4]byte{1, 2, 3, 4}, code)); err != nil {
 		t.Fatal(err)
 	}
 	if err := syscall.Shutdown(peer, syscall.SHUT_WR); err != nil {
@@ -163,7 +164,7 @@ func TestCloseEchoWaitsAfterTheEnd(t *testing.T) {
 		tail = append(tail, buf[:n]...)
 		tail = tail[max(len(tail)-4, 0):]
 	}
-	if want := appendFrame(nil, opClose, code); !bytes.Equal(tail, want) {
+	if want := appendFrame(nil, wsframe.OpClose, code); !bytes.Equal(tail, want) {
 		t.Fatalf("the stream ends with % x, want the echo % x", tail, want)
 	}
 	if alive, _ := lc.read(buf); alive {
@@ -182,7 +183,7 @@ func TestLastFramesAreBounded(t *testing.T) {
 		case "ours":
 			c.Close(websocket.StatusProtocolError, "protocol error")
 		case "the echo":
-			lc.feed(clientFrame(true, opClose, [4]byte{}, []byte{3, 232}))
+			lc.feed(clientFrame(true, wsframe.OpClose, [4]byte{}, []byte{3, 232}))
 		}
 		lc.mu.Lock()
 		lc.outSince = time.Now().Add(-writeTimeout)

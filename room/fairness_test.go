@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/muster-gg/muster/internal/testkit/testrun"
+	"github.com/muster-gg/muster/internal/wsframe"
 )
 
 // TestFloodingClientDoesNotStarveOthers: a client that sends as fast as
@@ -23,7 +24,7 @@ func TestFloodingClientDoesNotStarveOthers(t *testing.T) {
 			t.Fatal(err)
 		}
 		rc := dialRaw(t, srv.URL, "ticket="+tk)
-		rc.write(t, opText, []byte(`{"type":"hello","data":{"mode":"new"}}`))
+		rc.write(t, wsframe.OpText, []byte(`{"type":"hello","data":{"mode":"new"}}`))
 		testrun.WaitFor(t, id+" is registered", func() bool { _, ok := h.Client(id); return ok })
 		return rc
 	}
@@ -36,7 +37,7 @@ func TestFloodingClientDoesNotStarveOthers(t *testing.T) {
 		flooder.conn.Close() // ends the reads and a write under way
 		wg.Wait()
 	})
-	batch := bytes.Repeat(clientFrame(true, opPing, [4]byte{}, make([]byte, maxControlPayload)), 512)
+	batch := bytes.Repeat(clientFrame(true, wsframe.OpPing, [4]byte{}, make([]byte, wsframe.MaxControl)), 512)
 	var flooded atomic.Int64
 	wg.Go(func() {
 		for {
@@ -67,13 +68,13 @@ func TestFloodingClientDoesNotStarveOthers(t *testing.T) {
 			if err != nil {
 				return
 			}
-			if op == opPong && string(p) == "other" {
+			if op == wsframe.OpPong && string(p) == "other" {
 				answered.Store(true)
 				return
 			}
 		}
 	})
-	other.write(t, opPing, []byte("other"))
+	other.write(t, wsframe.OpPing, []byte("other"))
 	testrun.WaitFor(t, "the other client's ping is answered during the flood", answered.Load)
 	other.conn.Close()
 }

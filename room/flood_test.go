@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/muster-gg/muster/internal/testkit/testrun"
+	"github.com/muster-gg/muster/internal/wsframe"
 )
 
 // TestPingFloodWithoutReadingIsCut: a client that floods pings and reads
@@ -20,9 +21,9 @@ func TestPingFloodWithoutReadingIsCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	rc := dialRaw(t, srv.URL, "ticket="+tk)
-	rc.write(t, opText, []byte(`{"type":"hello","data":{"mode":"new"}}`))
+	rc.write(t, wsframe.OpText, []byte(`{"type":"hello","data":{"mode":"new"}}`))
 	testrun.WaitFor(t, "p1 is registered", func() bool { _, ok := h.Client("p1"); return ok })
-	batch := bytes.Repeat(clientFrame(true, opPing, [4]byte{}, make([]byte, maxControlPayload)), 512)
+	batch := bytes.Repeat(clientFrame(true, wsframe.OpPing, [4]byte{}, make([]byte, wsframe.MaxControl)), 512)
 	const most = 64 << 20 // well past what the socket buffers of both ends hold
 	// Bounds a hung test only: the host cuts the client long before.
 	_ = rc.conn.SetWriteDeadline(time.Now().Add(time.Minute))

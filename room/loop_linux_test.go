@@ -3,15 +3,17 @@
 package room
 
 import (
-	"github.com/coder/websocket"
 	"net"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/muster-gg/muster/internal/testkit/playtest"
 	"github.com/muster-gg/muster/internal/testkit/testrun"
+	"github.com/muster-gg/muster/internal/wsframe"
 )
 
 // onLoop reports how many connections h's event loops serve.
@@ -51,7 +53,7 @@ func helloOnLoop[S, I, P any](t *testing.T, h *Host[S, I, P], url, id, mode stri
 		t.Fatal(err)
 	}
 	rc := dialRaw(t, url, "ticket="+tk)
-	rc.write(t, opText, []byte(`{"type":"hello","data":{"mode":"`+mode+`"}}`))
+	rc.write(t, wsframe.OpText, []byte(`{"type":"hello","data":{"mode":"`+mode+`"}}`))
 	testrun.WaitFor(t, id+" is on the loop", func() bool {
 		c, _ := h.Client(id)
 		return c != nil && c.lc.Load() != nil
@@ -85,8 +87,8 @@ func TestClientGoneWithItsLastFrameIsLetGo(t *testing.T) {
 	skipPortable(t)
 	h, rc := patientLoop(t)
 	var last []byte
-	last = append(last, clientFrame(true, opText, [4]byte{}, make([]byte, 100))...) // over the read limit
-	last = append(last, clientFrame(true, opClose, [4]byte{}, []byte{3, 232})...)
+	last = append(last, clientFrame(true, wsframe.OpText, [4]byte{}, make([]byte, 100))...) // over the read limit
+	last = append(last, clientFrame(true, wsframe.OpClose, [4]byte{}, []byte{3, 232})...)
 	hangUp(t, rc, last)
 	testrun.WaitFor(t, "p1 is let go", func() bool { _, ok := h.Client("p1"); return !ok && onLoop(h) == 0 })
 }
@@ -107,8 +109,8 @@ func TestMessageBeforeTheCloseIsHandled(t *testing.T) {
 	}
 	rc := helloOnLoop(t, h, srv.URL, "p1", "rejoin")
 	var last []byte
-	last = append(last, clientFrame(true, opText, [4]byte{}, []byte(`{"type":"leave"}`))...)
-	last = append(last, clientFrame(true, opClose, [4]byte{}, []byte{3, 232})...)
+	last = append(last, clientFrame(true, wsframe.OpText, [4]byte{}, []byte(`{"type":"leave"}`))...)
+	last = append(last, clientFrame(true, wsframe.OpClose, [4]byte{}, []byte{3, 232})...)
 	hangUp(t, rc, last)
 	testrun.WaitFor(t, "p1's leave is applied", func() bool { return h.RoomOf("p1") == "" })
 }
@@ -124,9 +126,9 @@ func TestCloseAnswerAfterTooBigEndsTheConnection(t *testing.T) {
 	skipPortable(t)
 	h, rc := patientLoop(t)
 	var b []byte
-	b = append(b, clientFrame(false, opText, [4]byte{}, make([]byte, 100))...) // over the read limit
-	b = append(b, clientFrame(true, opContinuation, [4]byte{}, make([]byte, 10))...)
-	b = append(b, clientFrame(true, opText, [4]byte{}, []byte(`{"type":"nobody handles this"}`))...)
+	b = append(b, clientFrame(false, wsframe.OpText, [4]byte{}, make([]byte, 100))...) // over the read limit
+	b = append(b, clientFrame(true, wsframe.OpContinuation, [4]byte{}, make([]byte, 10))...)
+	b = append(b, clientFrame(true, wsframe.OpText, [4]byte{}, []byte(`{"type":"nobody handles this"}`))...)
 	if _, err := rc.conn.Write(b); err != nil {
 		t.Fatal(err)
 	}
@@ -136,14 +138,14 @@ func TestCloseAnswerAfterTooBigEndsTheConnection(t *testing.T) {
 		if err != nil {
 			t.Fatalf("waiting for the close frame: %v", err)
 		}
-		if op == opClose {
+		if op == wsframe.OpClose {
 			if len(p) < 2 || websocket.StatusCode(int(p[0])<<8|int(p[1])) != websocket.StatusMessageTooBig {
 				t.Fatalf("closed with %q, want 1009", p)
 			}
 			break
 		}
 	}
-	rc.write(t, opClose, []byte{0x03, 0xf1})
+	rc.write(t, wsframe.OpClose, []byte{0x03, 0xf1})
 	testrun.WaitFor(t, "p1 is let go", func() bool { _, ok := h.Client("p1"); return !ok && onLoop(h) == 0 })
 }
 
@@ -187,7 +189,7 @@ func TestPlayersSpreadOverTheLoops(t *testing.T) {
 	}
 	for _, id := range ids {
 		rc := helloOnLoop(t, h, srv.URL, id, "rejoin")
-		rc.write(t, opText, []byte(`{"type":"input","data":1}`))
+		rc.write(t, wsframe.OpText, []byte(`{"type":"input","data":1}`))
 	}
 	h.sockets.mu.Lock()
 	loops := slices.Clone(h.sockets.loops)

@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/coder/websocket"
+	"github.com/muster-gg/muster/internal/wsframe"
 )
 
 // loopConn is a player's connection on the event loop (loop_linux.go).
@@ -117,9 +118,9 @@ func (lc *loopConn) feed(b []byte) bool {
 	over := false
 	err := lc.r.feed(b, func(op byte, pl []byte) bool {
 		switch op {
-		case opPing:
-			lc.write(opPong, pl)
-		case opPong:
+		case wsframe.OpPing:
+			lc.write(wsframe.OpPong, pl)
+		case wsframe.OpPong:
 			// Only the pong of the last ping answers it, as on the
 			// portable path: a client cannot answer pings it never read.
 			lc.mu.Lock()
@@ -127,7 +128,7 @@ func (lc *loopConn) feed(b []byte) bool {
 				lc.pingOut = false
 			}
 			lc.mu.Unlock()
-		case opClose:
+		case wsframe.OpClose:
 			// Nothing after the close is read; the connection ends now,
 			// or once what waits for the client is written.
 			over = lc.closeReceived(pl)
@@ -181,7 +182,7 @@ func (lc *loopConn) closeReceived(pl []byte) (done bool) {
 		default:
 			code = pl[:2]
 		}
-		lc.appendLocked(opClose, code)
+		lc.appendLocked(wsframe.OpClose, code)
 		lc.flushLocked()
 	}
 	if len(lc.out) == 0 {
@@ -246,7 +247,7 @@ func (lc *loopConn) drainLocked() bool {
 // do (a client that floods pings and reads nothing would otherwise grow
 // out without end); the close frame is never left out.
 func (lc *loopConn) appendLocked(op byte, payload []byte) bool {
-	if len(lc.ends) > lc.maxQueue && op != opClose {
+	if len(lc.ends) > lc.maxQueue && op != wsframe.OpClose {
 		return true
 	}
 	if lc.out == nil {
@@ -369,7 +370,7 @@ func (lc *loopConn) close(code websocket.StatusCode, reason string) {
 	}
 	lc.closing, lc.closeAt = true, time.Now()
 	lc.last = code == websocket.StatusProtocolError
-	lc.appendLocked(opClose, closePayload(uint16(code), reason))
+	lc.appendLocked(wsframe.OpClose, closePayload(uint16(code), reason))
 	lc.flushLocked()
 }
 
@@ -417,7 +418,7 @@ func (lc *loopConn) sweep(now time.Time, ping, closeWait time.Duration) {
 	default:
 		lc.pingOut, lc.pingAt = true, now
 		lc.pingSeq++
-		if lc.appendLocked(opPing, binary.BigEndian.AppendUint64(make([]byte, 0, 8), lc.pingSeq)) {
+		if lc.appendLocked(wsframe.OpPing, binary.BigEndian.AppendUint64(make([]byte, 0, 8), lc.pingSeq)) {
 			slow = true
 		} else {
 			lc.flushLocked()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/muster-gg/muster/internal/testkit/testrun"
+	"github.com/muster-gg/muster/internal/wsframe"
 )
 
 // blocker is a module whose "slow" messages wait until release is
@@ -52,7 +53,7 @@ func TestSlowModuleHoldsBackTheClientsMessages(t *testing.T) {
 	rc := helloOnLoop(t, h, srv.URL, "p1", "new")
 	c, _ := h.Client("p1")
 	lc := c.lc.Load()
-	msg := clientFrame(true, opText, [4]byte{}, []byte(`{"type":"slow","data":"`+strings.Repeat("x", 16<<10)+`"}`))
+	msg := clientFrame(true, wsframe.OpText, [4]byte{}, []byte(`{"type":"slow","data":"`+strings.Repeat("x", 16<<10)+`"}`))
 	const most = 64 << 20 // well past what the socket buffers of both ends hold
 	sent := 0
 	var rest []byte // what a write cut short by its deadline left of its message

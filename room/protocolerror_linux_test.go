@@ -11,6 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/muster-gg/muster/internal/testkit/testrun"
+	"github.com/muster-gg/muster/internal/wsframe"
 )
 
 // TestProtocolErrorFailsTheConnection: a frame that breaks RFC 6455 fails
@@ -24,10 +25,10 @@ func TestProtocolErrorFailsTheConnection(t *testing.T) {
 		name  string
 		frame []byte
 	}{
-		{"reserved bits", append([]byte{0xc1}, clientFrame(true, opText, [4]byte{}, []byte("x"))[1:]...)},
+		{"reserved bits", append([]byte{0xc1}, clientFrame(true, wsframe.OpText, [4]byte{}, []byte("x"))[1:]...)},
 		{"an unknown opcode", clientFrame(true, 0x3, [4]byte{}, []byte("x"))},
-		{"a fragmented ping", clientFrame(false, opPing, [4]byte{}, []byte("x"))},
-		{"a continuation out of place", clientFrame(true, opContinuation, [4]byte{}, []byte("x"))},
+		{"a fragmented ping", clientFrame(false, wsframe.OpPing, [4]byte{}, []byte("x"))},
+		{"a continuation out of place", clientFrame(true, wsframe.OpContinuation, [4]byte{}, []byte("x"))},
 	}
 	for _, mode := range []string{SocketsLoop, SocketsPortable} {
 		for _, f := range frames {
@@ -43,7 +44,7 @@ func TestProtocolErrorFailsTheConnection(t *testing.T) {
 					t.Fatal(err)
 				}
 				rc := dialRaw(t, srv.URL, "ticket="+tk)
-				rc.write(t, opText, []byte(`{"type":"hello","data":{"mode":"new"}}`))
+				rc.write(t, wsframe.OpText, []byte(`{"type":"hello","data":{"mode":"new"}}`))
 				var c *Client
 				testrun.WaitFor(t, "p1 is placed", func() bool {
 					c, _ = h.Client("p1")
@@ -58,7 +59,7 @@ func TestProtocolErrorFailsTheConnection(t *testing.T) {
 					if err != nil {
 						t.Fatalf("waiting for the close frame: %v", err)
 					}
-					if op != opClose {
+					if op != wsframe.OpClose {
 						continue
 					}
 					if len(p) < 2 || websocket.StatusCode(binary.BigEndian.Uint16(p)) != websocket.StatusProtocolError {

@@ -3,20 +3,9 @@ package room
 import (
 	"encoding/binary"
 	"errors"
-)
 
-// WebSocket opcodes (RFC 6455 section 5.2).
-const (
-	opContinuation = 0x0
-	opText         = 0x1
-	opBinary       = 0x2
-	opClose        = 0x8
-	opPing         = 0x9
-	opPong         = 0xa
+	"github.com/muster-gg/muster/internal/wsframe"
 )
-
-// maxControlPayload is the largest payload of a control frame.
-const maxControlPayload = 125
 
 // opTooBig is the opcode wsReader.feed gives out, with no payload, where
 // a message went over the read limit: not a WebSocket opcode (they are
@@ -61,20 +50,21 @@ func (r *wsReader) feed(b []byte, on func(op byte, payload []byte) bool) error {
 		data = r.partial
 	}
 	pos := 0
+	var fr wsFrame
 	for pos < len(data) {
-		fr, ok, err := r.header(data[pos:])
+		ok, err := r.header(data[pos:], &fr)
 		if err != nil {
 			r.partial = nil
 			return err
 		}
 		if ok && fr.skip {
-			if end := int64(pos) + int64(fr.size) + fr.length; end > int64(len(data)) {
+			if end := int64(pos) + int64(fr.Size) + int64(fr.Length); end > int64(len(data)) {
 				r.skip, pos = end-int64(len(data)), len(data)
 			} else {
 				pos = int(end)
 			}
 			first := !r.drop
-			r.inMsg, r.drop = !fr.fin, !fr.fin
+			r.inMsg, r.drop = !fr.Fin, !fr.Fin
 			r.msg = r.msg[:0]
 			if cap(r.msg) > keptReadBuffer {
 				r.msg = nil
@@ -85,25 +75,25 @@ func (r *wsReader) feed(b []byte, on func(op byte, payload []byte) bool) error {
 			}
 			continue
 		}
-		if !ok || int64(len(data)-pos) < int64(fr.size)+fr.length {
+		if !ok || int64(len(data)-pos) < int64(fr.Size)+int64(fr.Length) {
 			break
 		}
-		pl := data[pos+fr.size : pos+fr.size+int(fr.length)]
-		pos += fr.size + int(fr.length)
-		maskBytes(fr.key, pl)
+		pl := data[pos+fr.Size : pos+fr.Size+int(fr.Length)]
+		pos += fr.Size + int(fr.Length)
+		wsframe.Mask(fr.Key, pl)
 		more := true
 		switch {
-		case fr.op >= opClose:
-			more = on(fr.op, pl)
-		case fr.fin && !r.inMsg:
-			more = on(fr.op, pl)
+		case fr.Op >= wsframe.OpClose:
+			more = on(fr.Op, pl)
+		case fr.Fin && !r.inMsg:
+			more = on(fr.Op, pl)
 		default:
 			if !r.inMsg {
-				r.msg = append(r.msg[:0], byte(fr.op))
+				r.msg = append(r.msg[:0], byte(fr.Op))
 			}
 			r.msg = append(r.msg, pl...)
-			r.inMsg = !fr.fin
-			if fr.fin {
+			r.inMsg = !fr.Fin
+			if fr.Fin {
 				more = on(r.msg[0], r.msg[1:])
 				r.msg = r.msg[:0]
 				if cap(r.msg) > keptReadBuffer {
@@ -131,85 +121,51 @@ func (r *wsReader) feed(b []byte, on func(op byte, payload []byte) bool) error {
 	return nil
 }
 
-// wsFrame is a parsed frame header.
+// wsFrame is a parsed frame header, and what the reader does with it.
 type wsFrame struct {
-	fin    bool
-	op     byte
-	key    [4]byte
-	length int64 // payload bytes
-	size   int   // header bytes
-	skip   bool  // its message is over the limit: the frame is skipped (its key is not read)
+	wsframe.Header
+	skip bool // its message is over the limit: the frame is skipped (its key is not read)
 }
 
-// header parses the frame header at the start of b; ok is false while b
-// does not hold all of it. A frame is refused when it breaks RFC 6455 for
-// a client (unmasked, reserved bits, an unknown opcode, a control frame
-// fragmented or long, a continuation out of place). A frame that would
-// make a message longer than the read limit, or belongs to one that did,
-// is given with skip set once its length is known.
-func (r *wsReader) header(b []byte) (f wsFrame, ok bool, err error) {
-	if len(b) < 2 {
-		return f, false, nil
+// header parses the frame header at the start of b into f; ok is false
+// while b does not hold all of it. A frame is refused when it breaks RFC 6455 for
+// any endpoint (wsframe.Parse) or for a client (unmasked, a continuation
+// out of place). A frame that would make a message longer than the read
+// limit, or belongs to one that did, is given with skip set once its
+// length is known.
+func (r *wsReader) header(b []byte, f *wsFrame) (ok bool, err error) {
+	h := &f.Header
+	f.skip = false
+	ok, err = wsframe.Parse(b, h)
+	if err != nil || h.Size != 0 && !h.Masked {
+		return false, errWSProtocol
 	}
-	b0, b1 := b[0], b[1]
-	if b0&0x70 != 0 || b1&0x80 == 0 {
-		return f, false, errWSProtocol
+	if h.Size == 0 || !ok && len(b) < h.Size-len(h.Key) {
+		return false, nil // the length is not whole yet
 	}
-	f.fin, f.op = b0&0x80 != 0, b0&0x0f
-	n, length := 2, uint64(b1&0x7f)
-	switch length {
-	case 126:
-		if len(b) < 4 {
-			return f, false, nil
-		}
-		length, n = uint64(binary.BigEndian.Uint16(b[2:])), 4
-	case 127:
-		if len(b) < 10 {
-			return f, false, nil
-		}
-		length, n = binary.BigEndian.Uint64(b[2:]), 10
-	}
-	switch f.op {
-	case opText, opBinary:
+	switch h.Op {
+	case wsframe.OpText, wsframe.OpBinary:
 		if r.inMsg {
-			return f, false, errWSProtocol
+			return false, errWSProtocol
 		}
-	case opContinuation:
+	case wsframe.OpContinuation:
 		if !r.inMsg {
-			return f, false, errWSProtocol
+			return false, errWSProtocol
 		}
-	case opClose, opPing, opPong:
-		if !f.fin || length > maxControlPayload {
-			return f, false, errWSProtocol
-		}
-	default:
-		return f, false, errWSProtocol
 	}
-	if f.op < opClose {
+	if h.Op < wsframe.OpClose {
 		sofar := uint64(0)
 		if r.inMsg && !r.drop {
 			sofar = uint64(len(r.msg) - 1)
 		}
-		if r.drop || length > uint64(r.limit) || sofar+length > uint64(r.limit) {
+		if r.drop || h.Length > uint64(r.limit) || sofar+h.Length > uint64(r.limit) {
 			// A length near 2^64 is skipped as 2^62 bytes: the same,
 			// without overflowing.
-			f.skip, f.size, f.length = true, n+4, int64(min(length, 1<<62))
-			return f, true, nil
+			f.skip, h.Length = true, min(h.Length, 1<<62)
+			return true, nil
 		}
 	}
-	if len(b) < n+4 {
-		return f, false, nil
-	}
-	copy(f.key[:], b[n:n+4])
-	f.length, f.size = int64(length), n+4
-	return f, true, nil
-}
-
-// maskBytes XORs b with key, in place.
-func maskBytes(key [4]byte, b []byte) {
-	for i := range b {
-		b[i] ^= key[i&3]
-	}
+	return ok, nil
 }
 
 // appendFrame appends a server frame (unmasked, final) of op and payload

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"testing"
+
+	"github.com/muster-gg/muster/internal/wsframe"
 )
 
 // clientFrame is a frame as a client sends it: masked with key.
@@ -26,7 +28,7 @@ func clientFrame(fin bool, op byte, key [4]byte, payload []byte) []byte {
 	b = append(b, key[:]...)
 	start := len(b)
 	b = append(b, payload...)
-	maskBytes(key, b[start:])
+	wsframe.Mask(key, b[start:])
 	return b
 }
 
@@ -38,7 +40,7 @@ func readAll(limit int64, b []byte, step int) (string, error) {
 	stopped := false // a close frame ends the connection: nothing after it is read
 	on := func(op byte, pl []byte) bool {
 		fmt.Fprintf(&out, "%d %q\n", op, pl)
-		stopped = op == opClose
+		stopped = op == wsframe.OpClose
 		return !stopped
 	}
 	b = bytes.Clone(b) // feed unmasks in place
@@ -58,14 +60,14 @@ func readAll(limit int64, b []byte, step int) (string, error) {
 func TestWSReaderJoinsFragmentsAroundControlFrames(t *testing.T) {
 	key := [4]byte{1, 2, 3, 4}
 	var in []byte
-	in = append(in, clientFrame(true, opText, key, []byte(`{"type":"input","data":1}`))...)
-	in = append(in, clientFrame(false, opText, key, []byte("hel"))...)
-	in = append(in, clientFrame(true, opPing, key, []byte("p"))...)
-	in = append(in, clientFrame(false, opContinuation, key, []byte("lo "))...)
-	in = append(in, clientFrame(true, opContinuation, key, bytes.Repeat([]byte("w"), 300))...)
-	in = append(in, clientFrame(true, opBinary, key, []byte{0, 1, 2})...)
-	in = append(in, clientFrame(true, opClose, key, []byte{3, 232})...)
-	in = append(in, clientFrame(true, opText, key, []byte("after the close"))...)
+	in = append(in, clientFrame(true, wsframe.OpText, key, []byte(`{"type":"input","data":1}`))...)
+	in = append(in, clientFrame(false, wsframe.OpText, key, []byte("hel"))...)
+	in = append(in, clientFrame(true, wsframe.OpPing, key, []byte("p"))...)
+	in = append(in, clientFrame(false, wsframe.OpContinuation, key, []byte("lo "))...)
+	in = append(in, clientFrame(true, wsframe.OpContinuation, key, bytes.Repeat([]byte("w"), 300))...)
+	in = append(in, clientFrame(true, wsframe.OpBinary, key, []byte{0, 1, 2})...)
+	in = append(in, clientFrame(true, wsframe.OpClose, key, []byte{3, 232})...)
+	in = append(in, clientFrame(true, wsframe.OpText, key, []byte("after the close"))...)
 	want := fmt.Sprintf("1 %q\n9 \"p\"\n1 %q\n2 \"\\x00\\x01\\x02\"\n8 \"\\x03\\xe8\"\n",
 		`{"type":"input","data":1}`, "hello "+string(bytes.Repeat([]byte("w"), 300)))
 	for _, step := range []int{0, 1, 2, 7, 100} {
@@ -78,7 +80,7 @@ func TestWSReaderJoinsFragmentsAroundControlFrames(t *testing.T) {
 
 func TestWSReaderRefuses(t *testing.T) {
 	key := [4]byte{9, 8, 7, 6}
-	unmasked := clientFrame(true, opText, key, []byte("x"))
+	unmasked := clientFrame(true, wsframe.OpText, key, []byte("x"))
 	unmasked[1] &^= 0x80
 	cases := []struct {
 		name string
@@ -86,12 +88,12 @@ func TestWSReaderRefuses(t *testing.T) {
 		want error
 	}{
 		{"unmasked", unmasked, errWSProtocol},
-		{"reserved bit", append([]byte{0xc1}, clientFrame(true, opText, key, nil)[1:]...), errWSProtocol},
+		{"reserved bit", append([]byte{0xc1}, clientFrame(true, wsframe.OpText, key, nil)[1:]...), errWSProtocol},
 		{"unknown opcode", clientFrame(true, 0x3, key, nil), errWSProtocol},
-		{"fragmented ping", clientFrame(false, opPing, key, nil), errWSProtocol},
-		{"long ping", clientFrame(true, opPing, key, make([]byte, 126)), errWSProtocol},
-		{"continuation first", clientFrame(true, opContinuation, key, nil), errWSProtocol},
-		{"text inside a message", append(clientFrame(false, opText, key, []byte("a")), clientFrame(true, opText, key, nil)...), errWSProtocol},
+		{"fragmented ping", clientFrame(false, wsframe.OpPing, key, nil), errWSProtocol},
+		{"long ping", clientFrame(true, wsframe.OpPing, key, make([]byte, 126)), errWSProtocol},
+		{"continuation first", clientFrame(true, wsframe.OpContinuation, key, nil), errWSProtocol},
+		{"text inside a message", append(clientFrame(false, wsframe.OpText, key, []byte("a")), clientFrame(true, wsframe.OpText, key, nil)...), errWSProtocol},
 	}
 	for _, tc := range cases {
 		for _, step := range []int{0, 1} {
@@ -109,16 +111,16 @@ func TestWSReaderRefuses(t *testing.T) {
 func TestWSReaderSkipsAMessageOverTheLimit(t *testing.T) {
 	key := [4]byte{9, 8, 7, 6}
 	cat := func(frames ...[]byte) []byte { return bytes.Join(frames, nil) }
-	closeFrame := clientFrame(true, opClose, key, []byte{3, 241})
+	closeFrame := clientFrame(true, wsframe.OpClose, key, []byte{3, 241})
 	cases := []struct {
 		name string
 		in   []byte
 		want string
 	}{
-		{"frame over the limit", cat(clientFrame(true, opText, key, make([]byte, 65)), clientFrame(true, opText, key, []byte("a")), closeFrame),
+		{"frame over the limit", cat(clientFrame(true, wsframe.OpText, key, make([]byte, 65)), clientFrame(true, wsframe.OpText, key, []byte("a")), closeFrame),
 			"255 \"\"\n1 \"a\"\n8 \"\\x03\\xf1\"\n"},
-		{"message over the limit", cat(clientFrame(false, opText, key, make([]byte, 40)), clientFrame(false, opContinuation, key, make([]byte, 40)),
-			clientFrame(true, opPing, key, []byte("p")), clientFrame(true, opContinuation, key, make([]byte, 300)), closeFrame),
+		{"message over the limit", cat(clientFrame(false, wsframe.OpText, key, make([]byte, 40)), clientFrame(false, wsframe.OpContinuation, key, make([]byte, 40)),
+			clientFrame(true, wsframe.OpPing, key, []byte("p")), clientFrame(true, wsframe.OpContinuation, key, make([]byte, 300)), closeFrame),
 			"255 \"\"\n9 \"p\"\n8 \"\\x03\\xf1\"\n"},
 		{"a length near 2^64", cat([]byte{0x81, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, key[:], closeFrame),
 			"255 \"\"\n"},
@@ -137,10 +139,10 @@ func TestWSReaderSkipsAMessageOverTheLimit(t *testing.T) {
 // error however the bytes are split by the socket.
 func FuzzWSReader(f *testing.F) {
 	key := [4]byte{1, 2, 3, 4}
-	f.Add(clientFrame(true, opText, key, []byte(`{"type":"input","data":{"x":1,"y":2}}`)), uint8(3))
-	f.Add(append(clientFrame(false, opBinary, key, []byte("ab")), clientFrame(true, opContinuation, key, []byte("cd"))...), uint8(1))
-	f.Add(clientFrame(true, opText, key, make([]byte, 200)), uint8(9))
-	f.Add(clientFrame(true, opClose, key, []byte{3, 232, 'x'}), uint8(2))
+	f.Add(clientFrame(true, wsframe.OpText, key, []byte(`{"type":"input","data":{"x":1,"y":2}}`)), uint8(3))
+	f.Add(append(clientFrame(false, wsframe.OpBinary, key, []byte("ab")), clientFrame(true, wsframe.OpContinuation, key, []byte("cd"))...), uint8(1))
+	f.Add(clientFrame(true, wsframe.OpText, key, make([]byte, 200)), uint8(9))
+	f.Add(clientFrame(true, wsframe.OpClose, key, []byte{3, 232, 'x'}), uint8(2))
 	f.Fuzz(func(t *testing.T, in []byte, step uint8) {
 		const limit = 256
 		whole, werr := readAll(limit, in, 0)

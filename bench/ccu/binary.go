@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 
+	"github.com/muster-gg/muster/internal/wsframe"
 	"github.com/muster-gg/muster/room"
 )
 
@@ -67,7 +68,7 @@ func (musterBinProto) input(b []byte, v uint32) []byte {
 	return binary.LittleEndian.AppendUint32(b, v)
 }
 
-func (musterBinProto) op() byte { return opBinary }
+func (musterBinProto) op() byte { return wsframe.OpBinary }
 
 func (musterBinProto) isState(msg []byte) bool { return len(msg) >= 10 && msg[0] == binState }
 

@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/muster-gg/muster/internal/wsframe"
 )
 
 // musterProto is Muster's protocol (docs/protocol.md): a guest ticket,
@@ -31,11 +33,11 @@ func (musterProto) join(hc *http.Client, addr string, i int) (*wsConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ws.write(opText, []byte(`{"type":"hello","data":{"mode":"new"}}`)); err != nil {
+	if err := ws.write(wsframe.OpText, []byte(`{"type":"hello","data":{"mode":"new"}}`)); err != nil {
 		ws.close()
 		return nil, err
 	}
-	if err := ws.write(opText, []byte(`{"type":"queue","data":{"playlist":"duel"}}`)); err != nil {
+	if err := ws.write(wsframe.OpText, []byte(`{"type":"queue","data":{"playlist":"duel"}}`)); err != nil {
 		ws.close()
 		return nil, err
 	}
@@ -50,7 +52,7 @@ func (musterProto) input(b []byte, v uint32) []byte {
 	return append(b, `}}`...)
 }
 
-func (musterProto) op() byte { return opText }
+func (musterProto) op() byte { return wsframe.OpText }
 
 func (musterProto) isState(msg []byte) bool { return bytes.HasPrefix(msg, []byte(`{"type":"state"`)) }
 
@@ -103,7 +105,7 @@ func (colyseusProto) join(hc *http.Client, addr string, i int) (*wsConn, error) 
 		err = fmt.Errorf("join: first message %v", msg[:min(len(msg), 8)])
 	}
 	if err == nil {
-		err = ws.write(opBinary, []byte{cJoinRoom})
+		err = ws.write(wsframe.OpBinary, []byte{cJoinRoom})
 	}
 	if err != nil {
 		ws.close()
@@ -119,7 +121,7 @@ func (colyseusProto) input(b []byte, v uint32) []byte {
 	return append(b, 0xa1, 'y', 0xce, byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
 }
 
-func (colyseusProto) op() byte { return opBinary }
+func (colyseusProto) op() byte { return wsframe.OpBinary }
 
 func (colyseusProto) isState(msg []byte) bool {
 	return len(msg) > 0 && (msg[0]&0x1F == cStatePatch || msg[0]&0x1F == cRoomState)

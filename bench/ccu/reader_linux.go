@@ -3,12 +3,12 @@
 package main
 
 import (
-	"encoding/binary"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/muster-gg/muster/internal/epoll"
+	"github.com/muster-gg/muster/internal/wsframe"
 )
 
 // tickReader reads every player's socket from one goroutine, as Muster's
@@ -127,24 +127,29 @@ func (t *tickReader) drop(p *player, fd int) {
 // both are read.
 func (p *player) parse(proto protocol) {
 	b := p.in
+	var h wsframe.Header
 	for !p.done {
-		pl, rest, ok := nextFrame(b)
+		pl, rest, ok, err := nextFrame(b, &h)
+		if err != nil { // the server broke the protocol: the player ends
+			p.done = true
+			break
+		}
 		if !ok {
 			break
 		}
-		fin, op := b[0]&0x80 != 0, b[0]&0x0F
+		fin, op := h.Fin, h.Op
 		b = rest
 		switch {
-		case op == opClose:
-			p.ws.write(opClose, pl)
+		case op == wsframe.OpClose:
+			p.ws.write(wsframe.OpClose, pl)
 			p.done = true
-		case op == opPing:
-			p.ws.write(opPong, pl)
-		case op >= opClose: // a pong
-		case op != opCont && fin:
+		case op == wsframe.OpPing:
+			p.ws.write(wsframe.OpPong, pl)
+		case op >= wsframe.OpClose: // a pong
+		case op != wsframe.OpContinuation && fin:
 			p.handle(proto, pl)
 		default:
-			if op != opCont {
+			if op != wsframe.OpContinuation {
 				p.msg = p.msg[:0]
 			}
 			p.msg = append(p.msg, pl...)
@@ -156,29 +161,20 @@ func (p *player) parse(proto protocol) {
 	p.in = append(p.in[:0], b...)
 }
 
-// nextFrame splits the first frame off b (a server's: not masked): its
-// payload and what follows; ok is false while it is not whole.
-func nextFrame(b []byte) (payload, rest []byte, ok bool) {
-	if len(b) < 2 {
-		return nil, b, false
+// nextFrame splits the first frame off b, its header parsed into h: its
+// payload and what follows; ok is false while it is not whole, and err is
+// set for a frame that breaks RFC 6455 or is masked (a server's must not
+// be).
+func nextFrame(b []byte, h *wsframe.Header) (payload, rest []byte, ok bool, err error) {
+	ok, err = wsframe.Parse(b, h)
+	if err == nil && h.Size != 0 && h.Masked {
+		err = errMasked
 	}
-	n, h := uint64(b[1]&0x7F), 2
-	switch n {
-	case 126:
-		if len(b) < 4 {
-			return nil, b, false
-		}
-		n, h = uint64(binary.BigEndian.Uint16(b[2:])), 4
-	case 127:
-		if len(b) < 10 {
-			return nil, b, false
-		}
-		n, h = binary.BigEndian.Uint64(b[2:]), 10
+	if err != nil || !ok || uint64(len(b)-h.Size) < h.Length {
+		return nil, b, false, err
 	}
-	if uint64(len(b)-h) < n {
-		return nil, b, false
-	}
-	return b[h : h+int(n)], b[h+int(n):], true
+	end := h.Size + int(h.Length)
+	return b[h.Size:end], b[end:], true, nil
 }
 
 // writeFD writes b whole to the non-blocking descriptor fd, waiting for

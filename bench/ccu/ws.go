@@ -4,7 +4,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +12,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/muster-gg/muster/internal/wsframe"
 )
 
 // wsConn is the load generator's side of one WebSocket: a handshake and
@@ -57,33 +58,15 @@ func dialWS(addr, path string, timeout time.Duration) (*wsConn, error) {
 	return &wsConn{c: c, br: br, fd: -1}, nil
 }
 
-const (
-	opCont   = 0x0
-	opText   = 0x1
-	opBinary = 0x2
-	opClose  = 0x8
-	opPing   = 0x9
-	opPong   = 0xA
-)
-
 // write writes one frame, masked with a key of zeros (a client must mask;
 // the key is the client's to choose, and a zero key keeps the payload as
 // it is).
 func (w *wsConn) write(op byte, payload []byte) error {
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
-	b := w.wbuf[:0]
-	b = append(b, 0x80|op)
-	switch n := len(payload); {
-	case n < 126:
-		b = append(b, 0x80|byte(n))
-	case n < 1<<16:
-		b = append(b, 0x80|126, byte(n>>8), byte(n))
-	default:
-		b = append(b, 0x80|127)
-		b = binary.BigEndian.AppendUint64(b, uint64(n))
-	}
-	b = append(b, 0, 0, 0, 0)
+	h := wsframe.Header{Fin: true, Op: op, Masked: true, Length: uint64(len(payload))}
+	b := slices.Grow(w.wbuf[:0], wsframe.MaxHeader+len(payload))
+	b = b[:wsframe.PutHeader(b[:wsframe.MaxHeader], h)]
 	b = append(b, payload...)
 	w.wbuf = b
 	if w.fd >= 0 {
@@ -101,47 +84,32 @@ func (w *wsConn) read() (op byte, msg []byte, err error) {
 	w.msg = w.msg[:0]
 	var first byte
 	for {
-		var h [2]byte
-		if _, err := io.ReadFull(w.br, h[:]); err != nil {
+		var h wsframe.Header
+		if err := w.readHeader(&h); err != nil {
 			return 0, nil, err
 		}
-		fin, fop := h[0]&0x80 != 0, h[0]&0x0F
-		n := uint64(h[1] & 0x7F)
-		switch n {
-		case 126:
-			var e [2]byte
-			if _, err := io.ReadFull(w.br, e[:]); err != nil {
-				return 0, nil, err
-			}
-			n = uint64(binary.BigEndian.Uint16(e[:]))
-		case 127:
-			var e [8]byte
-			if _, err := io.ReadFull(w.br, e[:]); err != nil {
-				return 0, nil, err
-			}
-			n = binary.BigEndian.Uint64(e[:])
-		}
+		fin, fop, n := h.Fin, h.Op, h.Length
 		if n > 1<<20 {
 			return 0, nil, fmt.Errorf("ws: frame of %d bytes", n)
 		}
-		if fop >= opClose { // a control frame, possibly between fragments
+		if fop >= wsframe.OpClose { // a control frame, possibly between fragments
 			var ctl [125]byte
 			p := ctl[:n]
 			if _, err := io.ReadFull(w.br, p); err != nil {
 				return 0, nil, err
 			}
 			switch fop {
-			case opClose:
-				w.write(opClose, p)
+			case wsframe.OpClose:
+				w.write(wsframe.OpClose, p)
 				return 0, nil, errClosed
-			case opPing:
-				if err := w.write(opPong, p); err != nil {
+			case wsframe.OpPing:
+				if err := w.write(wsframe.OpPong, p); err != nil {
 					return 0, nil, err
 				}
 			}
 			continue
 		}
-		if fop != opCont {
+		if fop != wsframe.OpContinuation {
 			first = fop
 		}
 		start := len(w.msg)
@@ -154,5 +122,29 @@ func (w *wsConn) read() (op byte, msg []byte, err error) {
 		}
 	}
 }
+
+// readHeader reads the next frame header into h.
+func (w *wsConn) readHeader(h *wsframe.Header) error {
+	for n := 2; ; n = h.Size {
+		b, err := w.br.Peek(n)
+		if err != nil {
+			return err
+		}
+		ok, err := wsframe.Parse(b, h)
+		if err == nil && h.Size != 0 && h.Masked {
+			err = errMasked
+		}
+		if err != nil {
+			return err
+		}
+		if ok {
+			_, err = w.br.Discard(h.Size)
+			return err
+		}
+	}
+}
+
+// errMasked reports a masked frame, which a server must not send.
+var errMasked = errors.New("ws: a masked frame from the server")
 
 func (w *wsConn) close() { w.c.Close() }
