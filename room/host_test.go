@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/muster-gg/muster/internal/testkit/playtest"
 	"github.com/muster-gg/muster/internal/testkit/testrun"
 )
 
@@ -98,6 +99,20 @@ func newServer[S, I, P any](t *testing.T, h *Host[S, I, P]) *httptest.Server {
 	srv := httptest.NewServer(h.Handler())
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// playAlone runs h, serves it, opens room "r" for player p1 and connects
+// p1, who is welcomed back into it.
+func playAlone[S, I, P any](t *testing.T, h *Host[S, I, P]) *playtest.Conn {
+	t.Helper()
+	runHost(t, h)
+	srv := newServer(t, h)
+	if _, err := h.OpenRoom(t.Context(), Info{ID: "r", Players: []string{"p1"}}); err != nil {
+		t.Fatal(err)
+	}
+	c := playtest.DialPlayer(t, srv.URL, h.Tickets(), "p1", "")
+	c.Welcome("rejoin")
+	return c
 }
 
 func TestStepsAtFixedRate(t *testing.T) {

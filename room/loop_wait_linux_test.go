@@ -49,14 +49,7 @@ func tickingHost(t *testing.T, cfg Config, rates [2]float64) (*Host[*csim, int, 
 	}
 	h := newHost(t, g, cfg)
 	h.sockets.rates = rates // the tests skip first in a muster_portable build
-	runHost(t, h)
-	srv := newServer(t, h)
-	if _, err := h.OpenRoom(t.Context(), Info{ID: "r", Players: []string{"p1"}}); err != nil {
-		t.Fatal(err)
-	}
-	c := playtest.DialPlayer(t, srv.URL, h.Tickets(), "p1", "")
-	c.Welcome("rejoin")
-	return h, c
+	return h, playAlone(t, h)
 }
 
 // TestLoopTicksWhileBusy: a loop whose events come fast ticks, its epoll
